@@ -1,0 +1,1 @@
+"""inference-frontier: LLM inference benchmark logs -> Pareto frontiers and matched-interactivity comparisons."""

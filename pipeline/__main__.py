@@ -1,0 +1,123 @@
+"""Command line: ``python -m pipeline run`` (materialize everything, print a summary) and
+``python -m pipeline sample`` (regenerate ``data/sample`` from its fixed seed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+
+def _run(_: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from pipeline.definitions import defs
+    from pipeline.paths import env_path
+
+    started = time.perf_counter()
+    job = defs().resolve_job_def("refresh_all")
+    instance = dg.DagsterInstance.get() if _has_dagster_home() else dg.DagsterInstance.ephemeral()
+    # INFO keeps the stage summaries and drops Dagster's per-step DEBUG events from the terminal.
+    run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    result = job.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False)
+    elapsed = time.perf_counter() - started
+    if not result.success:
+        for event in result.all_events:
+            if event.is_failure:
+                print(event.message, file=sys.stderr)
+        print(f"pipeline FAILED after {elapsed:.1f} s", file=sys.stderr)
+        return 1
+    failed_checks = [
+        e.event_specific_data.asset_check_evaluation  # type: ignore[union-attr]
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.event_specific_data.passed  # type: ignore
+    ]
+    out_dir = Path(env_path("PIPELINE_OUT_DIR"))
+    print(summary(out_dir, Path(env_path("PIPELINE_RAW_DIR"))))
+    for check in failed_checks:
+        print(f"check failed: {check.asset_key.to_user_string()} {check.check_name}", file=sys.stderr)
+    print(f"\nwall time {elapsed:.1f} s; warehouse {env_path('PIPELINE_DB_PATH')}")
+    return 0 if not failed_checks else 2
+
+
+def _has_dagster_home() -> bool:
+    import os
+
+    return bool(os.environ.get("DAGSTER_HOME"))
+
+
+def summary(out_dir: Path, raw_dir: Path) -> str:
+    """Counts from the marts and one comparison table, as printed after ``run``."""
+    runs = pq.read_table(out_dir / "runs.parquet")
+    quarantine = pq.read_table(out_dir / "quarantine.parquet")
+    comparisons = pq.read_table(out_dir / "comparisons.parquet")
+    ids = comparisons.column("comparison_id").to_pylist()
+    reasons = Counter(quarantine.column("reason_code").to_pylist())
+    not_runs = {code: n for code, n in reasons.items() if code.startswith("not_a_run_log:")}
+    rejected = {code: n for code, n in reasons.items() if code not in not_runs}
+    lines = [
+        f"raw logs:        {raw_dir}",
+        f"marts:           {out_dir}/{{runs,quarantine,frontiers,comparisons}}.parquet",
+        f"runs accepted:   {runs.num_rows}",
+        f"quarantined:     {sum(rejected.values())} rows {_by_reason(rejected)}",
+        f"not run logs:    {sum(not_runs.values())} files recorded in quarantine {_by_reason(not_runs)}",
+        f"comparisons:     {len(set(ids))} ({comparisons.num_rows} rows)",
+    ]
+    if comparisons.num_rows:
+        lines += ["", format_comparison(comparisons.to_pylist(), _showcase(comparisons.to_pylist()))]
+    return "\n".join(lines)
+
+
+def _by_reason(counts: dict[str, int]) -> str:
+    return "(" + ", ".join(f"{code} {n}" for code, n in sorted(counts.items(), key=lambda kv: -kv[1])) + ")" if counts else ""
+
+
+def _showcase(rows: list[dict]) -> str:
+    """A spec-decoding comparison when there is one (the seed pages' headline), else the first."""
+    for row in rows:
+        if row["kind"] == "spec_decoding":
+            return row["comparison_id"]
+    return rows[0]["comparison_id"]
+
+
+def format_comparison(rows: list[dict], comparison_id: str) -> str:
+    """One comparison as a terminal table: per target, both sides' throughput, cost, tok/s/MW, concurrency."""
+    mine = [r for r in rows if r["comparison_id"] == comparison_id]
+    first = mine[0]
+    header = (f"{first['title']}  ({first['model']}, ISL/OSL {first['isl']}/{first['osl']}; band "
+              f"{first['band_display_min']}–{first['band_display_max']} tok/s/user)")
+    out = [header, f"{'target':>8} {'side':<10} {'tok/s/GPU':>10} {'$/M tok':>8} {'tok/s/MW':>11} {'conc':>7}"]
+    for row in mine:
+        out.append(
+            f"{row['target_intvty']:>8.0f} {row['side_label']:<10} {row['tput_per_gpu']:>10.1f} "
+            f"{row['cost_per_mtok_hyperscaler']:>8.3f} {row['tok_s_per_mw']:>11,.0f} {row['concurrency']:>7.1f}"
+        )
+        if row["side"] == "b":
+            out.append(f"{'':>8} at {row['target_intvty']:.0f} tok/s/user ({row['band_phrase']}): "
+                       f"{row['cost_sentence']}; {row['tput_sentence']}")
+    return "\n".join(out)
+
+
+def _sample(_: argparse.Namespace) -> int:
+    from pipeline.sample_data import main as generate
+
+    generate()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary").set_defaults(
+        func=_run)
+    sub.add_parser("sample", help="regenerate data/sample from its fixed seed").set_defaults(func=_sample)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""Sides, frontiers per side, and matched-interactivity comparisons (DESIGN.md §4), over ``run_metrics`` rows.
+
+A side is every run with the same (model, isl, osl) and the side's fixed keys; a key not fixed by the comparison
+kind is pooled (written ``all``) into one union frontier ("best available serving configuration"):
+- spec_decoding: (hw, precision, spec = m) vs (hw, precision, spec = none), for each method m; frameworks pooled;
+- precision: (hw, fp4) vs (hw, fp8); spec and frameworks pooled;
+- hardware: (hw A, p) vs (hw B, p) for each pair of GPUs, in GPU-reference order; spec and frameworks pooled;
+- framework: (hw, p, framework A) vs (hw, p, framework B) for each pair, alphabetical; spec pooled.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.frontier import (
+    band_phrase,
+    default_targets,
+    displayed_band,
+    interactivity_band,
+    interpolate,
+    pareto_frontier,
+    round_half_up,
+)
+from pipeline.keys import GPU_KEYS, framework_label, hw_label, precision_label, spec_label
+
+POOLED = "all"
+# Metrics splined along each frontier, each on its own values at the frontier points (DESIGN.md §4).
+SPLINED_METRICS = (
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+    "input_tput_per_gpu",
+    "cost_per_mtok_hyperscaler",
+    "cost_per_mtok_neocloud",
+    "cost_per_mtok_rental",
+    "tok_s_per_mw",
+    "concurrency",
+)
+GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
+TIE_RATIO = 1.01
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's fixed keys; ``spec_decoding``/``framework`` are ``all`` when pooled."""
+
+    model: str
+    isl: int
+    osl: int
+    hw: str
+    precision: str
+    spec_decoding: str = POOLED
+    framework: str = POOLED
+
+    @property
+    def side_id(self) -> str:
+        return (
+            f"{self.model}|{self.isl}/{self.osl}|{self.hw}|{self.precision}"
+            f"|spec={self.spec_decoding}|framework={self.framework}"
+        )
+
+    def matches(self, run: Mapping[str, Any]) -> bool:
+        return (
+            run["model"] == self.model
+            and run["isl"] == self.isl
+            and run["osl"] == self.osl
+            and run["hw"] == self.hw
+            and run["precision"] == self.precision
+            and (self.spec_decoding == POOLED or run["spec_decoding"] == self.spec_decoding)
+            and (self.framework == POOLED or run["framework"] == self.framework)
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two sides of one kind, with their display labels; ``a`` is the challenger (MTP, FP4, …)."""
+
+    kind: str
+    a: Side
+    b: Side
+    label_a: str
+    label_b: str
+
+    @property
+    def comparison_id(self) -> str:
+        return f"{self.kind}:{self.a.side_id}~{self.b.side_id}"
+
+    @property
+    def title(self) -> str:
+        """Seed-page title, e.g. "MI355X FP4: MTP vs Off"."""
+        if self.kind == "spec_decoding":
+            return f"{hw_label(self.a.hw)} {precision_label(self.a.precision)}: {self.label_a} vs {self.label_b}"
+        if self.kind == "precision":
+            return f"{hw_label(self.a.hw)}: {self.label_a} vs {self.label_b}"
+        if self.kind == "hardware":
+            return f"{self.label_a} vs {self.label_b} {precision_label(self.a.precision)}"
+        return f"{hw_label(self.a.hw)} {precision_label(self.a.precision)}: {self.label_a} vs {self.label_b}"
+
+
+def enumerate_comparisons(runs: Iterable[Mapping[str, Any]]) -> list[Comparison]:
+    """Every comparison for which both sides have runs, sorted by kind then id.
+
+    Args:
+        runs: rows with ``model, isl, osl, hw, precision, spec_decoding, framework``.
+    """
+    present = {
+        (r["model"], r["isl"], r["osl"], r["hw"], r["precision"], r["spec_decoding"], r["framework"]) for r in runs
+    }
+    out: list[Comparison] = []
+    by_config: dict[tuple, set[tuple[str, str]]] = {}
+    for model, isl, osl, hw, precision, spec, framework in present:
+        by_config.setdefault((model, isl, osl, hw, precision), set()).add((spec, framework))
+
+    for (model, isl, osl, hw, precision), combos in by_config.items():
+        specs = {s for s, _ in combos}
+        frameworks = sorted({f for _, f in combos})
+        if "none" in specs:
+            for method in sorted(specs - {"none"}):
+                out.append(Comparison(
+                    "spec_decoding",
+                    Side(model, isl, osl, hw, precision, spec_decoding=method),
+                    Side(model, isl, osl, hw, precision, spec_decoding="none"),
+                    spec_label(method), spec_label("none"),
+                ))
+        for fa, fb in itertools.combinations(frameworks, 2):
+            out.append(Comparison(
+                "framework",
+                Side(model, isl, osl, hw, precision, framework=fa),
+                Side(model, isl, osl, hw, precision, framework=fb),
+                framework_label(fa), framework_label(fb),
+            ))
+
+    configs = set(by_config)
+    for model, isl, osl, hw in sorted({(m, i, o, h) for m, i, o, h, _ in configs}):
+        if (model, isl, osl, hw, "fp4") in configs and (model, isl, osl, hw, "fp8") in configs:
+            out.append(Comparison(
+                "precision",
+                Side(model, isl, osl, hw, "fp4"), Side(model, isl, osl, hw, "fp8"), "FP4", "FP8",
+            ))
+    for model, isl, osl, precision in sorted({(m, i, o, p) for m, i, o, _, p in configs}):
+        hws = sorted({h for m, i, o, h, p in configs if (m, i, o, p) == (model, isl, osl, precision)}, key=_gpu_rank)
+        for ha, hb in itertools.combinations(hws, 2):
+            out.append(Comparison(
+                "hardware",
+                Side(model, isl, osl, ha, precision), Side(model, isl, osl, hb, precision), hw_label(ha), hw_label(hb),
+            ))
+    return sorted(out, key=lambda c: (c.kind, c.comparison_id))
+
+
+def _gpu_rank(hw: str) -> tuple[int, str]:
+    return (GPU_ORDER.index(hw) if hw in GPU_ORDER else len(GPU_ORDER), hw)
+
+
+FRONTIER_SCHEMA = pa.schema(
+    [
+        ("side_id", pa.string()),
+        ("model", pa.string()),
+        ("isl", pa.int32()),
+        ("osl", pa.int32()),
+        ("hw", pa.string()),
+        ("precision", pa.string()),
+        ("spec_decoding", pa.string()),
+        ("framework", pa.string()),
+        ("side_runs", pa.int32()),
+        ("side_intvty_min", pa.float64()),
+        ("side_intvty_max", pa.float64()),
+        ("point_index", pa.int32()),
+        ("run_id", pa.string()),
+        ("source_file", pa.string()),
+        ("point_framework", pa.string()),
+        ("point_spec_decoding", pa.string()),
+        ("median_intvty", pa.float64()),
+        *[(m, pa.float64()) for m in SPLINED_METRICS],
+    ]
+)
+
+
+def build_frontiers(runs: Sequence[Mapping[str, Any]], sides: Iterable[Side]) -> pa.Table:
+    """Pareto frontier points of every side (``FRONTIER_SCHEMA``: one row per side and frontier point).
+
+    Args:
+        runs: ``run_metrics`` rows (need ``median_intvty``, ``tput_per_gpu``, the splined metrics, ``conc``).
+        sides: the sides to build; a side without runs yields no rows.
+    """
+    rows: list[dict[str, Any]] = []
+    for side in sorted(set(sides), key=lambda s: s.side_id):
+        members = [r for r in runs if side.matches(r)]
+        if not members:
+            continue
+        x = np.array([r["median_intvty"] for r in members], dtype=float)
+        y = np.array([r["tput_per_gpu"] for r in members], dtype=float)
+        for point_index, i in enumerate(pareto_frontier(x, y)):
+            run = members[i]
+            rows.append({
+                "side_id": side.side_id, "model": side.model, "isl": side.isl, "osl": side.osl, "hw": side.hw,
+                "precision": side.precision, "spec_decoding": side.spec_decoding, "framework": side.framework,
+                "side_runs": len(members), "side_intvty_min": float(x.min()), "side_intvty_max": float(x.max()),
+                "point_index": point_index, "run_id": run["run_id"], "source_file": run["source_file"],
+                "point_framework": run["framework"], "point_spec_decoding": run["spec_decoding"],
+                "median_intvty": run["median_intvty"],
+                **{m: float(run["conc"] if m == "concurrency" else run[m]) for m in SPLINED_METRICS},
+            })
+    return pa.Table.from_pylist(rows, schema=FRONTIER_SCHEMA)
+
+
+COMPARISON_SCHEMA = pa.schema(
+    [
+        ("comparison_id", pa.string()),
+        ("kind", pa.string()),
+        ("title", pa.string()),
+        ("model", pa.string()),
+        ("isl", pa.int32()),
+        ("osl", pa.int32()),
+        ("side", pa.string()),
+        ("side_label", pa.string()),
+        ("side_id", pa.string()),
+        ("hw", pa.string()),
+        ("precision", pa.string()),
+        ("spec_decoding", pa.string()),
+        ("framework", pa.string()),
+        ("side_runs", pa.int32()),
+        ("frontier_points", pa.int32()),
+        ("band_min", pa.float64()),
+        ("band_max", pa.float64()),
+        ("band_is_union", pa.bool_()),
+        ("band_display_min", pa.int32()),
+        ("band_display_max", pa.int32()),
+        ("target_index", pa.int32()),
+        ("target_intvty", pa.float64()),
+        ("evaluated_intvty", pa.float64()),
+        ("target_clamped", pa.bool_()),
+        *[(m, pa.float64()) for m in SPLINED_METRICS],
+        ("band_phrase", pa.string()),
+        ("cost_sentence", pa.string()),
+        ("tput_sentence", pa.string()),
+    ]
+)
+
+
+def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str, Any]]],
+            targets: Sequence[float] | None = None) -> list[dict[str, Any]]:
+    """Rows of one comparison (``COMPARISON_SCHEMA``): for each target, side a then side b.
+
+    Args:
+        comparison: the two sides.
+        frontiers: frontier rows by ``side_id`` (``FRONTIER_SCHEMA`` rows, in point order).
+        targets: interactivities (tok/s/user); default: the band's three default targets.
+    Returns:
+        [] when a side has no frontier.
+    """
+    fa, fb = frontiers.get(comparison.a.side_id), frontiers.get(comparison.b.side_id)
+    if not fa or not fb:
+        return []
+    lo, hi, is_union = interactivity_band(
+        [fa[0]["side_intvty_min"], fa[0]["side_intvty_max"]], [fb[0]["side_intvty_min"], fb[0]["side_intvty_max"]]
+    )
+    targets = list(targets) if targets is not None else default_targets(lo, hi)
+    d_lo, d_hi = displayed_band(lo, hi)
+    values = {key: _evaluate(points, targets) for key, points in (("a", fa), ("b", fb))}
+    rows: list[dict[str, Any]] = []
+    for t_index, target in enumerate(targets):
+        a_vals, b_vals = values["a"][1][t_index], values["b"][1][t_index]
+        sentences = _sentences(comparison.label_a, comparison.label_b, a_vals, b_vals)
+        for key, side, label, points in (("a", comparison.a, comparison.label_a, fa),
+                                         ("b", comparison.b, comparison.label_b, fb)):
+            evaluated, metrics = values[key][0][t_index], values[key][1][t_index]
+            rows.append({
+                "comparison_id": comparison.comparison_id, "kind": comparison.kind, "title": comparison.title,
+                "model": side.model, "isl": side.isl, "osl": side.osl, "side": key, "side_label": label,
+                "side_id": side.side_id, "hw": side.hw, "precision": side.precision,
+                "spec_decoding": side.spec_decoding, "framework": side.framework,
+                "side_runs": points[0]["side_runs"], "frontier_points": len(points),
+                "band_min": lo, "band_max": hi, "band_is_union": is_union,
+                "band_display_min": d_lo, "band_display_max": d_hi,
+                "target_index": t_index + 1, "target_intvty": float(target), "evaluated_intvty": evaluated,
+                "target_clamped": bool(evaluated != target), **metrics,
+                "band_phrase": band_phrase(target, lo, hi), **sentences,
+            })
+    return rows
+
+
+def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> tuple[list[float], list[dict]]:
+    x = np.array([p["median_intvty"] for p in points], dtype=float)
+    evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
+    per_metric = {m: interpolate(x, [p[m] for p in points], targets, clamp=True) for m in SPLINED_METRICS}
+    return evaluated, [{m: float(per_metric[m][i]) for m in SPLINED_METRICS} for i in range(len(targets))]
+
+
+def _sentences(label_a: str, label_b: str, a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, str]:
+    """The seed pages' sentences at one target: hyperscaler cost per token and tok/s/GPU."""
+    cost_a, cost_b = a["cost_per_mtok_hyperscaler"], b["cost_per_mtok_hyperscaler"]
+    cheaper, pricier = (label_a, label_b) if cost_a <= cost_b else (label_b, label_a)
+    cost_ratio = max(cost_a, cost_b) / min(cost_a, cost_b)
+    tput_a, tput_b = a["tput_per_gpu"], b["tput_per_gpu"]
+    faster = label_a if tput_a >= tput_b else label_b
+    tput_ratio = max(tput_a, tput_b) / min(tput_a, tput_b)
+    return {
+        "cost_sentence": (
+            f"{label_a} and {label_b} are essentially tied on cost per token" if cost_ratio < TIE_RATIO
+            else f"{cheaper} is {round_half_up((cost_ratio - 1) * 100)}% cheaper per token"
+        ),
+        "tput_sentence": (
+            f"{label_a} and {label_b} are essentially tied on tok/s/GPU" if tput_ratio < TIE_RATIO
+            else f"{faster} delivers {round_half_up((tput_ratio - 1) * 100)}% more tok/s/GPU"
+        ),
+    }

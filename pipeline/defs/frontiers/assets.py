@@ -1,0 +1,46 @@
+"""Frontiers stage: the Pareto frontier of every side that some comparison needs."""
+
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from pipeline.comparisons import SPLINED_METRICS, build_frontiers, enumerate_comparisons
+from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.ui import table_metadata
+from pipeline.storage import write_parquet_atomic, write_table
+
+FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
+FRONTIER_INPUT_COLUMNS = ("run_id", "source_file", "model", "isl", "osl", "hw", "precision", "spec_decoding",
+                          "framework", "conc", "median_intvty", *[m for m in SPLINED_METRICS if m != "concurrency"])
+
+
+@dg.asset(
+    key=FRONTIERS_KEY,
+    group_name="frontiers",
+    kinds={"python", "duckdb", "parquet"},
+    deps=[dg.AssetKey(["metrics", "run_metrics"])],
+    pool=WAREHOUSE_POOL,
+)
+def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
+    """Pareto frontiers (x = median interactivity, tok/s/user; y = tok/s/GPU) per side (DESIGN.md §4).
+
+    Grain: one row per (side, frontier point), ``point_index`` 0… in ascending interactivity; y strictly decreasing.
+    A side is (model, isl, osl, hw, precision, spec_decoding, framework) with ``all`` for pooled keys; each row
+    carries the side's run count and interactivity range over all its runs (for bands) and the metrics splined
+    by the comparisons: tok/s/GPU (total/output/input), $/M tokens (three tiers), tok/s/MW, concurrency.
+    Mart: ``frontiers.parquet``.
+    """
+    columns = ", ".join(FRONTIER_INPUT_COLUMNS)
+    with warehouse.get_connection() as conn:
+        runs = conn.sql(f"select {columns} from run_metrics order by run_id").to_arrow_table().to_pylist()
+        comparisons = enumerate_comparisons(runs)
+        table = build_frontiers(runs, [side for c in comparisons for side in (c.a, c.b)])
+        write_table(conn, "frontiers", table)
+    path = write_parquet_atomic(table, paths.mart("frontiers"))
+    sides = len(set(table.column("side_id").to_pylist()))
+    context.log.info(f"{sides} sides, {table.num_rows} frontier points -> {path}")
+    return dg.MaterializeResult(metadata={
+        **table_metadata(table, path=path, preview_columns=["side_id", "point_index", "median_intvty",
+                                                            "tput_per_gpu", "concurrency"]),
+        "sides": sides,
+    })

@@ -1,0 +1,55 @@
+"""Ingest stage: raw engine logs → the normalized ``raw_runs`` table."""
+
+
+from collections import Counter
+from pathlib import Path
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.ingest import ingest_folder
+from pipeline.storage import write_table
+
+
+@dg.asset(
+    key=["raw", "benchmark_runs"],
+    group_name="ingest",
+    kinds={"python", "duckdb"},
+    pool=WAREHOUSE_POOL,
+)
+def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
+    """Every run found under ``PIPELINE_RAW_DIR``, parsed and normalized, before validation.
+
+    Grain: one row per run (a JSON object, an array element or a JSON Lines line), schema
+    ``pipeline.schema.RUN_SCHEMA``: metadata keys of DESIGN.md §2 resolved from the file, its ``.meta.json``
+    sidecar or ``runs.csv`` (``metadata_sources`` says which), latencies in seconds (``*_s``), system
+    throughputs in tok/s (``*_tput_tok_s``). Formats are detected from content: vLLM ``bench serve`` JSON,
+    SGLang ``bench_serving`` JSONL, TRT-LLM ``--report_json`` and serve JSON, InferenceX agg rows and the
+    InferenceX dashboard export.
+
+    Also writes ``raw_rejects`` (rows and files that gave no run, with a reason code; stage ``ingest``) and
+    ``raw_files`` (one row per file: kind, size, sha256, rows read) to the warehouse.
+    """
+    result = ingest_folder(Path(paths.raw_dir))
+    with warehouse.get_connection() as conn:
+        write_table(conn, "raw_runs", result.runs)
+        write_table(conn, "raw_rejects", result.rejects)
+        write_table(conn, "raw_files", result.files)
+    context.log.info(
+        f"{result.files.num_rows} files: {result.runs.num_rows} runs, {result.rejects.num_rows} rejected rows"
+    )
+    formats = Counter(result.runs.column("source_format").to_pylist())
+    kinds = Counter(result.files.column("kind").to_pylist())
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(result.runs, preview_columns=["source_file", "source_format", "model", "hw",
+                                                            "precision", "spec_decoding", "conc"]),
+            "raw_dir": dg.MetadataValue.path(paths.raw_dir),
+            "files_scanned": result.files.num_rows,
+            "rows_rejected_at_ingest": result.rejects.num_rows,
+            "runs_by_format": counts_markdown(dict(formats), "source_format"),
+            "files_by_kind": counts_markdown(dict(kinds), "kind"),
+        }
+    )

@@ -1,0 +1,142 @@
+"""Scan a raw folder, parse every file, attach run metadata: the pure work behind the ``raw/benchmark_runs`` asset.
+
+Every file under the folder ends in exactly one place per row read: a run row (``RUN_SCHEMA``) or a reject row
+(``QUARANTINE_SCHEMA``, stage ``ingest``). Symlinked folders are not followed (no loops); symlinked files are read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.metadata import MetadataError, load_manifest, load_sidecar, resolve
+from pipeline.parsers import SIDECAR_SUFFIX, FileReadout, read_file
+from pipeline.schema import QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA
+
+FILE_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("kind", pa.string()),
+        ("source_format", pa.string()),
+        ("size_bytes", pa.int64()),
+        ("sha256", pa.string()),
+        ("rows_read", pa.int32()),
+        ("runs", pa.int32()),
+        ("rejected", pa.int32()),
+    ]
+)
+
+
+@dataclass
+class IngestResult:
+    """Arrow tables of one scan: ``runs`` (RUN_SCHEMA), ``rejects`` (QUARANTINE_SCHEMA) and ``files`` (FILE_SCHEMA,
+    one row per file found: its kind, size, content hash and how many rows it gave)."""
+
+    runs: pa.Table
+    rejects: pa.Table
+    files: pa.Table
+
+
+def list_files(raw_dir: Path) -> list[Path]:
+    """Every regular file under ``raw_dir``, sorted, without following symlinked folders.
+
+    Raises:
+        FileNotFoundError: ``raw_dir`` does not exist or is not a folder.
+    """
+    if not raw_dir.is_dir():
+        raise FileNotFoundError(f"raw folder {raw_dir} does not exist (set PIPELINE_RAW_DIR)")
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(raw_dir, followlinks=False):
+        dirs.sort()
+        found.extend(Path(folder) / name for name in sorted(files))
+    return found
+
+
+def ingest_folder(raw_dir: Path) -> IngestResult:
+    """Parse every file under ``raw_dir`` into normalized runs and rejects.
+
+    ``source_file`` is the POSIX path relative to ``raw_dir``. Metadata follows ``pipeline.metadata.resolve``.
+
+    Raises:
+        FileNotFoundError: ``raw_dir`` is missing.
+    """
+    raw_dir = Path(raw_dir)
+    runs: list[dict[str, Any]] = []
+    rejects: list[dict[str, Any]] = []
+    files: list[dict[str, Any]] = []
+    manifests: dict[Path, dict[str, dict[str, str]]] = {}
+    for path in list_files(raw_dir):
+        rel = path.relative_to(raw_dir).as_posix()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            readout = FileReadout("unreadable")
+            data = b""
+            reject = {"row": None, "reason_code": "unreadable_file", "detail": f"{type(exc).__name__}: {exc}"}
+            rejects.append(_reject_row(rel, None, reject["row"], reject["reason_code"], reject["detail"]))
+            files.append(_file_row(rel, readout, data, 0, 1))
+            continue
+        readout = read_file(path.name, data)
+        for reject in readout.rejects:
+            rejects.append(_reject_row(rel, reject.source_format or readout.source_format, reject.row,
+                                       reject.reason_code, reject.detail))
+        n_runs = 0
+        if readout.runs:
+            if path.parent not in manifests:
+                manifests[path.parent] = load_manifest(path.parent)
+            for row, fmt, parsed in readout.runs:
+                try:
+                    sidecar = load_sidecar(path.with_name(path.name + SIDECAR_SUFFIX))
+                    meta, sources, conflicts = resolve(
+                        parsed.in_file_meta, sidecar, manifests[path.parent].get(path.name), parsed.fallback_meta
+                    )
+                except MetadataError as exc:
+                    rejects.append(_reject_row(rel, fmt, row, exc.reason_code, exc.detail))
+                    continue
+                runs.append(_run_row(rel, fmt, row, parsed, meta, sources, conflicts))
+                n_runs += 1
+        files.append(_file_row(rel, readout, data, n_runs, len(readout.rejects) + len(readout.runs) - n_runs))
+    return IngestResult(
+        runs=pa.Table.from_pylist(runs, schema=RUN_SCHEMA),
+        rejects=pa.Table.from_pylist(rejects, schema=QUARANTINE_SCHEMA),
+        files=pa.Table.from_pylist(files, schema=FILE_SCHEMA),
+    )
+
+
+def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dict, conflicts: list) -> dict:
+    record = dict.fromkeys(RUN_COLUMNS)
+    record.update(parsed.values)
+    record.update(meta)
+    record.update(
+        source_file=rel,
+        source_format=fmt,
+        source_row=row,
+        run_id=hashlib.sha1(f"{rel}#{row}".encode()).hexdigest()[:16],
+        metadata_sources=";".join(f"{k}={v}" for k, v in sorted(sources.items())),
+        metadata_conflicts="; ".join(conflicts) or None,
+        derivations="; ".join(parsed.derivations) or None,
+    )
+    return record
+
+
+def _reject_row(rel: str, fmt: str | None, row: int | None, code: str, detail: str) -> dict:
+    return {"source_file": rel, "source_format": fmt, "source_row": row, "reason_code": code,
+            "detail": f"{rel}: {detail}", "stage": "ingest"}
+
+
+def _file_row(rel: str, readout: FileReadout, data: bytes, n_runs: int, n_rejected: int) -> dict:
+    return {
+        "source_file": rel,
+        "kind": readout.kind,
+        "source_format": readout.source_format,
+        "size_bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "rows_read": n_runs + n_rejected,
+        "runs": n_runs,
+        "rejected": n_rejected,
+    }

@@ -1,0 +1,61 @@
+-- Builds run_metrics: one row per validated run, with per-GPU throughput, interactivity, $/M tokens, tok/s/MW, J/token.
+-- Formulas: DESIGN.md §3, following InferenceX utils/process_result.py and the dashboard.
+--   num_gpus            single node tp × pp × pcp; disaggregated num_prefill_gpu + num_decode_gpu
+--   tput_per_gpu        total tok/s / num_gpus (InferenceX rows: their reported per-GPU value)
+--   output_tput_per_gpu output tok/s / num_gpus (disaggregated: / num_decode_gpu)
+--   input_tput_per_gpu  (total − output) tok/s / num_gpus (disaggregated: / num_prefill_gpu)
+--   *_intvty            1000 / *_tpot_ms = 1 / *_tpot_s (tok/s/user); never from ITL
+--   cost_per_mtok_<t>   $/GPU-h / (tok/s/GPU × 3600 / 1e6)
+--   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
+create or replace table run_metrics as
+with gpus as (
+    select
+        v.*,
+        case
+            when coalesce(v.disagg, false) then v.num_prefill_gpu + v.num_decode_gpu
+            else v.tp * coalesce(v.pp, 1) * coalesce(v.pcp, 1)
+        end as num_gpus
+    from validated_runs as v
+),
+per_gpu as (
+    select
+        g.*,
+        coalesce(g.total_tput_tok_s / g.num_gpus, g.reported_tput_per_gpu) as tput_per_gpu,
+        coalesce(
+            g.output_tput_tok_s / (case when coalesce(g.disagg, false) then g.num_decode_gpu else g.num_gpus end),
+            g.reported_output_tput_per_gpu
+        ) as output_tput_per_gpu,
+        coalesce(
+            g.input_tput_tok_s / (case when coalesce(g.disagg, false) then g.num_prefill_gpu else g.num_gpus end),
+            g.reported_input_tput_per_gpu
+        ) as input_tput_per_gpu
+    from gpus as g
+)
+select
+    p.* exclude (reported_tput_per_gpu, reported_output_tput_per_gpu, reported_input_tput_per_gpu),
+    1.0 / nullif(p.mean_tpot_s, 0) as mean_intvty,
+    1.0 / nullif(p.median_tpot_s, 0) as median_intvty,
+    1.0 / nullif(p.p90_tpot_s, 0) as p90_intvty,
+    1.0 / nullif(p.p99_tpot_s, 0) as p99_intvty,
+    p.total_input_tokens / nullif(p.completed, 0) as mean_input_len,
+    p.total_output_tokens / nullif(p.completed, 0) as mean_output_len,
+    coalesce(p.failed, 0) / nullif(coalesce(p.failed, 0) + p.completed, 0) as failure_rate,
+    r.power_kw,
+    r.hyperscaler_usd_per_gpu_hour,
+    r.neocloud_usd_per_gpu_hour,
+    r.rental_usd_per_gpu_hour,
+    r.reference_version,
+    r.hyperscaler_usd_per_gpu_hour / (p.tput_per_gpu * 3600 / 1e6) as cost_per_mtok_hyperscaler,
+    r.neocloud_usd_per_gpu_hour / (p.tput_per_gpu * 3600 / 1e6) as cost_per_mtok_neocloud,
+    r.rental_usd_per_gpu_hour / (p.tput_per_gpu * 3600 / 1e6) as cost_per_mtok_rental,
+    r.hyperscaler_usd_per_gpu_hour / nullif(p.input_tput_per_gpu * 3600 / 1e6, 0) as input_cost_per_mtok_hyperscaler,
+    r.neocloud_usd_per_gpu_hour / nullif(p.input_tput_per_gpu * 3600 / 1e6, 0) as input_cost_per_mtok_neocloud,
+    r.rental_usd_per_gpu_hour / nullif(p.input_tput_per_gpu * 3600 / 1e6, 0) as input_cost_per_mtok_rental,
+    r.hyperscaler_usd_per_gpu_hour / nullif(p.output_tput_per_gpu * 3600 / 1e6, 0) as output_cost_per_mtok_hyperscaler,
+    r.neocloud_usd_per_gpu_hour / nullif(p.output_tput_per_gpu * 3600 / 1e6, 0) as output_cost_per_mtok_neocloud,
+    r.rental_usd_per_gpu_hour / nullif(p.output_tput_per_gpu * 3600 / 1e6, 0) as output_cost_per_mtok_rental,
+    p.tput_per_gpu * 1000 / r.power_kw as tok_s_per_mw,
+    r.power_kw * 1000 / p.tput_per_gpu as j_per_token
+from per_gpu as p
+join gpu_reference as r on r.hw = p.hw
+order by p.source_file, p.source_row
