@@ -99,8 +99,8 @@ def rules(known_hw: Iterable[str]) -> list[Callable[[Run], Finding | None]]:
         _positive("total_tput_tok_s", "total_token_throughput", "reported_tput_per_gpu"),
         _positive("median_tpot_s", "median_tpot_ms"),
         _metadata_conflict,
-        _missing_metadata,
         unknown_hw_rule(known_hw),
+        _missing_metadata,
         _gpu_count,
     ]
 

@@ -76,6 +76,13 @@ def read_file(name: str, data: bytes) -> FileReadout:
         )
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
+        try:
+            scalar = _loads(stripped)
+        except ValueError:
+            pass
+        else:  # valid JSON, but a number or a string where a run object belongs
+            return FileReadout("unreadable", rejects=[Reject(
+                None, "wrong_top_level_type", f"expected a JSON object or array, got {type(scalar).__name__}")])
         kind, description = classify_text(name, text)
         if kind == "unrecognized":
             return FileReadout(kind, rejects=[Reject(None, "unrecognized_format", description)])

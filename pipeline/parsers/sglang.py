@@ -59,8 +59,9 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         input_tput = total - output
 
     server = doc.get("server_info") if isinstance(doc.get("server_info"), Mapping) else {}
-    split = isinstance(server.get("prefill"), Mapping) and isinstance(server.get("decode"), Mapping)
-    args = server.get("decode") if split else server
+    prefill, decode = _servers(server.get("prefill")), _servers(server.get("decode"))
+    split = bool(prefill and decode)
+    args = decode[0] if split else server
     model_path = args.get("model_path") if isinstance(args, Mapping) else None
 
     run.values.update(
@@ -89,8 +90,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         raise FieldError("not_an_integer", "max_concurrency/random_*_len", str(exc)) from exc
     if split:
         meta.setdefault("disagg", True)
-        meta.setdefault("num_prefill_gpu", _gpus(server["prefill"]))
-        meta.setdefault("num_decode_gpu", _gpus(server["decode"]))
+        meta.setdefault("num_prefill_gpu", _gpus(prefill))
+        meta.setdefault("num_decode_gpu", _gpus(decode))
     elif isinstance(args, Mapping) and args.get("tp_size") is not None:
         meta.setdefault("tp", args.get("tp_size"))
         if args.get("ep_size") is not None:
@@ -105,8 +106,17 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     return run
 
 
-def _gpus(server_args: Mapping[str, Any]) -> int | None:
-    """GPUs of one prefill/decode server: tp_size × pp_size (DP-attention ranks live inside the TP group)."""
-    tp = server_args.get("tp_size")
-    pp = server_args.get("pp_size") or 1
-    return None if tp is None else int(tp) * int(pp)
+def _servers(value: Any) -> list[Mapping[str, Any]]:
+    """The server-args objects of one role: SGLang writes one object, or a list with one object per server."""
+    if isinstance(value, Mapping):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, Mapping)]
+    return []
+
+
+def _gpus(servers: list[Mapping[str, Any]]) -> int | None:
+    """GPUs of one role: Σ tp_size × pp_size over its servers (DP-attention ranks live inside the TP group)."""
+    if any(s.get("tp_size") is None for s in servers):
+        return None
+    return sum(int(s["tp_size"]) * int(s.get("pp_size") or 1) for s in servers)

@@ -95,7 +95,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     run.fallback_meta = {
         "model": model_key_from_id(engine.get("model")),
         "framework": "trtllm",
-        "precision": engine.get("quantization") or None,
+        # no quantization means the checkpoint's dtype (e.g. bfloat16) is the serving precision
+        "precision": engine.get("quantization") or engine.get("dtype") or None,
         "spec_decoding": decoding.get("mode") if decoding else None,
     }
     return run

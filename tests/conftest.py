@@ -1,0 +1,61 @@
+"""Shared fixtures: paths to the bundled sample and the real logs, and a helper that runs the whole Dagster job
+against a temporary warehouse and mart folder."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_DIR = REPO / "data" / "sample"
+REAL_LOGS = REPO.parent / "shared" / "real-logs"
+
+
+@pytest.fixture
+def real_logs() -> Path:
+    if not REAL_LOGS.is_dir():
+        pytest.skip(f"real logs not found at {REAL_LOGS} (clone with ../shared beside the repo)")
+    return REAL_LOGS
+
+
+def load_json(path: Path):
+    """The file's own numbers, read with the standard library (independent of our parsers)."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass
+class PipelineRun:
+    result: dg.ExecuteInProcessResult
+    out_dir: Path
+    db_path: Path
+
+    def mart(self, name: str):
+        return pq.read_table(self.out_dir / f"{name}.parquet")
+
+    def check_results(self) -> dict[str, bool]:
+        return {
+            e.event_specific_data.check_name: e.event_specific_data.passed
+            for e in self.result.all_events
+            if e.event_type_value == "ASSET_CHECK_EVALUATION"
+        }
+
+
+@pytest.fixture
+def run_pipeline(tmp_path, monkeypatch):
+    """Callable: run the ``refresh_all`` job over ``raw_dir`` with a tmp DuckDB and tmp marts."""
+
+    def run(raw_dir: Path) -> PipelineRun:
+        out_dir, db_path = tmp_path / "marts", tmp_path / "warehouse.duckdb"
+        monkeypatch.setenv("PIPELINE_RAW_DIR", str(raw_dir))
+        monkeypatch.setenv("PIPELINE_OUT_DIR", str(out_dir))
+        monkeypatch.setenv("PIPELINE_DB_PATH", str(db_path))
+        from pipeline.definitions import defs
+
+        job = defs().resolve_job_def("refresh_all")
+        result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
+        return PipelineRun(result, out_dir, db_path)
+
+    return run

@@ -1,0 +1,133 @@
+"""Frontier, interpolation, band and target rules against hand-computed cases (DESIGN.md §4)."""
+
+import numpy as np
+import pytest
+
+from pipeline.frontier import (
+    band_phrase,
+    default_targets,
+    displayed_band,
+    interactivity_band,
+    interpolate,
+    pareto_frontier,
+    round_half_up,
+    steffen_tangents,
+)
+
+
+def _points(x, y):
+    idx = pareto_frontier(x, y)
+    return [(x[i], y[i]) for i in idx]
+
+
+def test_frontier_drops_dominated_point():
+    x, y = [10, 15, 20, 30], [800, 100, 700, 300]
+    assert _points(x, y) == [(10, 800), (20, 700), (30, 300)]
+
+
+def test_frontier_input_order_does_not_matter():
+    x, y = [30, 10, 20, 15], [300, 800, 700, 100]
+    assert _points(x, y) == [(10, 800), (20, 700), (30, 300)]
+
+
+def test_frontier_equal_x_keeps_larger_y():
+    assert _points([10, 10, 20], [500, 800, 100]) == [(10, 800), (20, 100)]
+
+
+def test_frontier_later_point_with_equal_y_removes_earlier():
+    # (20, 800) is as fast as (10, 800) and more interactive: (10, 800) is dominated.
+    assert _points([10, 20, 30], [800, 800, 100]) == [(20, 800), (30, 100)]
+
+
+def test_frontier_result_is_strictly_decreasing():
+    rng = np.random.default_rng(7)
+    x, y = rng.uniform(1, 100, 200), rng.uniform(1, 5000, 200)
+    pts = _points(x, y)
+    assert all(a[0] < b[0] and a[1] > b[1] for a, b in zip(pts, pts[1:]))
+    # every dropped point is dominated by a kept one
+    kept = set(pts)
+    for p in zip(x, y):
+        if p not in kept:
+            assert any(k[0] >= p[0] and k[1] >= p[1] for k in kept)
+
+
+def test_frontier_empty_and_nan():
+    assert pareto_frontier([], []).size == 0
+    with pytest.raises(ValueError):
+        pareto_frontier([1.0, float("nan")], [1.0, 2.0])
+
+
+def test_steffen_two_points():
+    np.testing.assert_allclose(steffen_tangents([0, 10], [0, 100]), [15, 7.5])
+
+
+def test_steffen_interior_hand_computed():
+    # x 0,1,3; y 0,2,3: s0=2, s1=0.5, h0=1, h1=2; p=(2*2+0.5*1)/3=1.5; m1=2*min(2,0.5,0.75)=1.0
+    # m0=(3*2-1)/2=2.5; m2=(3*0.5-1)/2=0.25
+    np.testing.assert_allclose(steffen_tangents([0, 1, 3], [0, 2, 3]), [2.5, 1.0, 0.25])
+
+
+def test_steffen_extremum_gets_flat_tangent():
+    # a local maximum: slopes of opposite sign -> sgn sum 0 -> m = 0
+    assert steffen_tangents([0, 1, 2], [0, 1, 0])[1] == 0.0
+
+
+def test_linear_series_interpolates_linearly():
+    x = [10.0, 20.0, 35.0, 50.0]
+    y = [1000.0 - 12.0 * v for v in x]
+    t = [12.0, 20.0, 27.5, 49.0]
+    np.testing.assert_allclose(interpolate(x, y, t, clamp=True), [1000.0 - 12.0 * v for v in t])
+
+
+def test_interpolation_passes_through_points_and_stays_monotone():
+    x, y = [10, 20, 30, 45], [900, 700, 300, 250]
+    np.testing.assert_allclose(interpolate(x, y, x, clamp=True), y)
+    grid = np.linspace(10, 45, 200)
+    values = interpolate(x, y, grid, clamp=True)
+    assert np.all(np.diff(values) <= 1e-9)
+
+
+def test_two_point_spline_matches_hermite_by_hand():
+    # m = [15, 7.5], h = 10, t = 0.5: h10 = 0.125, h11 = -0.125 -> 0 + 0.125*10*15 + 0.5*100 - 0.125*10*7.5
+    assert interpolate([0, 10], [0, 100], [5], clamp=True)[0] == pytest.approx(59.375)
+
+
+def test_comparison_clamps_target_and_value():
+    x, y = [10, 20, 30], [900, 700, 300]
+    assert list(interpolate(x, y, [5, 40], clamp=True)) == [900, 300]
+
+
+def test_trend_returns_nan_outside_range():
+    out = interpolate([10, 20, 30], [900, 700, 300], [5, 20, 40], clamp=False)
+    assert np.isnan(out[0]) and out[1] == pytest.approx(700) and np.isnan(out[2])
+
+
+def test_single_point_frontier():
+    assert list(interpolate([25], [400], [10, 25, 90], clamp=True)) == [400, 400, 400]
+
+
+def test_band_overlap():
+    assert interactivity_band([10, 50], [15, 45]) == (15, 45, False)
+    assert interactivity_band([10, 30], [20, 60]) == (20, 30, False)
+
+
+def test_band_without_overlap_uses_union():
+    assert interactivity_band([10, 20], [30, 40]) == (10, 40, True)
+    assert interactivity_band([10, 20], [20, 40]) == (10, 40, True)  # lo == hi is not a band
+
+
+def test_targets():
+    assert default_targets(10, 50) == [20, 30, 40]
+    # 12.5 + 0.25*... : lo=11, hi=13 -> 11.5, 12, 12.5 -> half up
+    assert default_targets(11, 13) == [12, 12, 13]
+
+
+def test_round_half_up_is_not_bankers():
+    assert [round_half_up(v) for v in (0.5, 1.5, 2.5, 2.49)] == [1, 2, 3, 2]
+
+
+def test_displayed_band_and_phrases():
+    assert displayed_band(14.2, 45.9) == (15, 45)
+    assert band_phrase(20, 14.2, 45.9) == "near the low end"  # u = 5/30
+    assert band_phrase(30, 14.2, 45.9) == "around the middle"  # u = 0.5
+    assert band_phrase(40, 14.2, 45.9) == "toward the upper edge"  # u = 25/30

@@ -1,0 +1,132 @@
+"""The whole Dagster job on the bundled sample and on the real logs, with a temporary warehouse and marts."""
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import SAMPLE_DIR, load_json
+from pipeline.definitions import defs
+from pipeline.ingest import list_files
+
+
+def test_definitions_load():
+    d = defs()
+    keys = {k.to_user_string() for k in d.resolve_all_asset_keys()}
+    assert keys == {"raw/benchmark_runs", "reference/gpu_reference", "validated/benchmark_runs",
+                    "validated/quarantine", "metrics/run_metrics", "frontiers/pareto_frontiers", "marts/comparisons"}
+    assert d.resolve_job_def("refresh_all") is not None
+
+
+def test_sample_end_to_end(run_pipeline):
+    run = run_pipeline(SAMPLE_DIR)
+    assert run.result.success
+    assert all(run.check_results().values()), run.check_results()
+
+    runs, quarantine, comparisons = run.mart("runs"), run.mart("quarantine"), run.mart("comparisons")
+    files = list_files(SAMPLE_DIR)
+    # every file ends somewhere: as runs or as quarantine rows
+    seen = set(runs.column("source_file").to_pylist()) | set(quarantine.column("source_file").to_pylist())
+    assert seen == {f.relative_to(SAMPLE_DIR).as_posix() for f in files}
+    reasons = Counter(quarantine.column("reason_code").to_pylist())
+    assert reasons["no_completed_requests"] == 1  # the one failed run, and nothing else rejected
+    assert {r for r in reasons if not r.startswith("not_a_run_log:")} == {"no_completed_requests"}
+
+    rows = comparisons.to_pylist()
+    assert {r["kind"] for r in rows} == {"spec_decoding", "precision", "hardware", "framework"}
+    assert {r["source_format"] for r in runs.to_pylist()} == {
+        "vllm_bench_serve", "sglang_bench_serving", "trtllm_bench", "inferencex_agg", "inferencex_api"}
+    # each comparison has 3 targets × 2 sides with both sides' values present
+    per_comparison = Counter(r["comparison_id"] for r in rows)
+    assert set(per_comparison.values()) == {6}
+    assert all(r["tput_per_gpu"] > 0 and r["cost_per_mtok_hyperscaler"] > 0 for r in rows)
+    titles = {r["title"] for r in rows}
+    assert "MI355X FP4: MTP vs Off" in titles and "MI355X: FP4 vs FP8" in titles
+
+
+def test_sample_values_trace_back_to_files(run_pipeline):
+    run = run_pipeline(SAMPLE_DIR)
+    runs = {(r["source_file"], r["source_row"]): r for r in run.mart("runs").to_pylist()}
+    # an InferenceX agg row: per-GPU throughput as the file states it
+    name = "inferencex/agg_dsr1_1k1k_mi355x_fp4_sglang_mtp_conc16.json"
+    raw = load_json(SAMPLE_DIR / name)
+    assert runs[(name, 0)]["tput_per_gpu"] == pytest.approx(raw["tput_per_gpu"])
+    assert runs[(name, 0)]["hw"] == "mi355x" and runs[(name, 0)]["precision"] == "fp4"
+    # an SGLang line: metadata from its sidecar, totals divided by tp from server_info
+    name = "sglang/dsr1_1k1k_b200_fp4_sglang_none.jsonl"
+    line = json.loads((SAMPLE_DIR / name).read_text().splitlines()[2])
+    r = runs[(name, 2)]
+    assert r["tput_per_gpu"] == pytest.approx(line["total_throughput"] / line["server_info"]["tp_size"])
+    assert r["median_intvty"] == pytest.approx(1000 / line["median_tpot_ms"])
+    assert r["hw"] == "b200" and "hw=sidecar" in r["metadata_sources"]
+    # the disaggregated export: output per decode GPU
+    name = "inferencex/api_benchmarks_dsr1_gb200.json"
+    raw = load_json(SAMPLE_DIR / name)
+    assert runs[(name, 0)]["output_tput_per_gpu"] == pytest.approx(raw[0]["metrics"]["output_tput_per_gpu"])
+    assert runs[(name, 0)]["num_gpus"] == raw[0]["num_prefill_gpu"] + raw[0]["num_decode_gpu"]
+
+
+def test_real_logs_every_file_accounted_for(real_logs, run_pipeline):
+    run = run_pipeline(real_logs)
+    assert run.result.success
+    assert all(run.check_results().values()), run.check_results()
+    runs, quarantine = run.mart("runs"), run.mart("quarantine")
+
+    files = {f.relative_to(real_logs).as_posix() for f in list_files(real_logs)}
+    # count balance: every file read yields rows; rows read = runs accepted + rows quarantined
+    con = duckdb.connect(str(run.db_path), read_only=True)
+    rows_read = con.execute("select sum(rows_read) from raw_files").fetchone()[0]
+    assert con.execute("select count(*) from raw_files").fetchone()[0] == len(files)
+    assert rows_read == runs.num_rows + quarantine.num_rows
+    in_runs, in_quarantine = set(runs.column("source_file").to_pylist()), set(quarantine.column("source_file").to_pylist())
+    assert in_runs | in_quarantine == files
+
+    reasons = Counter(quarantine.column("reason_code").to_pylist())
+    assert reasons["no_completed_requests"] == 2  # the two all-failed vLLM runs
+    assert reasons["unsupported_scenario:agentic-coding"] > 0
+    assert reasons["missing_metadata:hw"] > 0  # e.g. minimax-m2.5 has no runs.csv, on purpose
+
+    by_key = {(r["source_file"], r["source_row"]): r for r in runs.to_pylist()}
+    # decode-SLO run with a runs.csv manifest: seconds-keyed latencies, total = input + output throughput
+    name = "inferencex-decode-slo/glm-5/glm5_fp8_vllm_tp8_isl1024_osl128_conc16.json"
+    raw = load_json(real_logs / name)
+    r = by_key[(name, 0)]
+    assert (r["hw"], r["model"], r["tp"], r["isl"], r["osl"], r["conc"]) == ("h200", "glm-5", 8, 1024, 128, 16)
+    assert r["tput_per_gpu"] == pytest.approx((raw["input_throughput"] + raw["output_throughput"]) / 8)
+    assert r["median_intvty"] == pytest.approx(1 / raw["median_tpot"])
+    assert r["median_ttft_s"] == raw["median_ttft"]
+    # InferenceX agg row: its own per-GPU numbers and interactivity
+    name = "inferencex/ix_agg_kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc64_MI355.json"
+    raw = load_json(real_logs / name)
+    r = by_key[(name, 0)]
+    assert r["tput_per_gpu"] == raw["tput_per_gpu"]
+    assert r["median_intvty"] == pytest.approx(raw["median_intvty"])
+    assert r["cost_per_mtok_hyperscaler"] == pytest.approx(1.48 / (raw["tput_per_gpu"] * 3600 / 1e6))
+    # dashboard export rows: every one is a run, with its stated interactivity
+    name = "inferencex/rafaykhan_app_api_benchmarks_dsr1_2026-05.json"
+    raw = load_json(real_logs / name)
+    for i in (0, 100, len(raw) - 1):
+        assert by_key[(name, i)]["tput_per_gpu"] == raw[i]["metrics"]["tput_per_gpu"]
+        assert by_key[(name, i)]["median_intvty"] == pytest.approx(raw[i]["metrics"]["median_intvty"])
+
+
+def test_running_twice_gives_identical_marts(run_pipeline, tmp_path):
+    first = run_pipeline(SAMPLE_DIR)
+    snapshot = {name: first.mart(name) for name in ("runs", "quarantine", "frontiers", "comparisons")}
+    second = run_pipeline(SAMPLE_DIR)
+    for name, table in snapshot.items():
+        assert second.mart(name).equals(table), name
+
+
+def test_sample_generator_is_reproducible(tmp_path):
+    from pipeline.sample_data import generate
+
+    written = generate(tmp_path / "sample")
+    assert {p.relative_to(tmp_path / "sample").as_posix() for p in written} == {
+        f.relative_to(SAMPLE_DIR).as_posix() for f in list_files(SAMPLE_DIR)}
+    for path in written:
+        committed = SAMPLE_DIR / path.relative_to(tmp_path / "sample")
+        assert path.read_bytes() == committed.read_bytes(), path

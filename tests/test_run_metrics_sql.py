@@ -1,0 +1,77 @@
+"""sql/run_metrics.sql on hand-built runs: the seed-page arithmetic and the GPU-count rules (DESIGN.md §3)."""
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from pipeline.paths import sql_text
+from pipeline.reference import load_gpu_reference
+from pipeline.schema import RUN_COLUMNS, RUN_SCHEMA
+from pipeline.storage import read_table, write_table
+
+
+def _metrics(*runs: dict) -> list[dict]:
+    rows = []
+    for i, run in enumerate(runs):
+        row = dict.fromkeys(RUN_COLUMNS)
+        row.update(source_file=f"f{i}.json", source_row=0, run_id=f"r{i}", model="m", framework="vllm",
+                   precision="fp8", spec_decoding="none", isl=1024, osl=1024, conc=8, disagg=False)
+        row.update(run)
+        rows.append(row)
+    conn = duckdb.connect()
+    write_table(conn, "validated_runs", pa.Table.from_pylist(rows, schema=RUN_SCHEMA))
+    write_table(conn, "gpu_reference", load_gpu_reference())
+    conn.execute(sql_text("run_metrics"))
+    return read_table(conn, "run_metrics").to_pylist()
+
+
+def test_seed_page_arithmetic_mi355x():
+    # InferenceX seed page: 1835.8 tok/s/GPU on MI355X -> $0.224/M (hyperscaler $1.48/h), ≈ 692,757 tok/s/MW (2.65 kW)
+    (m,) = _metrics({"hw": "mi355x", "tp": 8, "total_tput_tok_s": 1835.8 * 8, "output_tput_tok_s": 900.0 * 8,
+                     "median_tpot_s": 0.02})
+    assert m["tput_per_gpu"] == pytest.approx(1835.8)
+    assert round(m["cost_per_mtok_hyperscaler"], 3) == 0.224
+    assert m["tok_s_per_mw"] == pytest.approx(692_757, rel=1e-5)
+    assert m["j_per_token"] == pytest.approx(2.65 * 1000 / 1835.8)
+    assert m["cost_per_mtok_neocloud"] == pytest.approx(1.90 / (1835.8 * 3600 / 1e6))
+    assert m["cost_per_mtok_rental"] == pytest.approx(2.10 / (1835.8 * 3600 / 1e6))
+
+
+def test_interactivity_from_tpot_not_itl():
+    (m,) = _metrics({"hw": "h200", "tp": 8, "total_tput_tok_s": 8000.0, "median_tpot_s": 0.224,
+                     "median_itl_s": 0.630, "mean_tpot_s": 0.25, "p90_tpot_s": 0.3, "p99_tpot_s": 0.4})
+    assert m["median_intvty"] == pytest.approx(1000 / 224)
+    assert m["mean_intvty"] == pytest.approx(4.0)
+    assert m["p99_intvty"] == pytest.approx(2.5)
+
+
+def test_gpu_count_single_node_is_tp_pp_pcp():
+    (m,) = _metrics({"hw": "b200", "tp": 4, "pp": 2, "pcp": 2, "total_tput_tok_s": 1600.0,
+                     "output_tput_tok_s": 400.0, "input_tput_tok_s": 1200.0, "median_tpot_s": 0.01})
+    assert m["num_gpus"] == 16
+    assert (m["tput_per_gpu"], m["output_tput_per_gpu"], m["input_tput_per_gpu"]) == (100.0, 25.0, 75.0)
+
+
+def test_disaggregated_divides_input_by_prefill_and_output_by_decode():
+    (m,) = _metrics({"hw": "gb200", "disagg": True, "num_prefill_gpu": 4, "num_decode_gpu": 12,
+                     "total_tput_tok_s": 16000.0, "output_tput_tok_s": 6000.0, "input_tput_tok_s": 10000.0,
+                     "median_tpot_s": 0.01})
+    assert m["num_gpus"] == 16
+    assert m["tput_per_gpu"] == 1000.0
+    assert m["output_tput_per_gpu"] == 500.0
+    assert m["input_tput_per_gpu"] == 2500.0
+    assert m["output_cost_per_mtok_hyperscaler"] == pytest.approx(2.21 / (500.0 * 3600 / 1e6))
+
+
+def test_reported_per_gpu_values_are_used_when_totals_are_absent():
+    (m,) = _metrics({"hw": "mi355x", "tp": 8, "reported_tput_per_gpu": 55.6, "reported_output_tput_per_gpu": 27.7,
+                     "reported_input_tput_per_gpu": 27.9, "median_tpot_s": 0.0174})
+    assert (m["tput_per_gpu"], m["output_tput_per_gpu"], m["input_tput_per_gpu"]) == (55.6, 27.7, 27.9)
+
+
+def test_measured_lengths_and_failure_rate():
+    (m,) = _metrics({"hw": "h100", "tp": 1, "total_tput_tok_s": 100.0, "median_tpot_s": 0.01, "completed": 40,
+                     "failed": 0, "total_input_tokens": 37068, "total_output_tokens": 36709})
+    assert m["mean_input_len"] == pytest.approx(926.7)
+    assert m["mean_output_len"] == pytest.approx(917.725)
+    assert m["failure_rate"] == 0.0
