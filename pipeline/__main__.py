@@ -77,11 +77,10 @@ def _by_reason(counts: dict[str, int]) -> str:
 
 
 def _showcase(rows: list[dict]) -> str:
-    """A spec-decoding comparison when there is one (the seed pages' headline), else the first."""
-    for row in rows:
-        if row["kind"] == "spec_decoding":
-            return row["comparison_id"]
-    return rows[0]["comparison_id"]
+    """The seed pages' headline kind (spec decoding, MI355X first when present), else the first comparison."""
+    spec = [r for r in rows if r["kind"] == "spec_decoding"]
+    preferred = [r for r in spec if r["hw"] == "mi355x"] or spec or rows
+    return preferred[0]["comparison_id"]
 
 
 def format_comparison(rows: list[dict], comparison_id: str) -> str:

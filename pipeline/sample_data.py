@@ -104,19 +104,19 @@ def configs() -> list[Config]:
     d, q = ("dsr1", 1024, 1024), ("qwen3.5-397b-a17b", 8192, 1024)
     return [
         Config(*d, "mi355x", "fp4", "sglang", "none", 8, 11.0, 48, 0.9, 95, 40),
-        Config(*d, "mi355x", "fp4", "sglang", "mtp", 8, 7.4, 30, 0.95, 100, 40, accept_length=2.6),
+        Config(*d, "mi355x", "fp4", "sglang", "mtp", 8, 8.8, 36, 0.92, 100, 40, accept_length=2.6),
         Config(*d, "mi355x", "fp8", "sglang", "none", 8, 13.5, 44, 0.9, 120, 36),
         Config(*d, "b200", "fp4", "trtllm", "none", 8, 8.8, 64, 0.85, 70, 48),
-        Config(*d, "b200", "fp4", "trtllm", "mtp", 8, 5.9, 40, 0.9, 75, 48, accept_length=2.8),
+        Config(*d, "b200", "fp4", "trtllm", "mtp", 8, 7.2, 50, 0.88, 75, 48, accept_length=2.8),
         Config(*d, "b200", "fp4", "sglang", "none", 8, 9.6, 58, 0.88, 80, 44),
         Config(*d, "b200", "fp8", "sglang", "none", 8, 11.8, 52, 0.9, 95, 40),
         Config(*d, "h200", "fp8", "vllm", "none", 8, 16.5, 40, 0.92, 140, 32),
         Config(*d, "gb200", "fp4", "dynamo-trt", "none", 8, 7.6, 96, 0.8, 60, 64),
         Config(*q, "h200", "fp8", "vllm", "none", 8, 19.0, 36, 0.95, 520, 16),
-        Config(*q, "h200", "fp8", "vllm", "mtp", 8, 12.8, 22, 1.0, 540, 16, accept_length=2.4),
+        Config(*q, "h200", "fp8", "vllm", "mtp", 8, 15.5, 28, 0.97, 540, 16, accept_length=2.4),
         Config(*q, "mi355x", "fp8", "vllm", "none", 8, 17.5, 40, 0.95, 470, 18),
         Config(*q, "b200", "fp8", "sglang", "none", 8, 13.0, 46, 0.92, 380, 20),
-        Config(*q, "b200", "fp8", "sglang", "mtp", 8, 8.6, 28, 0.98, 400, 20, accept_length=2.5),
+        Config(*q, "b200", "fp8", "sglang", "mtp", 8, 10.6, 36, 0.94, 400, 20, accept_length=2.5),
     ]
 
 
