@@ -58,12 +58,14 @@ class Side:
 
     @property
     def side_id(self) -> str:
+        """Stable id, e.g. ``dsr1|1024/1024|mi355x|fp4|spec=mtp|framework=all``."""
         return (
             f"{self.model}|{self.isl}/{self.osl}|{self.hw}|{self.precision}"
             f"|spec={self.spec_decoding}|framework={self.framework}"
         )
 
     def matches(self, run: Mapping[str, Any]) -> bool:
+        """Whether a run (``run_metrics`` row) belongs to this side."""
         return (
             run["model"] == self.model
             and run["isl"] == self.isl
@@ -87,6 +89,7 @@ class Comparison:
 
     @property
     def comparison_id(self) -> str:
+        """Stable id ``<kind>:<side a id>~<side b id>``."""
         return f"{self.kind}:{self.a.side_id}~{self.b.side_id}"
 
     @property
@@ -293,7 +296,7 @@ def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> 
 def _sentences(label_a: str, label_b: str, a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, str]:
     """The seed pages' sentences at one target: hyperscaler cost per token and tok/s/GPU."""
     cost_a, cost_b = a["cost_per_mtok_hyperscaler"], b["cost_per_mtok_hyperscaler"]
-    cheaper, pricier = (label_a, label_b) if cost_a <= cost_b else (label_b, label_a)
+    cheaper = label_a if cost_a <= cost_b else label_b
     cost_ratio = max(cost_a, cost_b) / min(cost_a, cost_b)
     tput_a, tput_b = a["tput_per_gpu"], b["tput_per_gpu"]
     faster = label_a if tput_a >= tput_b else label_b

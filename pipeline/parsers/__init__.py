@@ -14,12 +14,13 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
-from pipeline.parsers import inferencex, sglang, trtllm, vllm
+from pipeline.parsers import inferencex, inferencex_api, sglang, trtllm, vllm
 from pipeline.parsers.base import FieldError, ParsedRun, RowRejected
 from pipeline.parsers.non_run import classify_text
 
 # (detector, parser) pairs; InferenceX first because its rows also contain vLLM-like latency keys.
 DETECTORS: tuple[tuple[Callable[[Mapping[str, Any]], str | None], Callable[[Mapping[str, Any]], ParsedRun]], ...] = (
+    (inferencex_api.detect, inferencex_api.parse),
     (inferencex.detect, inferencex.parse),
     (trtllm.detect, trtllm.parse),
     (sglang.detect, sglang.parse),

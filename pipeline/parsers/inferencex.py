@@ -1,11 +1,11 @@
 """InferenceX aggregated rows: ``utils/process_result.py`` output (``agg_<name>.json``, one object; a list when
-``collect_results.py`` gathered them) and the dashboard's data export (``/api/v1/benchmarks``, a list of rows).
+``collect_results.py`` gathered them).
 
-Both carry their own metadata and per-GPU throughputs (``tput_per_gpu``, ``output_tput_per_gpu``,
+Rows carry their own metadata and per-GPU throughputs (``tput_per_gpu``, ``output_tput_per_gpu``,
 ``input_tput_per_gpu``); latencies are already in SECONDS (``median_tpot``; ``*_intvty`` precomputed and not
-read: the metric SQL recomputes interactivity from TPOT). Differences of the export: ``hardware``,
-``spec_method``, ``prefill_*``/``decode_*`` topology, numbers nested under ``metrics``, ``date``.
-AgentX (agentic) rows carry ``scenario_type`` and no ISL/OSL: a different benchmark, rejected by name.
+read: the metric SQL recomputes interactivity from TPOT). The model key is ``infmax_model_prefix`` (``model`` is
+the Hugging Face id). AgentX (agentic) rows carry ``scenario_type`` and no ISL/OSL: a different benchmark,
+rejected by name. The dashboard's export is ``pipeline.parsers.inferencex_api``.
 """
 
 from __future__ import annotations
@@ -15,22 +15,19 @@ from typing import Any, Mapping
 from pipeline.parsers.base import ParsedRun, RowRejected, latency_block, metadata_keys_in, number
 from pipeline.schema import METADATA_KEYS
 
-AGG_FORMAT = "inferencex_agg"
-API_FORMAT = "inferencex_api"
+FORMAT = "inferencex_agg"
 
 
 def detect(doc: Mapping[str, Any]) -> str | None:
-    """``inferencex_api`` for export rows (``hardware`` + ``metrics`` object), ``inferencex_agg`` for
-    process_result rows (``hw`` + ``tput_per_gpu``, or an AgentX row with ``scenario_type``), else None."""
-    if "hardware" in doc and isinstance(doc.get("metrics"), Mapping):
-        return API_FORMAT
+    """``inferencex_agg`` for process_result rows (``hw`` + ``tput_per_gpu``, or an AgentX row with
+    ``scenario_type``), else None."""
     if "hw" in doc and ("tput_per_gpu" in doc or "scenario_type" in doc):
-        return AGG_FORMAT
+        return FORMAT
     return None
 
 
 def parse(doc: Mapping[str, Any]) -> ParsedRun:
-    """Normalize one InferenceX row (either flavour).
+    """Normalize one InferenceX agg row.
 
     Raises:
         RowRejected: ``unsupported_scenario:<type>`` for AgentX/agentic rows (no fixed ISL/OSL, other metrics).
@@ -43,13 +40,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
             f"scenario_type {scenario!r} is an agentic (AgentX) benchmark without fixed ISL/OSL; "
             "only fixed-length serving runs are compared",
         )
-    if detect(doc) == API_FORMAT:
-        return _parse_api(doc)
-    return _parse_agg(doc)
-
-
-def _parse_agg(doc: Mapping[str, Any]) -> ParsedRun:
-    run = _metrics(doc)
+    run = per_gpu_metrics(doc)
     meta = metadata_keys_in(doc, METADATA_KEYS)
     meta.pop("model", None)  # process_result's `model` is the HF id; the key is infmax_model_prefix
     if doc.get("infmax_model_prefix"):
@@ -62,27 +53,8 @@ def _parse_agg(doc: Mapping[str, Any]) -> ParsedRun:
     return run
 
 
-def _parse_api(doc: Mapping[str, Any]) -> ParsedRun:
-    metrics = doc["metrics"]
-    run = _metrics(metrics)
-    meta = metadata_keys_in(doc, METADATA_KEYS)
-    meta.pop("hw", None)
-    if doc.get("hardware"):
-        meta["hw"] = doc["hardware"]
-    if doc.get("spec_method") is not None:
-        meta["spec_decoding"] = doc["spec_method"]
-    if doc.get("date"):
-        meta["run_date"] = doc["date"]
-    # Single-node rows repeat one topology as prefill_* = decode_*; decode_* is the serving engine's.
-    for key in ("tp", "ep", "dp_attention"):
-        if doc.get(f"decode_{key}") is not None:
-            meta.setdefault(key, doc[f"decode_{key}"])
-    run.in_file_meta = meta
-    run.values["model_id"] = None
-    return run
-
-
-def _metrics(m: Mapping[str, Any]) -> ParsedRun:
+def per_gpu_metrics(m: Mapping[str, Any]) -> ParsedRun:
+    """Latencies (seconds keys ``{stat}_{metric}``) and reported per-GPU throughputs of an InferenceX row."""
     run = ParsedRun()
     run.values.update(latency_block(m, lambda stat, metric: f"{stat}_{metric}", 1.0))
     run.values["latency_unit_in_file"] = "s"
