@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.metadata import MetadataError, load_manifest, load_sidecar, resolve
-from pipeline.parsers import SIDECAR_SUFFIX, FileReadout, read_file
+from pipeline.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
 from pipeline.schema import QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA
 
 FILE_SCHEMA = pa.schema(
@@ -43,7 +43,8 @@ class IngestResult:
 
 
 def list_files(raw_dir: Path) -> list[Path]:
-    """Every regular file under ``raw_dir``, sorted, without following symlinked folders.
+    """Every entry under ``raw_dir`` that is not a real folder, sorted: regular files, symlinks to files, broken
+    symlinks and symlinks to folders (recorded, never followed, so a symlink loop cannot hang the scan).
 
     Raises:
         FileNotFoundError: ``raw_dir`` does not exist or is not a folder.
@@ -53,7 +54,8 @@ def list_files(raw_dir: Path) -> list[Path]:
     found: list[Path] = []
     for folder, dirs, files in os.walk(raw_dir, followlinks=False):
         dirs.sort()
-        found.extend(Path(folder) / name for name in sorted(files))
+        linked_dirs = [name for name in dirs if (Path(folder) / name).is_symlink()]
+        found.extend(Path(folder) / name for name in sorted(files + linked_dirs))
     return found
 
 
@@ -72,16 +74,7 @@ def ingest_folder(raw_dir: Path) -> IngestResult:
     manifests: dict[Path, dict[str, dict[str, str]]] = {}
     for path in list_files(raw_dir):
         rel = path.relative_to(raw_dir).as_posix()
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            readout = FileReadout("unreadable")
-            data = b""
-            reject = {"row": None, "reason_code": "unreadable_file", "detail": f"{type(exc).__name__}: {exc}"}
-            rejects.append(_reject_row(rel, None, reject["row"], reject["reason_code"], reject["detail"]))
-            files.append(_file_row(rel, readout, data, 0, 1))
-            continue
-        readout = read_file(path.name, data)
+        readout = _read(path)
         for reject in readout.rejects:
             rejects.append(_reject_row(rel, reject.source_format or readout.source_format, reject.row,
                                        reject.reason_code, reject.detail))
@@ -100,12 +93,24 @@ def ingest_folder(raw_dir: Path) -> IngestResult:
                     continue
                 runs.append(_run_row(rel, fmt, row, parsed, meta, sources, conflicts))
                 n_runs += 1
-        files.append(_file_row(rel, readout, data, n_runs, len(readout.rejects) + len(readout.runs) - n_runs))
+        files.append(_file_row(rel, readout, n_runs, len(readout.rejects) + len(readout.runs) - n_runs))
     return IngestResult(
         runs=pa.Table.from_pylist(runs, schema=RUN_SCHEMA),
         rejects=pa.Table.from_pylist(rejects, schema=QUARANTINE_SCHEMA),
         files=pa.Table.from_pylist(files, schema=FILE_SCHEMA),
     )
+
+
+def _read(path: Path) -> FileReadout:
+    """``read_path`` plus the cases that are not content: symlinked folders and files that cannot be opened."""
+    if path.is_symlink() and path.is_dir():
+        target = os.readlink(path)
+        return FileReadout("symlinked_folder", rejects=[Reject(
+            None, "symlink_not_followed", f"symlink to folder {target!r} not followed (loops and double counting)")])
+    try:
+        return read_path(path)
+    except OSError as exc:
+        return FileReadout("unreadable", rejects=[Reject(None, "unreadable_file", f"{type(exc).__name__}: {exc}")])
 
 
 def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dict, conflicts: list) -> dict:
@@ -129,13 +134,13 @@ def _reject_row(rel: str, fmt: str | None, row: int | None, code: str, detail: s
             "detail": f"{rel}: {detail}", "stage": "ingest"}
 
 
-def _file_row(rel: str, readout: FileReadout, data: bytes, n_runs: int, n_rejected: int) -> dict:
+def _file_row(rel: str, readout: FileReadout, n_runs: int, n_rejected: int) -> dict:
     return {
         "source_file": rel,
         "kind": readout.kind,
         "source_format": readout.source_format,
-        "size_bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
+        "size_bytes": readout.size_bytes,
+        "sha256": readout.sha256,
         "rows_read": n_runs + n_rejected,
         "runs": n_runs,
         "rejected": n_rejected,

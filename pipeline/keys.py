@@ -107,13 +107,15 @@ def normalize_spec(value: object) -> str | None:
 
 
 def normalize_framework(value: object) -> str | None:
-    """Framework key, lowercased (``vllm``, ``sglang``, ``trtllm``, ``dynamo-trt`` …); empty → None."""
+    """Framework key, lowercased (``vllm``, ``sglang``, ``trtllm``, ``dynamo-trt`` …; ``trt`` → ``trtllm``);
+    empty → None."""
     if value is None:
         return None
     text = str(value).strip().lower()
     if not text:
         return None
-    return {"trt-llm": "trtllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}.get(text, text)
+    # InferenceX calls single-node TensorRT-LLM "trt"; its Dynamo variant stays "dynamo-trt".
+    return {"trt": "trtllm", "trt-llm": "trtllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}.get(text, text)
 
 
 def model_key_from_id(model_id: object) -> str | None:

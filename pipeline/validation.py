@@ -46,6 +46,46 @@ def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run],
     return rule
 
 
+def _unit_mismatch(run: Run) -> Finding | None:
+    """Latencies written in the wrong unit (DESIGN.md §5 ``unit_mismatch``), quarantined rather than guessed.
+
+    Evidence: a median TPOT no LLM server reaches (< 0.5 ms/token, i.e. > 2000 tok/s/user, for a ``*_ms`` key;
+    > 5 s/token for a seconds key), confirmed by Little's law: in a closed-loop benchmark
+    completed × mean E2EL ≈ conc × duration, so the E2EL column's unit is the one that makes that ratio ≈ 1.
+    Without the evidence to confirm (no E2EL/duration/conc), an impossible TPOT is ``implausible_value``.
+    """
+    tpot = run.get("median_tpot_s")
+    unit = run.get("latency_unit_in_file")
+    if tpot is None or not math.isfinite(tpot) or tpot <= 0 or unit not in ("ms", "s"):
+        return None
+    suspicious = (unit == "ms" and tpot < 0.5e-3) or (unit == "s" and tpot > 5.0)
+    if not suspicious:
+        return None
+    wrong_scale = 1e3 if unit == "ms" else 1e-3  # what the value becomes if the other unit was meant
+    e2el, completed = run.get("mean_e2el_s") or run.get("median_e2el_s"), run.get("completed")
+    duration, conc = run.get("duration_s"), run.get("conc")
+    shown = f"median TPOT {tpot * 1e3:.4g} ms as read from {unit!r} keys"
+    if e2el and completed and duration and conc:
+        as_read = completed * e2el / (conc * duration)
+        as_other = as_read * wrong_scale
+        if abs(math.log10(as_other)) < abs(math.log10(as_read)):
+            return "unit_mismatch", (
+                f"{shown}; Little's law completed×E2EL/(conc×duration) = {as_read:.3g} as read, {as_other:.3g} if "
+                f"the file meant {'s' if unit == 'ms' else 'ms'}")
+    return "implausible_value:median_tpot_ms", f"{shown} is outside what any LLM server does"
+
+
+def _consistency(run: Run) -> Finding | None:
+    """Relations every real run satisfies: output ≤ total throughput, median TTFT ≤ median E2EL."""
+    total, output = run.get("total_tput_tok_s"), run.get("output_tput_tok_s")
+    if total is not None and output is not None and output > total * (1 + 1e-9):
+        return "inconsistent:output_throughput", f"output_throughput {output} > total_token_throughput {total}"
+    ttft, e2el = run.get("median_ttft_s"), run.get("median_e2el_s")
+    if ttft is not None and e2el is not None and e2el > 0 and ttft > e2el * (1 + 1e-9):
+        return "inconsistent:ttft_ms", f"median TTFT {ttft} s > median E2EL {e2el} s"
+    return None
+
+
 def _metadata_conflict(run: Run) -> Finding | None:
     """The file and its sidecar/runs.csv disagree: we cannot tell which is right, so neither is guessed."""
     conflicts = run.get("metadata_conflicts")
@@ -98,6 +138,8 @@ def rules(known_hw: Iterable[str]) -> list[Callable[[Run], Finding | None]]:
         _failed_requests,
         _positive("total_tput_tok_s", "total_token_throughput", "reported_tput_per_gpu"),
         _positive("median_tpot_s", "median_tpot_ms"),
+        _unit_mismatch,
+        _consistency,
         _metadata_conflict,
         unknown_hw_rule(known_hw),
         _missing_metadata,
@@ -112,3 +154,63 @@ def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Fin
         return None
     detail = "; ".join(f"{code}: {text}" for code, text in findings)
     return findings[0][0], detail
+
+
+# The natural key of a run (issue "duplicate runs"): two accepted runs with equal keys measure the same thing.
+NATURAL_KEY = ("model", "hw", "framework", "precision", "spec_decoding", "tp", "pp", "pcp", "ep", "dp_attention",
+               "disagg", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc", "run_date")
+
+
+def find_duplicates(runs: list[Mapping[str, Any]]) -> dict[int, Finding]:
+    """Duplicate runs among ``runs`` (rows that passed every rule), by index → (``duplicate_run``, detail).
+
+    A run is a duplicate when an earlier run has the same content (``content_sha256``: the same run object,
+    whatever the file name or key order) or the same ``NATURAL_KEY``. Keep rule: runs are ordered by
+    (``source_file``, ``source_row``) and the first of each group is kept, so the outcome depends only on the
+    folder's content and re-ingesting the same folder changes nothing.
+    """
+    order = sorted(range(len(runs)), key=lambda i: (runs[i]["source_file"], runs[i]["source_row"]))
+    seen_content: dict[str, int] = {}
+    seen_key: dict[tuple, int] = {}
+    found: dict[int, Finding] = {}
+    for i in order:
+        run = runs[i]
+        where = lambda j: f"{runs[j]['source_file']} row {runs[j]['source_row']}"  # noqa: E731
+        content = run.get("content_sha256")
+        key = tuple(run.get(k) for k in NATURAL_KEY)
+        if content and content in seen_content:
+            found[i] = ("duplicate_run", f"same content as {where(seen_content[content])} (kept)")
+        elif key in seen_key:
+            found[i] = ("duplicate_run", f"same natural key ({', '.join(f'{k}={run.get(k)}' for k in NATURAL_KEY if run.get(k) is not None)}) "
+                                         f"as {where(seen_key[key])} (kept)")
+        else:
+            if content:
+                seen_content[content] = i
+            seen_key[key] = i
+    return found
+
+
+def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tuple[list[Mapping[str, Any]], list[dict]]:
+    """Split parsed runs into accepted runs and quarantine rows (stage ``validate``).
+
+    Row rules first (``rules``), then duplicates among the runs that passed (so a bad copy never displaces a
+    good one). Quarantine rows follow ``pipeline.schema.QUARANTINE_SCHEMA``; details start with the file name.
+    """
+    rule_list = rules(known_hw)
+    passing, rejected = [], []
+    for run in runs:
+        finding = check_run(run, rule_list)
+        if finding is None:
+            passing.append(run)
+        else:
+            rejected.append(_quarantine_row(run, *finding))
+    duplicates = find_duplicates(passing)
+    accepted = [run for i, run in enumerate(passing) if i not in duplicates]
+    rejected += [_quarantine_row(passing[i], *finding) for i, finding in sorted(duplicates.items())]
+    return accepted, rejected
+
+
+def _quarantine_row(run: Mapping[str, Any], code: str, detail: str) -> dict:
+    return {"source_file": run["source_file"], "source_format": run["source_format"], "source_row": run["source_row"],
+            "reason_code": code, "detail": f"{run['source_file']} row {run['source_row']}: {detail}",
+            "stage": "validate"}

@@ -32,7 +32,8 @@ per_gpu as (
     from gpus as g
 )
 select
-    p.* exclude (reported_tput_per_gpu, reported_output_tput_per_gpu, reported_input_tput_per_gpu),
+    p.* exclude (reported_tput_per_gpu, reported_output_tput_per_gpu, reported_input_tput_per_gpu,
+                reported_median_intvty),
     1.0 / nullif(p.mean_tpot_s, 0) as mean_intvty,
     1.0 / nullif(p.median_tpot_s, 0) as median_intvty,
     1.0 / nullif(p.p90_tpot_s, 0) as p90_intvty,

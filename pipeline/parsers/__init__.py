@@ -8,10 +8,13 @@ format detectors in ``DETECTORS`` (first match wins); text files that are not ru
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import ijson
 import orjson
 
 from pipeline.parsers import inferencex, inferencex_api, sglang, trtllm, vllm
@@ -28,6 +31,9 @@ DETECTORS: tuple[tuple[Callable[[Mapping[str, Any]], str | None], Callable[[Mapp
 )
 
 SIDECAR_SUFFIX = ".meta.json"
+# Above this size a file is streamed (ijson) and its per-request arrays skipped, so memory stays bounded: a vLLM
+# `--save-detailed` result with 100k requests is hundreds of MB, almost all of it `itls`/`generated_texts`.
+LARGE_FILE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -56,6 +62,96 @@ class FileReadout:
     source_format: str | None = None
     runs: list[tuple[int, str, ParsedRun]] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
+    sha256: str | None = None
+    size_bytes: int = 0
+
+
+def read_path(path: Path) -> FileReadout:
+    """Classify and parse the file at ``path`` (content hash and size included).
+
+    Small files are read whole; files over ``LARGE_FILE_BYTES`` are hashed in chunks and, when they are a JSON
+    object, streamed keeping only top-level scalars and objects (arrays such as per-request ``itls`` skipped).
+
+    Raises:
+        OSError: the file cannot be opened (the caller records ``unreadable_file``).
+    """
+    size = path.stat().st_size
+    if size <= LARGE_FILE_BYTES:
+        data = path.read_bytes()
+        readout = read_file(path.name, data)
+        readout.sha256, readout.size_bytes = hashlib.sha256(data).hexdigest(), len(data)
+        return readout
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+        handle.seek(0)
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    first = head.lstrip()[:1]
+    if first == b"{":
+        readout = _read_large_object(path)
+    elif first == b"[":
+        readout = _read_large_array(path)
+    else:  # large text (console logs, telemetry): classified from its start
+        readout = read_file(path.name, head)
+    readout.sha256, readout.size_bytes = digest.hexdigest(), size
+    return readout
+
+
+def _read_large_object(path: Path) -> FileReadout:
+    """Stream a large JSON object, or JSON Lines of objects: keep top-level scalars and objects of each, skip
+    top-level arrays (per-request ``itls``, ``generated_texts`` …). Memory stays bounded by the summaries."""
+    objects: list[tuple[int, Any]] = []
+    skipped: set[str] = set()
+    summary: dict[str, Any] = {}
+    builder: Any = None
+    key, skip_depth = None, 0
+    try:
+        with path.open("rb") as handle:
+            for prefix, event, value in ijson.parse(handle, use_float=True, multiple_values=True):
+                if skip_depth:
+                    skip_depth += {"start_array": 1, "end_array": -1, "start_map": 1, "end_map": -1}.get(event, 0)
+                    continue
+                if prefix == "":
+                    if event == "start_map":
+                        summary = {}
+                    elif event == "end_map":
+                        objects.append((len(objects), summary))
+                    elif event == "map_key":
+                        key = value
+                    else:  # a top-level scalar or array between objects
+                        objects.append((len(objects), value))
+                    continue
+                if builder is None and prefix == key and event == "start_array":
+                    skipped.add(key)
+                    skip_depth = 1
+                    continue
+                if builder is None and prefix == key and event == "start_map":
+                    builder = ijson.ObjectBuilder()
+                if builder is not None:
+                    builder.event(event, value)
+                    if prefix == key and event == "end_map":
+                        summary[key], builder = builder.value, None
+                    continue
+                summary[key] = value
+    except (ijson.JSONError, ijson.IncompleteJSONError, ValueError) as exc:
+        return FileReadout("unreadable", rejects=[Reject(None, "invalid_json", _short(exc))])
+    readout = _parse_objects(objects, [])
+    if skipped:
+        note = f"large file streamed; per-request arrays not read: {', '.join(sorted(skipped))}"
+        for _, _, parsed in readout.runs:
+            parsed.derivations.append(note)
+    return readout
+
+
+def _read_large_array(path: Path) -> FileReadout:
+    """Stream a large JSON array of run objects (e.g. a big dashboard export), one element at a time."""
+    try:
+        with path.open("rb") as handle:
+            objects = list(enumerate(ijson.items(handle, "item", use_float=True)))
+    except (ijson.JSONError, ijson.IncompleteJSONError, ValueError) as exc:
+        return FileReadout("unreadable", rejects=[Reject(None, "invalid_json", _short(exc))])
+    return _parse_objects(objects, [])
 
 
 def read_file(name: str, data: bytes) -> FileReadout:
@@ -125,7 +221,10 @@ def _read_json(text: str) -> FileReadout:
                 objects.append((index, obj))
     if not objects:
         return FileReadout("unrecognized", rejects=[Reject(None, "empty_document", "JSON array with no elements")])
+    return _parse_objects(objects, line_errors)
 
+
+def _parse_objects(objects: list[tuple[int, Any]], line_errors: list[Reject]) -> FileReadout:
     readout = FileReadout("run_log", rejects=line_errors)
     for row, obj in objects:
         if not isinstance(obj, dict):
@@ -139,7 +238,9 @@ def _read_json(text: str) -> FileReadout:
             readout.rejects.append(Reject(row, "unrecognized_format", f"no run format matches keys: {keys}"))
             continue
         try:
-            readout.runs.append((row, fmt, parser(obj)))
+            parsed = parser(obj)
+            parsed.values["content_sha256"] = _object_hash(obj)
+            readout.runs.append((row, fmt, parsed))
         except (FieldError, RowRejected) as exc:
             readout.rejects.append(Reject(row, exc.reason_code, exc.detail, fmt))
     formats = {fmt for _, fmt, _ in readout.runs} | {r.source_format for r in readout.rejects if r.source_format}
@@ -158,6 +259,15 @@ def _detect(obj: Mapping[str, Any]) -> tuple[str | None, Callable[[Mapping[str, 
         if fmt:
             return fmt, parser
     return None, None
+
+
+def _object_hash(obj: Mapping[str, Any]) -> str:
+    """sha256 of a run object, independent of key order and whitespace (finds the same run saved twice)."""
+    try:
+        canonical = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        canonical = json.dumps(obj, sort_keys=True, default=str).encode()
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def _loads(text: str) -> Any:

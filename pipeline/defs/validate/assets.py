@@ -11,7 +11,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.storage import read_table, write_parquet_atomic, write_table
-from pipeline.validation import check_run, rules
+from pipeline.validation import validate_runs
 
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
 QUARANTINE_KEY = dg.AssetKey(["validated", "quarantine"])
@@ -51,18 +51,7 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource,
         raw = read_table(conn, "raw_runs")
         ingest_rejects = read_table(conn, "raw_rejects")
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
-        rule_list = rules(known_hw)
-        accepted, rejected = [], []
-        for run in raw.to_pylist():
-            finding = check_run(run, rule_list)
-            if finding is None:
-                accepted.append(run)
-            else:
-                code, detail = finding
-                rejected.append({"source_file": run["source_file"], "source_format": run["source_format"],
-                                 "source_row": run["source_row"], "reason_code": code,
-                                 "detail": f"{run['source_file']} row {run['source_row']}: {detail}",
-                                 "stage": "validate"})
+        accepted, rejected = validate_runs(raw.to_pylist(), known_hw)
         validated = pa.Table.from_pylist(accepted, schema=RUN_SCHEMA)
         quarantine = pa.concat_tables(
             [ingest_rejects.cast(QUARANTINE_SCHEMA), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)]
