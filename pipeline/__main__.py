@@ -31,16 +31,21 @@ def _run(_: argparse.Namespace) -> int:
                 print(event.message, file=sys.stderr)
         print(f"pipeline FAILED after {elapsed:.1f} s", file=sys.stderr)
         return 1
-    failed_checks = [
-        e.event_specific_data.asset_check_evaluation  # type: ignore[union-attr]
+    evaluations = [
+        e.event_specific_data  # AssetCheckEvaluation
         for e in result.all_events
-        if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.event_specific_data.passed  # type: ignore
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
     ]
     out_dir = Path(env_path("PIPELINE_OUT_DIR"))
     print(summary(out_dir, Path(env_path("PIPELINE_RAW_DIR"))))
-    for check in failed_checks:
-        print(f"check failed: {check.asset_key.to_user_string()} {check.check_name}", file=sys.stderr)
-    print(f"\nwall time {elapsed:.1f} s; warehouse {env_path('PIPELINE_DB_PATH')}")
+    failed = [ev for ev in evaluations if not ev.passed]
+    blocking_failed = [ev for ev in failed if ev.severity.value == "ERROR"]
+    print(f"\nchecks:          {len(evaluations) - len(failed)} of {len(evaluations)} passed")
+    for ev in failed:
+        print(f"  {'BLOCKING' if ev in blocking_failed else 'warning'}: {ev.asset_key.to_user_string()} "
+              f"{ev.check_name}", file=sys.stderr)
+    print(f"wall time {elapsed:.1f} s; warehouse {env_path('PIPELINE_DB_PATH')}")
+    failed_checks = blocking_failed
     return 0 if not failed_checks else 2
 
 

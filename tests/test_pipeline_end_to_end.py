@@ -17,7 +17,7 @@ def test_definitions_load():
     d = defs()
     keys = {k.to_user_string() for k in d.resolve_all_asset_keys()}
     assert keys == {"raw/benchmark_runs", "reference/gpu_reference", "validated/benchmark_runs",
-                    "validated/quarantine", "metrics/run_metrics", "frontiers/pareto_frontiers", "marts/comparisons"}
+                    "validated/quarantine", "validated/ingest_ledger", "metrics/run_metrics", "frontiers/pareto_frontiers", "marts/comparisons"}
     assert d.resolve_job_def("refresh_all") is not None
 
 
@@ -83,6 +83,15 @@ def test_real_logs_every_file_accounted_for(real_logs, run_pipeline):
     assert rows_read == runs.num_rows + quarantine.num_rows
     in_runs, in_quarantine = set(runs.column("source_file").to_pylist()), set(quarantine.column("source_file").to_pylist())
     assert in_runs | in_quarantine == files
+
+    ledger = run.mart("ingest_ledger").to_pylist()
+    assert sorted(r["source_file"] for r in ledger) == sorted(files)  # each file exactly once
+    assert all(r["rows_read"] == r["accepted_rows"] + r["quarantined_rows"] for r in ledger)
+    by_file = {r["source_file"]: r for r in ledger}
+    assert by_file["inferencex-decode-slo/glm-5/runs.csv"]["outcome"] == "not_a_run_log"
+    assert by_file["vllm/ix_local_minimaxm2.5_8k1k_conc64_eagle3_FAILED_zero.json"]["reason_codes"] == [
+        "no_completed_requests"]
+    assert by_file["inferencex/rafaykhan_app_api_benchmarks_dsr1_2026-05.json"]["outcome"] == "accepted"
 
     reasons = Counter(quarantine.column("reason_code").to_pylist())
     assert reasons["no_completed_requests"] == 2  # the two all-failed vLLM runs

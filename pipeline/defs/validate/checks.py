@@ -1,43 +1,48 @@
 """Checks of the validate stage. Structural checks are blocking (ERROR): downstream numbers would be wrong."""
 
 
+from collections import Counter
+from pathlib import Path
+
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.defs.validate.assets import QUARANTINE_KEY, VALIDATED_KEY
+from pipeline.defs.resources import PipelinePaths
+from pipeline.defs.validate.assets import QUARANTINE_KEY
+from pipeline.defs.validate.ledger import LEDGER_KEY
+from pipeline.ingest import list_files
 
 
-@dg.asset_check(asset=VALIDATED_KEY, blocking=True, description=(
-    "Every file under the raw dir is accounted for: for each file, rows read = runs + rejected rows, and every run "
-    "either passed validation or sits in the quarantine (nothing silently dropped)."))
-def every_input_row_accounted_for(warehouse: DuckDBResource) -> dg.AssetCheckResult:
+@dg.asset_check(asset=LEDGER_KEY, blocking=True, description=(
+    "Blocking: every file under the raw dir appears exactly once in the ledger, and for every file rows read = "
+    "accepted runs + quarantined rows (nothing the user gave is lost or counted twice)."))
+def every_file_accounted_for(warehouse: DuckDBResource, paths: PipelinePaths) -> dg.AssetCheckResult:
+    on_disk = {p.relative_to(paths.raw_dir).as_posix() for p in list_files(Path(paths.raw_dir))}
     with warehouse.get_connection() as conn:
-        per_file = conn.execute("""
-            with counted as (
-                select source_file, count(*) as n from raw_runs group by all
-                union all
-                select source_file, count(*) from raw_rejects group by all
-            )
-            select f.source_file, f.rows_read, coalesce(sum(c.n), 0) as found
-            from raw_files f left join counted c using (source_file)
-            group by all having f.rows_read <> coalesce(sum(c.n), 0) or f.rows_read = 0
-        """).fetchall()
-        raw_runs, validated, rejected_by_rules = conn.execute("""
-            select (select count(*) from raw_runs), (select count(*) from validated_runs),
-                   (select count(*) from quarantine where stage = 'validate')
+        ledger = conn.execute("select source_file, rows_read, accepted_rows, quarantined_rows from ingest_ledger")\
+            .fetchall()
+        totals = conn.execute("""
+            select (select count(*) from raw_runs), (select count(*) from raw_rejects),
+                   (select count(*) from validated_runs), (select count(*) from quarantine)
         """).fetchone()
-        files = conn.execute("select count(*) from raw_files").fetchone()[0]
-    balanced = raw_runs == validated + rejected_by_rules
+    in_ledger = [row[0] for row in ledger]
+    repeated = sorted(f for f, n in Counter(in_ledger).items() if n > 1)
+    missing, extra = sorted(on_disk - set(in_ledger)), sorted(set(in_ledger) - on_disk)
+    unbalanced = [row for row in ledger if row[1] != row[2] + row[3] or row[1] == 0]
+    raw_runs, raw_rejects, validated, quarantined = totals
+    balanced = raw_runs + raw_rejects == validated + quarantined
     return dg.AssetCheckResult(
-        passed=not per_file and balanced,
+        passed=not (repeated or missing or extra or unbalanced) and balanced,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={
-            "files": files,
-            "files_unbalanced": len(per_file),
-            "unbalanced_examples": dg.MetadataValue.json([list(r) for r in per_file[:5]]),
-            "raw_runs": raw_runs,
-            "validated_runs": validated,
-            "rejected_by_rules": rejected_by_rules,
+            "files_on_disk": len(on_disk),
+            "files_in_ledger": len(in_ledger),
+            "rows_read": raw_runs + raw_rejects,
+            "accepted_plus_quarantined": validated + quarantined,
+            "missing_from_ledger": dg.MetadataValue.json(missing[:10]),
+            "not_on_disk": dg.MetadataValue.json(extra[:10]),
+            "listed_twice": dg.MetadataValue.json(repeated[:10]),
+            "unbalanced_files": dg.MetadataValue.json([list(r) for r in unbalanced[:10]]),
         },
     )
 

@@ -1,0 +1,33 @@
+-- Builds ingest_ledger: one row per file found under the raw dir, with where each of its rows ended.
+-- Invariant (checked by the every_file_accounted_for asset check): rows_read = accepted_rows + quarantined_rows.
+create or replace table ingest_ledger as
+with accepted as (
+    select source_file, count(*) as accepted_rows
+    from validated_runs
+    group by source_file
+),
+quarantined as (
+    select source_file, count(*) as quarantined_rows, list(distinct reason_code order by reason_code) as reason_codes
+    from quarantine
+    group by source_file
+)
+select
+    f.source_file,
+    f.sha256 as content_sha256,
+    f.size_bytes,
+    f.kind,
+    f.source_format,
+    f.rows_read,
+    coalesce(a.accepted_rows, 0) as accepted_rows,
+    coalesce(q.quarantined_rows, 0) as quarantined_rows,
+    coalesce(q.reason_codes, []) as reason_codes,
+    case
+        when coalesce(a.accepted_rows, 0) > 0 and coalesce(q.quarantined_rows, 0) = 0 then 'accepted'
+        when coalesce(a.accepted_rows, 0) > 0 then 'partially_accepted'
+        when f.kind not in ('run_log', 'unreadable', 'unrecognized', 'symlinked_folder') then 'not_a_run_log'
+        else 'quarantined'
+    end as outcome
+from raw_files as f
+left join accepted as a using (source_file)
+left join quarantined as q using (source_file)
+order by f.source_file
