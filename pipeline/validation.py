@@ -51,8 +51,9 @@ def _unit_mismatch(run: Run) -> Finding | None:
 
     Evidence: a median TPOT no LLM server reaches (< 0.5 ms/token, i.e. > 2000 tok/s/user, for a ``*_ms`` key;
     > 5 s/token for a seconds key), confirmed by Little's law: in a closed-loop benchmark
-    completed × mean E2EL ≈ conc × duration, so the E2EL column's unit is the one that makes that ratio ≈ 1.
-    Without the evidence to confirm (no E2EL/duration/conc), an impossible TPOT is ``implausible_value``.
+    completed × mean E2EL ≈ conc × duration, so the E2EL column's unit is the one that makes that ratio ≈ 1
+    (for per-GPU rows without totals: output tok/s per user ≈ OSL / E2EL). Without the evidence to confirm, an
+    impossible TPOT is ``implausible_value:median_tpot_ms``.
     """
     tpot = run.get("median_tpot_s")
     unit = run.get("latency_unit_in_file")
@@ -65,13 +66,22 @@ def _unit_mismatch(run: Run) -> Finding | None:
     e2el, completed = run.get("mean_e2el_s") or run.get("median_e2el_s"), run.get("completed")
     duration, conc = run.get("duration_s"), run.get("conc")
     shown = f"median TPOT {tpot * 1e3:.4g} ms as read from {unit!r} keys"
+    other = "s" if unit == "ms" else "ms"
+    evidence = None
     if e2el and completed and duration and conc:
-        as_read = completed * e2el / (conc * duration)
+        evidence = ("completed×E2EL/(conc×duration)", completed * e2el / (conc * duration))
+    elif e2el and conc and run.get("osl") and run.get("reported_output_tput_per_gpu") and run.get("tp") \
+            and not run.get("disagg"):
+        # per-user output rate from throughput vs from latency: (out/GPU × GPUs / conc) / (OSL / E2EL) ≈ 1
+        gpus = run["tp"] * (run.get("pp") or 1) * (run.get("pcp") or 1)
+        evidence = ("(output tok/s per user)/(OSL/E2EL)",
+                    run["reported_output_tput_per_gpu"] * gpus / conc / (run["osl"] / e2el))
+    if evidence and evidence[1] > 0:
+        name, as_read = evidence
         as_other = as_read * wrong_scale
         if abs(math.log10(as_other)) < abs(math.log10(as_read)):
             return "unit_mismatch", (
-                f"{shown}; Little's law completed×E2EL/(conc×duration) = {as_read:.3g} as read, {as_other:.3g} if "
-                f"the file meant {'s' if unit == 'ms' else 'ms'}")
+                f"{shown}; {name} = {as_read:.3g} as read, {as_other:.3g} if the file meant {other}")
     return "implausible_value:median_tpot_ms", f"{shown} is outside what any LLM server does"
 
 

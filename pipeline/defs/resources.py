@@ -2,9 +2,13 @@
 (``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``; DESIGN.md §2)."""
 
 
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import dagster as dg
+import duckdb
 from dagster_duckdb import DuckDBResource
 
 from pipeline.paths import env_path
@@ -29,11 +33,48 @@ class PipelinePaths(dg.ConfigurableResource):
         return Path(self.out_dir) / f"{name}.parquet"
 
 
-def warehouse_resource() -> DuckDBResource:
-    """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created if missing)."""
-    database = env_path("PIPELINE_DB_PATH")
-    Path(database).parent.mkdir(parents=True, exist_ok=True)
-    return DuckDBResource(database=database)
+class WarehouseLockedError(RuntimeError):
+    """Another process holds the DuckDB warehouse's write lock (a second materialization at the same time)."""
+
+
+class Warehouse(DuckDBResource):
+    """The DuckDB warehouse: ``DuckDBResource`` that waits up to ``lock_timeout_s`` for another process's write
+    lock, then fails with a message that says what happened, instead of corrupting or retrying forever.
+
+    Within one Dagster instance the pool ``duckdb_warehouse`` (limit 1) already serializes writers; this covers
+    two independent processes (two CLI runs, a CLI run beside ``dagster dev``).
+    """
+
+    lock_timeout_s: float = 30.0
+
+    @contextmanager
+    def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            try:
+                conn = duckdb.connect(self.database, config={"custom_user_agent": "inference-frontier",
+                                                             **self.connection_config})
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    raise WarehouseLockedError(
+                        f"warehouse {self.database} is being written by another process (waited "
+                        f"{self.lock_timeout_s:.0f} s): wait for that materialization to finish, or point "
+                        f"PIPELINE_DB_PATH at another file. DuckDB said: {str(exc).splitlines()[0]}"
+                    ) from exc
+                time.sleep(0.2)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
+def warehouse_resource() -> Warehouse:
+    """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created on first use)."""
+    return Warehouse(database=env_path("PIPELINE_DB_PATH"))
 
 
 def paths_resource() -> PipelinePaths:

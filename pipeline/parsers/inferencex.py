@@ -19,9 +19,10 @@ FORMAT = "inferencex_agg"
 
 
 def detect(doc: Mapping[str, Any]) -> str | None:
-    """``inferencex_agg`` for process_result rows (``hw`` + ``tput_per_gpu``, or an AgentX row with
-    ``scenario_type``), else None."""
-    if "hw" in doc and ("tput_per_gpu" in doc or "scenario_type" in doc):
+    """``inferencex_agg`` for process_result rows: ``hw`` plus one of ``tput_per_gpu``, ``infmax_model_prefix``,
+    ``median_tpot`` or (AgentX) ``scenario_type``; else None."""
+    markers = ("tput_per_gpu", "scenario_type", "infmax_model_prefix", "median_tpot")
+    if "hw" in doc and any(k in doc for k in markers):
         return FORMAT
     return None
 
