@@ -3,12 +3,14 @@ for the Dagster UI (row count, column schema, Markdown preview)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -38,6 +40,7 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> Path:
     """Write ``table`` to ``path`` via a temporary file in the same folder and an atomic rename, so a reader
     never sees a half-written mart and a crash leaves the previous file whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         pq.write_table(table, tmp)
@@ -46,6 +49,34 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> Path:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete temporaries of ``path`` left by writers that were killed (their pid no longer runs)."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            pid = int(stale.name.rsplit(".", 2)[-2])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            stale.unlink(missing_ok=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+def content_hash(table: pa.Table) -> str:
+    """sha256 of a table's rows, independent of row order: each row serialized with sorted keys, rows sorted.
+
+    Two marts with the same hash hold the same rows (same columns, same values, floats compared exactly).
+    """
+    lines = sorted(
+        orjson.dumps(row, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+        for row in table.to_pylist()
+    )
+    digest = hashlib.sha256()
+    digest.update(orjson.dumps(table.schema.names))
+    for line in lines:
+        digest.update(line + b"\n")
+    return digest.hexdigest()
 
 
 def markdown_preview(table: pa.Table, columns: list[str] | None = None, limit: int = 12) -> str:
