@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from pipeline.reference import DEFAULT_PRICE_BOOK
+
 
 def _run(_: argparse.Namespace) -> int:
     import dagster as dg
@@ -72,8 +74,11 @@ def summary(out_dir: Path, raw_dir: Path) -> str:
         f"not run logs:    {sum(not_runs.values())} files recorded in quarantine {_by_reason(not_runs)}",
         f"comparisons:     {len(set(ids))} ({comparisons.num_rows} rows)",
     ]
-    if comparisons.num_rows:
-        lines += ["", format_comparison(comparisons.to_pylist(), _showcase(comparisons.to_pylist()))]
+    books = sorted(set(comparisons.column("price_book").to_pylist()))
+    lines.append(f"price books:     {', '.join(books)}")
+    default_rows = [r for r in comparisons.to_pylist() if r["price_book"] == DEFAULT_PRICE_BOOK]
+    if default_rows:
+        lines += ["", format_comparison(default_rows, _showcase(default_rows))]
     return "\n".join(lines)
 
 
@@ -94,12 +99,18 @@ def format_comparison(rows: list[dict], comparison_id: str) -> str:
     first = mine[0]
     header = (f"{first['title']}  ({first['model']}, ISL/OSL {first['isl']}/{first['osl']}; band "
               f"{first['band_display_min']}–{first['band_display_max']} tok/s/user)")
-    out = [header, f"{'target':>8} {'side':<10} {'tok/s/GPU':>10} {'$/M tok':>8} {'tok/s/MW':>11} {'conc':>7}"]
+    out = [header, f"{'target':>8} {'side':<10} {'tok/s/GPU':>10} {'$/M tok':>8} {'tok/s/MW':>11} {'conc':>7}"
+                   f" {'measured tok/s/MW':>18}"]
     for row in mine:
+        measured = "—" if row["measured_tok_s_per_mw"] is None else f"{row['measured_tok_s_per_mw']:,.0f}"
         out.append(
             f"{row['target_intvty']:>8.0f} {row['side_label']:<10} {row['tput_per_gpu']:>10.1f} "
             f"{row['cost_per_mtok_hyperscaler']:>8.3f} {row['tok_s_per_mw']:>11,.0f} {row['concurrency']:>7.1f}"
+            f" {measured:>18}"
         )
+        if row["side"] == "b" and row["target_index"] == len({r["target_index"] for r in mine}) and row["cross_engine"]:
+            out.append(f"{'':>8} caveat: spec-decoding points come from engines whose acceptance rates are not "
+                       "defined the same way (cross_engine)")
         if row["side"] == "b":
             out.append(f"{'':>8} at {row['target_intvty']:.0f} tok/s/user ({row['band_phrase']}): "
                        f"{row['cost_sentence']}; {row['tput_sentence']}")

@@ -40,6 +40,12 @@ SPLINED_METRICS = (
     "tok_s_per_mw",
     "concurrency",
 )
+# Measured (telemetry) metrics: splined only when every frontier point of the side has a value.
+OPTIONAL_METRICS = ("measured_tok_s_per_mw",)
+# Engine families whose acceptance-length conventions agree; points of two families on one comparison are
+# flagged cross_engine (the seed pages warn acceptance rates are not comparable across engines).
+ENGINE_FAMILY = {"vllm": "vllm", "dynamo-vllm": "vllm", "sglang": "sglang", "dynamo-sglang": "sglang",
+                 "mori-sglang": "sglang", "trtllm": "trtllm", "dynamo-trt": "trtllm", "atom": "atom"}
 GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
 TIE_RATIO = 1.01
 
@@ -161,6 +167,8 @@ def _gpu_rank(hw: str) -> tuple[int, str]:
 FRONTIER_SCHEMA = pa.schema(
     [
         ("side_id", pa.string()),
+        ("price_book", pa.string()),
+        ("price_book_version", pa.string()),
         ("model", pa.string()),
         ("isl", pa.int32()),
         ("osl", pa.int32()),
@@ -176,22 +184,30 @@ FRONTIER_SCHEMA = pa.schema(
         ("source_file", pa.string()),
         ("point_framework", pa.string()),
         ("point_spec_decoding", pa.string()),
+        ("point_spec_metric_source", pa.string()),
         ("median_intvty", pa.float64()),
-        *[(m, pa.float64()) for m in SPLINED_METRICS],
+        *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
     ]
 )
 
 
 def build_frontiers(runs: Sequence[Mapping[str, Any]], sides: Iterable[Side]) -> pa.Table:
-    """Pareto frontier points of every side (``FRONTIER_SCHEMA``: one row per side and frontier point).
+    """Pareto frontier points of every side in every price book (``FRONTIER_SCHEMA``: one row per side, price
+    book and frontier point). The points are the same in every book; costs and tok/s/MW differ.
 
     Args:
-        runs: ``run_metrics`` rows (need ``median_intvty``, ``tput_per_gpu``, the splined metrics, ``conc``).
+        runs: ``run_metrics`` rows (need ``price_book``, ``median_intvty``, ``tput_per_gpu``, the splined
+            metrics, ``conc``).
         sides: the sides to build; a side without runs yields no rows.
     """
+    index: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in runs:
+        index.setdefault((r["price_book"], r["model"], r["isl"], r["osl"], r["hw"], r["precision"]), []).append(r)
+    books = sorted({r["price_book"] for r in runs})
     rows: list[dict[str, Any]] = []
-    for side in sorted(set(sides), key=lambda s: s.side_id):
-        members = [r for r in runs if side.matches(r)]
+    for book, side in itertools.product(books, sorted(set(sides), key=lambda s: s.side_id)):
+        candidates = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision), [])
+        members = [r for r in candidates if side.matches(r)]
         if not members:
             continue
         x = np.array([r["median_intvty"] for r in members], dtype=float)
@@ -199,13 +215,16 @@ def build_frontiers(runs: Sequence[Mapping[str, Any]], sides: Iterable[Side]) ->
         for point_index, i in enumerate(pareto_frontier(x, y)):
             run = members[i]
             rows.append({
-                "side_id": side.side_id, "model": side.model, "isl": side.isl, "osl": side.osl, "hw": side.hw,
+                "side_id": side.side_id, "price_book": book, "price_book_version": run["price_book_version"],
+                "model": side.model, "isl": side.isl, "osl": side.osl, "hw": side.hw,
                 "precision": side.precision, "spec_decoding": side.spec_decoding, "framework": side.framework,
                 "side_runs": len(members), "side_intvty_min": float(x.min()), "side_intvty_max": float(x.max()),
                 "point_index": point_index, "run_id": run["run_id"], "source_file": run["source_file"],
                 "point_framework": run["framework"], "point_spec_decoding": run["spec_decoding"],
+                "point_spec_metric_source": run.get("spec_metric_source"),
                 "median_intvty": run["median_intvty"],
                 **{m: float(run["conc"] if m == "concurrency" else run[m]) for m in SPLINED_METRICS},
+                **{m: run.get(m) for m in OPTIONAL_METRICS},
             })
     return pa.Table.from_pylist(rows, schema=FRONTIER_SCHEMA)
 
@@ -213,6 +232,8 @@ def build_frontiers(runs: Sequence[Mapping[str, Any]], sides: Iterable[Side]) ->
 COMPARISON_SCHEMA = pa.schema(
     [
         ("comparison_id", pa.string()),
+        ("price_book", pa.string()),
+        ("price_book_version", pa.string()),
         ("kind", pa.string()),
         ("title", pa.string()),
         ("model", pa.string()),
@@ -236,7 +257,9 @@ COMPARISON_SCHEMA = pa.schema(
         ("target_intvty", pa.float64()),
         ("evaluated_intvty", pa.float64()),
         ("target_clamped", pa.bool_()),
-        *[(m, pa.float64()) for m in SPLINED_METRICS],
+        *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
+        ("measured_power_coverage", pa.float64()),
+        ("cross_engine", pa.bool_()),
         ("band_phrase", pa.string()),
         ("cost_sentence", pa.string()),
         ("tput_sentence", pa.string()),
@@ -248,9 +271,13 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
             targets: Sequence[float] | None = None) -> list[dict[str, Any]]:
     """Rows of one comparison (``COMPARISON_SCHEMA``): for each target, side a then side b.
 
+    ``measured_tok_s_per_mw`` is splined only when every frontier point of the side has telemetry
+    (``measured_power_coverage`` = share of points that do); ``cross_engine`` is True when the spec-decoding
+    points of the two frontiers come from engine families with different acceptance conventions.
+
     Args:
         comparison: the two sides.
-        frontiers: frontier rows by ``side_id`` (``FRONTIER_SCHEMA`` rows, in point order).
+        frontiers: frontier rows of one price book by ``side_id`` (``FRONTIER_SCHEMA`` rows, in point order).
         targets: interactivities (tok/s/user); default: the band's three default targets.
     Returns:
         [] when a side has no frontier.
@@ -264,6 +291,9 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     targets = list(targets) if targets is not None else default_targets(lo, hi)
     d_lo, d_hi = displayed_band(lo, hi)
     values = {key: _evaluate(points, targets) for key, points in (("a", fa), ("b", fb))}
+    families = {ENGINE_FAMILY.get(p["point_framework"], p["point_framework"])
+                for p in (*fa, *fb) if p["point_spec_decoding"] != "none"}
+    cross_engine = len(families) > 1
     rows: list[dict[str, Any]] = []
     for t_index, target in enumerate(targets):
         a_vals, b_vals = values["a"][1][t_index], values["b"][1][t_index]
@@ -272,7 +302,8 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                                          ("b", comparison.b, comparison.label_b, fb)):
             evaluated, metrics = values[key][0][t_index], values[key][1][t_index]
             rows.append({
-                "comparison_id": comparison.comparison_id, "kind": comparison.kind, "title": comparison.title,
+                "comparison_id": comparison.comparison_id, "price_book": points[0]["price_book"],
+                "price_book_version": points[0]["price_book_version"], "kind": comparison.kind, "title": comparison.title,
                 "model": side.model, "isl": side.isl, "osl": side.osl, "side": key, "side_label": label,
                 "side_id": side.side_id, "hw": side.hw, "precision": side.precision,
                 "spec_decoding": side.spec_decoding, "framework": side.framework,
@@ -281,6 +312,8 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "band_display_min": d_lo, "band_display_max": d_hi,
                 "target_index": t_index + 1, "target_intvty": float(target), "evaluated_intvty": evaluated,
                 "target_clamped": bool(evaluated != target), **metrics,
+                "measured_power_coverage": sum(p["measured_tok_s_per_mw"] is not None for p in points) / len(points),
+                "cross_engine": cross_engine,
                 "band_phrase": band_phrase(target, lo, hi), **sentences,
             })
     return rows
@@ -290,7 +323,13 @@ def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> 
     x = np.array([p["median_intvty"] for p in points], dtype=float)
     evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
     per_metric = {m: interpolate(x, [p[m] for p in points], targets, clamp=True) for m in SPLINED_METRICS}
-    return evaluated, [{m: float(per_metric[m][i]) for m in SPLINED_METRICS} for i in range(len(targets))]
+    for m in OPTIONAL_METRICS:
+        values = [p[m] for p in points]
+        per_metric[m] = (interpolate(x, values, targets, clamp=True) if all(v is not None for v in values)
+                         else [None] * len(targets))
+    names = SPLINED_METRICS + OPTIONAL_METRICS
+    return evaluated, [{m: None if per_metric[m][i] is None else float(per_metric[m][i]) for m in names}
+                       for i in range(len(targets))]
 
 
 def _sentences(label_a: str, label_b: str, a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, str]:

@@ -41,6 +41,7 @@ _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     "run_date": to_date,
     "image": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
     "power_log": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
+    "start_time_unix": lambda v: None if v is None or str(v).strip() == "" else float(v),
     **{key: to_int for key in _INT_KEYS},
 }
 DEFAULTS: dict[str, Any] = {"spec_decoding": "none", "dp_attention": False, "disagg": False}

@@ -9,7 +9,8 @@ low concurrency and saturates earlier; its streamed chunks carry several tokens,
 Coverage: two models (dsr1 1k/1k, qwen3.5-397b-a17b 8k/1k), four GPUs (h200, b200, gb200, mi355x), fp4 and
 fp8, MTP and none, frameworks vLLM / SGLang / TRT-LLM / Dynamo, all five formats (vLLM JSON, SGLang JSONL,
 TRT-LLM report JSON, InferenceX agg rows, InferenceX dashboard export), metadata from the file, sidecars and a
-runs.csv; plus one failed run and a README, which the pipeline must quarantine.
+runs.csv, GPU power telemetry (nvidia-smi and amd-smi); plus one failed run and a README, which the pipeline
+must quarantine.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import random
 import shutil
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pipeline.paths import PROJECT_ROOT
@@ -246,6 +249,53 @@ def inferencex_api_row(cfg: Config, p: Point, prefill_gpus: int, decode_gpus: in
             "date": cfg.run_date, "run_url": None}
 
 
+_TDP_W = {"h200": 700.0, "mi355x": 1400.0}
+
+
+def _gpu_watts(cfg: Config, p: Point, rng: random.Random) -> float:
+    """Board power of one busy GPU: idle 12 % of TDP plus a load share growing with concurrency, ±3 %."""
+    tdp = _TDP_W[cfg.hw]
+    load = min(1.0, 0.45 + 0.09 * math.log2(p.conc))
+    return tdp * (0.12 + 0.78 * load) * rng.uniform(0.97, 1.03)
+
+
+def nvidia_smi_csv(cfg: Config, p: Point, end_date: str, rng: random.Random) -> str:
+    """``nvidia-smi --query-gpu=timestamp,index,power.draw --format=csv -l 1`` around the run: local time, 1 s,
+    idle before and after the benchmark window [end − duration, end] (end = vLLM's ``date``)."""
+    end = datetime.strptime(end_date, "%Y%m%d-%H%M%S")
+    start = end - timedelta(seconds=p.duration_s)
+    lines = ["timestamp, index, power.draw [W]"]
+    t = start - timedelta(seconds=8.6)
+    while t <= end + timedelta(seconds=8):
+        busy = start <= t <= end
+        for gpu in range(cfg.tp):
+            watts = _gpu_watts(cfg, p, rng) if busy else _TDP_W[cfg.hw] * 0.11 * rng.uniform(0.98, 1.02)
+            lines.append(f"{t:%Y/%m/%d %H:%M:%S}.{t.microsecond // 1000:03d}, {gpu}, {watts:.2f} W")
+        t += timedelta(seconds=1)
+    return "\n".join(lines) + "\n"
+
+
+def amd_smi_csv(cfg: Config, p: Point, start: float, rng: random.Random, gap: bool) -> str:
+    """``amd-smi metric -p --csv -w 1``: integer epoch timestamps, one row per GPU, the header repeated per sample."""
+    header = "timestamp,gpu,socket_power,gfx_voltage,soc_voltage,mem_voltage,power_management,throttle_status"
+    lines = []
+    end = start + p.duration_s
+    for second in range(int(start) - 5, int(end) + 6):
+        if gap and start + 40 < second < start + 46:
+            continue
+        lines.append(header)
+        busy = start <= second <= end
+        for gpu in range(cfg.tp):
+            watts = _gpu_watts(cfg, p, rng) if busy else _TDP_W[cfg.hw] * 0.11 * rng.uniform(0.98, 1.02)
+            lines.append(f"{second},{gpu},{watts:.0f},N/A,N/A,N/A,ENABLED,UNTHROTTLED")
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
 def _slug(cfg: Config) -> str:
     return f"{cfg.model}_{cfg.isl // 1024}k{cfg.osl // 1024}k_{cfg.hw}_{cfg.precision}_{cfg.framework}_{cfg.spec}"
 
@@ -296,13 +346,24 @@ def generate(out: Path = SAMPLE_DIR) -> list[Path]:
         elif cfg.hw == "h200":
             for p in points:
                 name = f"{slug}_conc{p.conc}.json"
-                _dump(out / "vllm" / "h200" / name, vllm_doc(cfg, p))
-                manifest_rows.append({"file": name, **_meta(cfg, p.conc)})
+                doc = vllm_doc(cfg, p)
+                _dump(out / "vllm" / "h200" / name, doc)
+                power_log = ""
+                if cfg.model == "dsr1":  # nvidia-smi telemetry beside these runs (local-time clock, as vLLM's date)
+                    power_log = f"power/{slug}_conc{p.conc}.nvidia-smi.csv"
+                    _write(out / "vllm" / "h200" / power_log, nvidia_smi_csv(cfg, p, doc["date"], rng))
+                manifest_rows.append({"file": name, **_meta(cfg, p.conc), "power_log": power_log})
         else:
             for p in points:
                 path = out / "vllm" / cfg.hw / f"{slug}_conc{p.conc}.json"
                 _dump(path, vllm_doc(cfg, p))
-                _dump(path.with_name(path.name + ".meta.json"), _meta(cfg, p.conc))
+                meta = _meta(cfg, p.conc)
+                if cfg.hw == "mi355x":  # amd-smi watch-mode telemetry on the epoch clock, window from the sidecar
+                    start = 1784020000.0 + p.conc * 1000.0
+                    meta.update(power_log=f"power/{slug}_conc{p.conc}.amd-smi.csv", start_time_unix=start)
+                    # conc128's logger stalled for 5 s mid-run: the pipeline must say gap_too_long, not guess
+                    _write(path.parent / meta["power_log"], amd_smi_csv(cfg, p, start, rng, gap=p.conc == 128))
+                _dump(path.with_name(path.name + ".meta.json"), meta)
     _dump(out / "inferencex" / "api_benchmarks_dsr1_gb200.json", api_rows)
 
     # A run whose requests all failed still writes a file; the pipeline must quarantine it, not plot it.
@@ -318,6 +379,7 @@ def generate(out: Path = SAMPLE_DIR) -> list[Path]:
     manifest_rows.append({"file": failed_name, **_meta(failed_cfg, 256)})
 
     buffer = io.StringIO()
+    manifest_rows = [{**row, "power_log": row.get("power_log", "")} for row in manifest_rows]
     writer = csv.DictWriter(buffer, fieldnames=list(manifest_rows[0]), lineterminator="\n")
     writer.writeheader()
     writer.writerows(manifest_rows)
@@ -334,8 +396,10 @@ come from a simple serving model, not from hardware. Layout, as benchmark fleets
 - `inferencex/`  InferenceX `agg_*.json` rows (MI355X, SGLang) and a dashboard export (GB200 Dynamo, disaggregated)
 - `sglang/`      SGLang `bench_serving` JSONL, one line per concurrency, metadata in `*.meta.json` sidecars
 - `trtllm/`      `trtllm-bench --report_json` files with sidecars
-- `vllm/h200/`   `vllm bench serve` results described by a `runs.csv` manifest (one run failed on purpose)
-- `vllm/mi355x/` `vllm bench serve` results with sidecars
+- `vllm/h200/`   `vllm bench serve` results described by a `runs.csv` manifest (one run failed on purpose);
+                 `power/` holds nvidia-smi telemetry of the DeepSeek-R1 runs (linked by the `power_log` column)
+- `vllm/mi355x/` `vllm bench serve` results with sidecars; `power/` holds amd-smi watch-mode telemetry, placed by
+                 the sidecars' `start_time_unix` (the conc128 log has a 5 s dropout on purpose: `gap_too_long`)
 
 This README itself is recorded by the pipeline as `not_a_run_log:documentation`.
 """

@@ -34,6 +34,7 @@ METADATA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("image", pa.string()),
     ("run_date", pa.date32()),
     ("power_log", pa.string()),
+    ("start_time_unix", pa.float64()),
 )
 METADATA_KEYS = tuple(name for name, _ in METADATA_FIELDS)
 
@@ -65,7 +66,14 @@ RUN_SCHEMA = pa.schema(
         *[(name, pa.float64()) for name in LATENCY_COLUMNS],
         ("latency_unit_in_file", pa.string()),
         ("percentile_method", pa.string()),
+        ("bench_start_unix", pa.float64()),
+        ("bench_end_unix", pa.float64()),
+        ("bench_end_local", pa.timestamp("s")),
+        ("reported_avg_power_w_per_gpu", pa.float64()),
+        ("reported_energy_j", pa.float64()),
         ("spec_accept_length", pa.float64()),
+        ("spec_accept_rate", pa.float64()),
+        ("spec_metric_source", pa.string()),
         ("derivations", pa.string()),
     ]
 )

@@ -1,21 +1,20 @@
 -- Builds run_metrics: one row per validated run, with per-GPU throughput, interactivity, $/M tokens, tok/s/MW, J/token.
 -- Formulas: DESIGN.md §3, following InferenceX utils/process_result.py and the dashboard.
---   num_gpus            single node tp × pp × pcp; disaggregated num_prefill_gpu + num_decode_gpu
+--   num_gpus            from the run_gpu_counts view (sql/run_gpu_counts.sql)
 --   tput_per_gpu        total tok/s / num_gpus (InferenceX rows: their reported per-GPU value)
 --   output_tput_per_gpu output tok/s / num_gpus (disaggregated: / num_decode_gpu)
 --   input_tput_per_gpu  (total − output) tok/s / num_gpus (disaggregated: / num_prefill_gpu)
 --   *_intvty            1000 / *_tpot_ms = 1 / *_tpot_s (tok/s/user); never from ITL
 --   cost_per_mtok_<t>   $/GPU-h / (tok/s/GPU × 3600 / 1e6)
 --   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
+--   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
+--                       J/token = W / tok/s/GPU, J/output token = W × GPUs / output tok/s
+-- Grain: one row per (run, price book); price_books holds each scenario's power and $/GPU-h per GPU.
 create or replace table run_metrics as
 with gpus as (
-    select
-        v.*,
-        case
-            when coalesce(v.disagg, false) then v.num_prefill_gpu + v.num_decode_gpu
-            else v.tp * coalesce(v.pp, 1) * coalesce(v.pcp, 1)
-        end as num_gpus
+    select v.*, c.num_gpus
     from validated_runs as v
+    join run_gpu_counts as c using (run_id)
 ),
 per_gpu as (
     select
@@ -33,7 +32,7 @@ per_gpu as (
 )
 select
     p.* exclude (reported_tput_per_gpu, reported_output_tput_per_gpu, reported_input_tput_per_gpu,
-                reported_median_intvty),
+                reported_median_intvty, reported_avg_power_w_per_gpu, reported_energy_j),
     1.0 / nullif(p.mean_tpot_s, 0) as mean_intvty,
     1.0 / nullif(p.median_tpot_s, 0) as median_intvty,
     1.0 / nullif(p.p90_tpot_s, 0) as p90_intvty,
@@ -41,11 +40,12 @@ select
     p.total_input_tokens / nullif(p.completed, 0) as mean_input_len,
     p.total_output_tokens / nullif(p.completed, 0) as mean_output_len,
     coalesce(p.failed, 0) / nullif(coalesce(p.failed, 0) + p.completed, 0) as failure_rate,
+    r.price_book,
+    r.price_book_version,
     r.power_kw,
     r.hyperscaler_usd_per_gpu_hour,
     r.neocloud_usd_per_gpu_hour,
     r.rental_usd_per_gpu_hour,
-    r.reference_version,
     r.hyperscaler_usd_per_gpu_hour / (p.tput_per_gpu * 3600 / 1e6) as cost_per_mtok_hyperscaler,
     r.neocloud_usd_per_gpu_hour / (p.tput_per_gpu * 3600 / 1e6) as cost_per_mtok_neocloud,
     r.rental_usd_per_gpu_hour / (p.tput_per_gpu * 3600 / 1e6) as cost_per_mtok_rental,
@@ -56,7 +56,19 @@ select
     r.neocloud_usd_per_gpu_hour / nullif(p.output_tput_per_gpu * 3600 / 1e6, 0) as output_cost_per_mtok_neocloud,
     r.rental_usd_per_gpu_hour / nullif(p.output_tput_per_gpu * 3600 / 1e6, 0) as output_cost_per_mtok_rental,
     p.tput_per_gpu * 1000 / r.power_kw as tok_s_per_mw,
-    r.power_kw * 1000 / p.tput_per_gpu as j_per_token
+    r.power_kw * 1000 / p.tput_per_gpu as j_per_token,
+    w.power_source,
+    w.window_source,
+    w.power_valid,
+    w.power_invalid_reason,
+    w.energy_j,
+    w.avg_power_w_per_gpu,
+    p.tput_per_gpu * 1e6 / w.avg_power_w_per_gpu as measured_tok_s_per_mw,
+    w.avg_power_w_per_gpu / p.tput_per_gpu as measured_j_per_token,
+    w.avg_power_w_per_gpu * p.num_gpus / nullif(
+        p.output_tput_per_gpu * (case when coalesce(p.disagg, false) then p.num_decode_gpu else p.num_gpus end), 0
+    ) as measured_j_per_output_token
 from per_gpu as p
-join gpu_reference as r on r.hw = p.hw
-order by p.source_file, p.source_row
+join price_books as r on r.hw = p.hw
+left join run_power as w using (run_id)
+order by r.price_book, p.source_file, p.source_row

@@ -4,13 +4,14 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from pipeline.defs.metrics.assets import POWER_SCHEMA
 from pipeline.paths import sql_text
-from pipeline.reference import load_gpu_reference
+from pipeline.reference import build_price_books, load_gpu_reference
 from pipeline.schema import RUN_COLUMNS, RUN_SCHEMA
 from pipeline.storage import read_table, write_table
 
 
-def _metrics(*runs: dict) -> list[dict]:
+def _metrics(*runs: dict, power: list[dict] = ()) -> list[dict]:
     rows = []
     for i, run in enumerate(runs):
         row = dict.fromkeys(RUN_COLUMNS)
@@ -20,7 +21,9 @@ def _metrics(*runs: dict) -> list[dict]:
         rows.append(row)
     conn = duckdb.connect()
     write_table(conn, "validated_runs", pa.Table.from_pylist(rows, schema=RUN_SCHEMA))
-    write_table(conn, "gpu_reference", load_gpu_reference())
+    write_table(conn, "price_books", build_price_books(load_gpu_reference(), []))
+    write_table(conn, "run_power", pa.Table.from_pylist(list(power), schema=POWER_SCHEMA))
+    conn.execute(sql_text("run_gpu_counts"))
     conn.execute(sql_text("run_metrics"))
     return read_table(conn, "run_metrics").to_pylist()
 
@@ -75,3 +78,23 @@ def test_measured_lengths_and_failure_rate():
     assert m["mean_input_len"] == pytest.approx(926.7)
     assert m["mean_output_len"] == pytest.approx(917.725)
     assert m["failure_rate"] == 0.0
+
+
+def test_measured_power_beside_all_in():
+    (m,) = _metrics({"hw": "h200", "tp": 8, "total_tput_tok_s": 8000.0, "output_tput_tok_s": 4000.0,
+                     "median_tpot_s": 0.02},
+                    power=[{"run_id": "r0", "power_source": "telemetry", "power_valid": True,
+                            "avg_power_w_per_gpu": 500.0, "energy_j": 500.0 * 8 * 100}])
+    assert m["tput_per_gpu"] == 1000.0
+    assert m["tok_s_per_mw"] == pytest.approx(1000.0 * 1000 / 1.73)  # all-in 1.73 kW per H200
+    assert m["measured_tok_s_per_mw"] == pytest.approx(1000.0 * 1e6 / 500.0)  # 2,000,000 tok/s per MW of GPU power
+    assert m["measured_j_per_token"] == pytest.approx(0.5)
+    assert m["measured_j_per_output_token"] == pytest.approx(500.0 * 8 / 4000.0)
+
+
+def test_invalid_power_leaves_measured_columns_null():
+    (m,) = _metrics({"hw": "h200", "tp": 8, "total_tput_tok_s": 8000.0, "median_tpot_s": 0.02},
+                    power=[{"run_id": "r0", "power_source": "telemetry", "power_valid": False,
+                            "power_invalid_reason": "gap_too_long"}])
+    assert m["measured_tok_s_per_mw"] is None and m["power_invalid_reason"] == "gap_too_long"
+    assert m["tok_s_per_mw"] == pytest.approx(8000.0 / 8 * 1000 / 1.73)

@@ -66,4 +66,9 @@ def per_gpu_metrics(m: Mapping[str, Any]) -> ParsedRun:
         reported_input_tput_per_gpu=number(m, "input_tput_per_gpu"),
         reported_median_intvty=number(m, "median_intvty"),  # only checked against 1000/TPOT, never used
     )
+    # process_result's optional power block (utils/aggregate_power.py), used only when it says it is valid
+    valid = m.get("power_valid")
+    if valid is None or valid is True or str(valid).lower() == "true":
+        run.values["reported_avg_power_w_per_gpu"] = number(m, "avg_power_w")
+        run.values["reported_energy_j"] = number(m, "total_gpu_energy_j")
     return run

@@ -101,8 +101,12 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     run.in_file_meta = {k: v for k, v in meta.items() if v is not None}
     quant = args.get("quantization") if isinstance(args, Mapping) else None
     run.fallback_meta = {"model": model_key_from_id(model_path), "framework": "sglang", "precision": quant}
-    if accept := run.values.get("spec_accept_length"):
-        run.derivations.append(f"spec_accept_length = accept_length ({accept:.3f}, SGLang server average)")
+    if run.values.get("spec_accept_length") is not None:
+        # SGLang's server-side average accepted length per verify step, bonus token included.
+        run.values["spec_metric_source"] = "sglang:avg_spec_accept_length"
+        steps, topk = args.get("speculative_num_steps"), args.get("speculative_eagle_topk")
+        if isinstance(steps, (int, float)) and steps > 0 and topk in (None, 1):
+            run.values["spec_accept_rate"] = (run.values["spec_accept_length"] - 1) / steps
     return run
 
 

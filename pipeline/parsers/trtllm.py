@@ -78,8 +78,13 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         input_tput_tok_s=None if total is None or output is None else total - output,
         model_id=None if engine.get("model") is None else str(engine.get("model")),
     )
+    # trtllm-bench: acceptance length = tokens per iteration (bonus included); draft acceptance rate a FRACTION.
     accept = _section(decoding, "acceptance_length_percentiles")
+    rate = _section(decoding, "draft_acceptance_rate_percentiles")
     run.values["spec_accept_length"] = number(accept, "average", label="decoding_stats.acceptance_length_percentiles")
+    run.values["spec_accept_rate"] = number(rate, "average", label="decoding_stats.draft_acceptance_rate_percentiles")
+    if decoding:
+        run.values["spec_metric_source"] = "trtllm:decoding_stats"
 
     meta: dict[str, Any] = {}
     if machine.get("name"):

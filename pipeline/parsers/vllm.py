@@ -11,6 +11,7 @@ One object per run. Latency keys ``{mean,median,std,p<P>}_{ttft,tpot,itl,e2el}_m
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Mapping
 
 from pipeline.keys import model_key_from_id, to_date, to_int
@@ -83,8 +84,15 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         input_tput_tok_s=input_tput,
         model_id=_text(doc.get("model_id")),
     )
-    accept = number(doc, "spec_decode_acceptance_length")
-    run.values["spec_accept_length"] = accept
+    # InferenceX's client is the only one with an epoch window; vLLM's `date` is local time taken after the run.
+    run.values["bench_start_unix"] = number(doc, "benchmark_start_time_unix")
+    run.values["bench_end_unix"] = number(doc, "benchmark_end_time_unix")
+    if doc.get("date"):
+        try:
+            run.values["bench_end_local"] = datetime.strptime(str(doc["date"]), "%Y%m%d-%H%M%S")
+        except ValueError as exc:
+            raise FieldError("invalid_date", "date", f"expected YYYYMMDD-HHMMSS, got {doc['date']!r}") from exc
+    _spec_metrics(doc, run)
 
     meta = metadata_keys_in(doc, METADATA_KEYS)
     if "conc" not in meta and doc.get("max_concurrency") is not None:
@@ -104,6 +112,27 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         fallback_framework = str(doc["backend"]).lower()
     run.fallback_meta = {"model": model_key_from_id(doc.get("model_id")), "framework": fallback_framework}
     return run
+
+
+def _spec_metrics(doc: Mapping[str, Any], run: ParsedRun) -> None:
+    """Acceptance, by engine convention (both count the bonus token, i.e. tokens emitted per verification step):
+    vLLM ``spec_decode_acceptance_length`` = 1 + accepted/drafts from the server's Prometheus counters, its
+    ``spec_decode_acceptance_rate`` in PERCENT (stored as a fraction); TRT-LLM serve's
+    ``avg_decoded_tokens_per_iter`` (nested under ``decoding`` in newer releases, or flattened)."""
+    length = number(doc, "spec_decode_acceptance_length")
+    rate = number(doc, "spec_decode_acceptance_rate")
+    if length is not None or rate is not None:
+        run.values["spec_accept_length"] = length
+        run.values["spec_accept_rate"] = None if rate is None else rate / 100.0
+        run.values["spec_metric_source"] = "vllm:spec_decode_counters"
+        return
+    nested = doc.get("decoding") if isinstance(doc.get("decoding"), Mapping) else {}
+    per_iter = number(doc, "avg_decoded_tokens_per_iter")
+    if per_iter is None:
+        per_iter = number(nested, "avg_decoded_tokens_per_iter", label="decoding.avg_decoded_tokens_per_iter")
+    if per_iter is not None:
+        run.values["spec_accept_length"] = per_iter
+        run.values["spec_metric_source"] = "trtllm_serve:avg_decoded_tokens_per_iter"
 
 
 def _text(value: Any) -> str | None:

@@ -36,14 +36,15 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     """
     with warehouse.get_connection() as conn:
         runs = conn.sql(
-            "select model, isl, osl, hw, precision, spec_decoding, framework from run_metrics"
+            "select distinct model, isl, osl, hw, precision, spec_decoding, framework from run_metrics"
         ).to_arrow_table().to_pylist()
-        frontier_rows = read_table(conn, "frontiers").sort_by([("side_id", "ascending"),
-                                                                ("point_index", "ascending")]).to_pylist()
-        by_side: dict[str, list[dict]] = defaultdict(list)
+        frontier_rows = read_table(conn, "frontiers").sort_by(
+            [("price_book", "ascending"), ("side_id", "ascending"), ("point_index", "ascending")]).to_pylist()
+        by_book: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
         for row in frontier_rows:
-            by_side[row["side_id"]].append(row)
-        rows = [row for c in enumerate_comparisons(runs) for row in compare(c, by_side)]
+            by_book[row["price_book"]][row["side_id"]].append(row)
+        comparisons_found = enumerate_comparisons(runs)
+        rows = [row for book in sorted(by_book) for c in comparisons_found for row in compare(c, by_book[book])]
         table = pa.Table.from_pylist(rows, schema=COMPARISON_SCHEMA)
         write_table(conn, "comparisons", table)
     path = write_parquet_atomic(table, paths.mart("comparisons"))

@@ -10,7 +10,8 @@ from pipeline.defs.ui import table_metadata
 from pipeline.storage import write_parquet_atomic, write_table
 
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
-FRONTIER_INPUT_COLUMNS = ("run_id", "source_file", "model", "isl", "osl", "hw", "precision", "spec_decoding",
+FRONTIER_INPUT_COLUMNS = ("run_id", "price_book", "price_book_version", "spec_metric_source",
+                          "measured_tok_s_per_mw", "source_file", "model", "isl", "osl", "hw", "precision", "spec_decoding",
                           "framework", "conc", "median_intvty", *[m for m in SPLINED_METRICS if m != "concurrency"])
 
 
@@ -32,7 +33,7 @@ def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     """
     columns = ", ".join(FRONTIER_INPUT_COLUMNS)
     with warehouse.get_connection() as conn:
-        runs = conn.sql(f"select {columns} from run_metrics order by run_id").to_arrow_table().to_pylist()
+        runs = conn.sql(f"select {columns} from run_metrics order by price_book, run_id").to_arrow_table().to_pylist()
         comparisons = enumerate_comparisons(runs)
         table = build_frontiers(runs, [side for c in comparisons for side in (c.a, c.b)])
         write_table(conn, "frontiers", table)

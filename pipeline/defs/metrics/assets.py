@@ -1,33 +1,58 @@
 """Metrics stage: the GPU reference and per-run metrics computed in DuckDB SQL (sql/run_metrics.sql)."""
 
 
+from collections import Counter
+from pathlib import Path
+
 import dagster as dg
+import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
-from pipeline.defs.ui import table_metadata
-from pipeline.paths import REFERENCE_DIR, sql_text
-from pipeline.reference import load_gpu_reference
+from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
+from pipeline.paths import sql_text
+from pipeline.power import POWER_FIELDS, measure_runs
 from pipeline.storage import read_table, write_parquet_atomic, write_table
 
+RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
+VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
+POWER_SCHEMA = pa.schema([(name, getattr(pa, {"bool": "bool_"}.get(t, t))()) for name, t in POWER_FIELDS])
 
-@dg.asset(key=["reference", "gpu_reference"], group_name="metrics", kinds={"csv", "duckdb"}, pool=WAREHOUSE_POOL)
-def gpu_reference(warehouse: DuckDBResource) -> dg.MaterializeResult:
-    """GPU reference: one row per GPU key (h100 … mi355x) with all-in ``power_kw`` (kW per GPU) and
-    ``{hyperscaler,neocloud,rental}_usd_per_gpu_hour`` ($ per GPU-hour), from
-    ``data/reference/gpu_reference.csv`` (DESIGN.md §3, figures of the seed pages, version 2026-07)."""
-    table = load_gpu_reference()
+
+@dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
+          pool=WAREHOUSE_POOL)
+def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
+    """Measured GPU power per run (``pipeline.power``): energy integrated over the benchmark window from the
+    telemetry CSV named by the run's ``power_log`` (nvidia-smi, amd-smi watch, pynvml, DCGM/InferenceX samples),
+    or the power InferenceX rows report themselves.
+
+    Grain: one row per run with any power information. Columns: ``power_source``, ``window_source`` (how the
+    window was placed), ``window_start``/``window_end`` (s), ``gpus_seen``, ``samples_in_window``,
+    ``power_valid`` and ``power_invalid_reason`` (too_few_samples, gap_too_long, too_few_gpus,
+    window_not_covered, duration_mismatch, clock_mismatch, no_timestamps, no_window, power_log_missing …),
+    ``energy_j`` (J, all GPUs) and ``avg_power_w_per_gpu`` (W), null when invalid: never a guess.
+    """
     with warehouse.get_connection() as conn:
-        write_table(conn, "gpu_reference", table)
-    return dg.MaterializeResult(metadata={**table_metadata(table),
-                                          "source": dg.MetadataValue.path(str(REFERENCE_DIR / "gpu_reference.csv"))})
+        conn.execute(sql_text("run_gpu_counts"))
+        runs = conn.sql("select v.*, c.num_gpus from validated_runs v join run_gpu_counts c using (run_id)")\
+            .to_arrow_table().to_pylist()
+        table = pa.Table.from_pylist(measure_runs(runs, Path(paths.raw_dir)), schema=POWER_SCHEMA)
+        write_table(conn, "run_power", table)
+    reasons = Counter(r or "valid" for r in table.column("power_invalid_reason").to_pylist())
+    context.log.info(f"run_power: {table.num_rows} runs with power information {dict(reasons)}")
+    return dg.MaterializeResult(metadata={**table_metadata(table, preview_columns=[
+        "run_id", "power_source", "window_source", "power_valid", "power_invalid_reason", "avg_power_w_per_gpu"]),
+        "outcomes": counts_markdown(dict(reasons), "power outcome")})
+
+
 
 
 @dg.asset(
     key=["metrics", "run_metrics"],
     group_name="metrics",
     kinds={"duckdb", "sql", "parquet"},
-    deps=[dg.AssetKey(["validated", "benchmark_runs"]), dg.AssetKey(["reference", "gpu_reference"])],
+    deps=[VALIDATED_KEY, PRICE_BOOKS_KEY, RUN_POWER_KEY],
     pool=WAREHOUSE_POOL,
 )
 def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
@@ -38,11 +63,16 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     - ``{mean,median,p90,p99}_intvty`` = 1 / TPOT_s (tok/s/user), latencies ``*_s`` in seconds;
     - ``cost_per_mtok_{hyperscaler,neocloud,rental}`` ($/M tokens; ``input_``/``output_`` variants);
     - ``tok_s_per_mw`` (tok/s per MW of all-in power) and ``j_per_token`` (J/token);
-    - ``mean_input_len``/``mean_output_len`` (measured, beside nominal ``isl``/``osl``), ``failure_rate``.
+    - ``mean_input_len``/``mean_output_len`` (measured, beside nominal ``isl``/``osl``), ``failure_rate``;
+    - measured power beside the all-in estimate: ``avg_power_w_per_gpu`` (W), ``energy_j``,
+      ``measured_tok_s_per_mw``, ``measured_j_per_token``, ``measured_j_per_output_token`` (null without valid
+      telemetry, ``power_invalid_reason`` says why).
 
+    Grain: one row per (run, ``price_book``): costs and all-in power come from that book.
     Formulas: DESIGN.md §3 (InferenceX utils/process_result.py and the dashboard). Mart: ``runs.parquet``.
     """
     with warehouse.get_connection() as conn:
+        conn.execute(sql_text("run_gpu_counts"))
         conn.execute(sql_text("run_metrics"))
         table = read_table(conn, "run_metrics")
     path = write_parquet_atomic(table, paths.mart("runs"))

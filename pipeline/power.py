@@ -1,0 +1,284 @@
+"""GPU power telemetry: read the CSVs that nvidia-smi, amd-smi, rocm-smi, pynvml loggers and DCGM scrapes write,
+and integrate energy over a run's benchmark window.
+
+Integration follows InferenceX ``utils/aggregate_power.py``: window [start, end]; per GPU, the trapezoid rule over
+the samples inside the window plus linear interpolation at both edges; energy summed over GPUs; average power per
+GPU = energy / window length / GPUs. The result is *invalid, with a reason, never guessed* when: the window is
+bad (``bad_window``), its length disagrees with the run's duration by more than max(0.5 s, 1 %)
+(``duration_mismatch``), a GPU has fewer than 2 samples (``too_few_samples``), the samples do not bracket the
+window (``window_not_covered``), two consecutive samples are more than 3 s apart inside it (``gap_too_long``),
+fewer GPUs report than the run used (``too_few_gpus``), the file has no timestamps (``no_timestamps``), or the
+telemetry clock and the run's clock cannot be compared (``clock_mismatch``: naive local time vs epoch).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+MAX_GAP_S = 3.0
+EPOCH, LOCAL = "epoch", "local_naive"
+
+
+class PowerFormatError(ValueError):
+    """A telemetry file none of the known layouts matches; ``reason`` is a stable code."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class PowerSamples:
+    """Samples of one telemetry file: ``t`` seconds (float64, on ``clock``), ``gpu`` ids (str), ``watts`` (float64).
+
+    ``clock`` is ``epoch`` (Unix seconds) or ``local_naive`` (wall time without a zone, e.g. nvidia-smi's
+    ``2025/01/15 12:34:56.789``, read as if UTC so two naive clocks compare). ``layout`` names the source tool.
+    """
+
+    t: np.ndarray
+    gpu: np.ndarray
+    watts: np.ndarray
+    clock: str
+    layout: str
+
+
+@dataclass
+class PowerResult:
+    """Energy over one run's window. Measured values are None when ``valid`` is False (``reason`` says why)."""
+
+    valid: bool
+    reason: str | None
+    detail: str
+    energy_j: float | None = None
+    avg_power_w_per_gpu: float | None = None
+    gpus_seen: int = 0
+    samples_in_window: int = 0
+
+
+_WATTS = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*W?\s*$")
+
+
+def _watts(cell: str) -> float:
+    match = _WATTS.match(cell)
+    return float(match.group(1)) if match else math.nan  # "[N/A]", "N/A", "-" → NaN, dropped later
+
+
+def _naive_seconds(text: str) -> float:
+    text = text.strip()
+    for fmt in ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S",
+                "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            continue
+    raise ValueError(f"unrecognized timestamp {text!r}")
+
+
+def read_power_csv(path: Path) -> PowerSamples:
+    """Samples of a telemetry CSV, whatever tool wrote it.
+
+    Layouts: nvidia-smi ``--query-gpu=timestamp,index,power.draw --format=csv[,nounits][,noheader]`` (values
+    ``612.34 W`` or ``612.34``, ``[N/A]`` skipped); amd-smi ``metric -p --csv`` in watch mode (leading integer
+    ``timestamp``, ``gpu``, ``socket_power`` / ``average_socket_power`` / ``current_socket_power``, headers repeated);
+    pynvml wide logs (``timestamp`` epoch, one ``GPU<n>`` column per GPU); InferenceX multinode ``samples.csv`` /
+    DCGM exports (``timestamp_unix``, ``hostname``, ``gpu_index``, ``power_w``).
+
+    Raises:
+        PowerFormatError: ``no_timestamps`` (amd-smi/rocm-smi snapshots without watch mode), ``unknown_layout``,
+            or ``no_samples``.
+    """
+    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    rows = [row for row in csv.reader(io.StringIO(text), skipinitialspace=True) if row and any(c.strip() for c in row)]
+    if not rows:
+        raise PowerFormatError("no_samples", f"{path.name}: empty telemetry file")
+    header = [c.strip().lower() for c in rows[0]]
+    body = [r for r in rows[1:] if [c.strip().lower() for c in r] != header]  # amd-smi repeats headers
+    t: list[float] = []
+    gpu: list[str] = []
+    watts: list[float] = []
+
+    def col(*names: str) -> int | None:
+        for name in names:
+            for i, h in enumerate(header):
+                if h == name or h.startswith(name + " "):
+                    return i
+        return None
+
+    power_i = col("power.draw", "socket_power", "average_socket_power", "current_socket_power", "power_w")
+    if power_i is None and any(re.fullmatch(r"gpu\d+", h) for h in header) and header[0] == "timestamp":
+        gpu_cols = [(i, h) for i, h in enumerate(header) if re.fullmatch(r"gpu\d+", h)]
+        for r in body:
+            for i, name in gpu_cols:
+                t.append(float(r[0]))
+                gpu.append(name[3:])
+                watts.append(_watts(r[i]))
+        return _samples(t, gpu, watts, EPOCH, "pynvml_wide", path)
+    if power_i is None and re.match(r"\d{4}/\d\d/\d\d ", rows[0][0]) and len(rows[0]) >= 3:
+        # nvidia-smi ,noheader: timestamp, index, power.draw
+        for r in rows:
+            t.append(_naive_seconds(r[0]))
+            gpu.append(r[1].strip())
+            watts.append(_watts(r[2]))
+        return _samples(t, gpu, watts, LOCAL, "nvidia_smi_noheader", path)
+    if power_i is None:
+        raise PowerFormatError("unknown_layout", f"{path.name}: no power column in header {header[:8]}")
+    ts_i = col("timestamp_unix", "timestamp")
+    if ts_i is None:
+        raise PowerFormatError("no_timestamps", f"{path.name}: power samples without timestamps cannot be "
+                                                "placed in a benchmark window (use amd-smi watch mode -w)")
+    gpu_i = col("index", "gpu_index", "gpu", "device")
+    host_i = col("hostname")
+    layout = "nvidia_smi" if header[power_i].startswith("power.draw") else (
+        "inferencex_samples" if header[power_i] == "power_w" else "amd_smi")
+    for r in body:
+        stamp = r[ts_i].strip()
+        try:
+            seconds, clock = float(stamp), EPOCH
+        except ValueError:
+            seconds, clock = _naive_seconds(stamp), LOCAL
+        t.append(seconds)
+        gpu_id = r[gpu_i].strip() if gpu_i is not None else "0"
+        gpu.append(f"{r[host_i].strip()}:{gpu_id}" if host_i is not None else gpu_id)
+        watts.append(_watts(r[power_i]))
+    return _samples(t, gpu, watts, clock, layout, path)
+
+
+def _samples(t: list, gpu: list, watts: list, clock: str, layout: str, path: Path) -> PowerSamples:
+    w = np.asarray(watts, dtype=float)
+    keep = np.isfinite(w)
+    if not keep.any():
+        raise PowerFormatError("no_samples", f"{path.name}: no readable power values")
+    order = np.lexsort((np.asarray(t)[keep], np.asarray(gpu)[keep]))
+    return PowerSamples(np.asarray(t, dtype=float)[keep][order], np.asarray(gpu)[keep][order], w[keep][order],
+                        clock, layout)
+
+
+def integrate_window(samples: PowerSamples, start: float, end: float, window_clock: str, *,
+                     expected_gpus: int | None, duration_s: float | None) -> PowerResult:
+    """Energy of every GPU over [start, end] (seconds on ``window_clock``), with the validity rules above.
+
+    Returns:
+        PowerResult: ``energy_j`` (J, all GPUs), ``avg_power_w_per_gpu`` (W) when valid.
+    """
+    if samples.clock != window_clock:
+        return PowerResult(False, "clock_mismatch",
+                           f"telemetry clock {samples.clock} vs run window clock {window_clock}: no zone to align them")
+    if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
+        return PowerResult(False, "bad_window", f"window [{start}, {end}] is empty or reversed")
+    length = end - start
+    if duration_s and abs(length - duration_s) > max(0.5, 0.01 * duration_s):
+        return PowerResult(False, "duration_mismatch", f"window {length:.2f} s vs run duration {duration_s:.2f} s")
+    total_energy, in_window = 0.0, 0
+    gpus = np.unique(samples.gpu)
+    for g in gpus:
+        mask = samples.gpu == g
+        t, w = samples.t[mask], samples.watts[mask]
+        if t.size < 2:
+            return PowerResult(False, "too_few_samples", f"GPU {g}: {t.size} sample(s)", gpus_seen=len(gpus))
+        if t[0] > start or t[-1] < end:
+            return PowerResult(False, "window_not_covered",
+                               f"GPU {g}: samples span [{t[0]:.2f}, {t[-1]:.2f}], window [{start:.2f}, {end:.2f}]",
+                               gpus_seen=len(gpus))
+        inside = (t > start) & (t < end)
+        grid = np.concatenate(([start], t[inside], [end]))
+        if np.diff(grid).max() > MAX_GAP_S:
+            return PowerResult(False, "gap_too_long", f"GPU {g}: a gap of {np.diff(grid).max():.2f} s > {MAX_GAP_S} s",
+                               gpus_seen=len(gpus))
+        values = np.interp(grid, t, w)
+        total_energy += float(np.trapezoid(values, grid))
+        in_window += int(inside.sum())
+    if expected_gpus and len(gpus) < expected_gpus:
+        return PowerResult(False, "too_few_gpus", f"{len(gpus)} GPUs in telemetry, the run used {expected_gpus}",
+                           gpus_seen=len(gpus))
+    return PowerResult(True, None, f"{len(gpus)} GPUs, {in_window} samples inside {length:.2f} s",
+                       energy_j=total_energy, avg_power_w_per_gpu=total_energy / length / len(gpus),
+                       gpus_seen=len(gpus), samples_in_window=in_window)
+
+
+POWER_FIELDS = (
+    ("run_id", "string"), ("power_log", "string"), ("power_source", "string"), ("window_source", "string"),
+    ("window_clock", "string"), ("window_start", "float64"), ("window_end", "float64"), ("gpus_seen", "int32"),
+    ("samples_in_window", "int32"), ("power_valid", "bool"), ("power_invalid_reason", "string"),
+    ("power_detail", "string"), ("energy_j", "float64"), ("avg_power_w_per_gpu", "float64"),
+)
+
+
+def run_window(run: dict) -> tuple[float, float, str, str] | None:
+    """A run's benchmark window (start, end, clock, source), or None when the run gives none.
+
+    Order: the ``start_time_unix`` metadata key + duration (epoch); the client's own epoch window
+    (InferenceX ``benchmark_start/end_time_unix``); [end − duration, end] with end from vLLM's local ``date``
+    (taken after the run, second resolution; ``local_naive``).
+    """
+    duration = run.get("duration_s")
+    if run.get("start_time_unix") is not None and duration:
+        return run["start_time_unix"], run["start_time_unix"] + duration, EPOCH, "start_time_unix + duration"
+    if run.get("bench_start_unix") is not None and run.get("bench_end_unix") is not None:
+        return run["bench_start_unix"], run["bench_end_unix"], EPOCH, "client epoch window"
+    if run.get("bench_end_local") is not None and duration:
+        end = run["bench_end_local"].replace(tzinfo=timezone.utc).timestamp()
+        return end - duration, end, LOCAL, "local date − duration"
+    return None
+
+
+def measure_runs(runs: list[dict], raw_dir: Path) -> list[dict]:
+    """Measured power for every run that links telemetry (``power_log``) or carries InferenceX power fields.
+
+    Args:
+        runs: validated runs with ``num_gpus`` (rows of ``validated_runs`` joined to ``run_gpu_counts``).
+        raw_dir: ``power_log`` is resolved against the log's own folder first, then the raw dir.
+    Returns:
+        Rows with the ``POWER_FIELDS`` columns, one per run that has any power information.
+    """
+    cache: dict[Path, PowerSamples | PowerFormatError] = {}
+    out = []
+    for run in runs:
+        base = {"run_id": run["run_id"], "power_log": run.get("power_log")}
+        if run.get("power_log"):
+            out.append({**base, "power_source": "telemetry", **_measure_from_log(run, raw_dir, cache)})
+        elif run.get("reported_avg_power_w_per_gpu") is not None:
+            out.append({**base, "power_source": "inferencex:aggregate_power", "power_valid": True,
+                        "power_detail": "power reported by the source (utils/aggregate_power.py)",
+                        "avg_power_w_per_gpu": run["reported_avg_power_w_per_gpu"],
+                        "energy_j": run.get("reported_energy_j")})
+    return out
+
+
+def _measure_from_log(run: dict, raw_dir: Path, cache: dict) -> dict:
+    log_dir = (raw_dir / run["source_file"]).parent
+    candidates = [log_dir / run["power_log"], raw_dir / run["power_log"]]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        return _invalid("power_log_missing", f"power_log {run['power_log']!r} not found next to the log or in the raw dir")
+    if path not in cache:
+        try:
+            cache[path] = read_power_csv(path)
+        except (PowerFormatError, ValueError, OSError) as exc:
+            cache[path] = exc if isinstance(exc, PowerFormatError) else PowerFormatError("unreadable", str(exc))
+    samples = cache[path]
+    if isinstance(samples, PowerFormatError):
+        return _invalid(samples.reason, samples.detail)
+    window = run_window(run)
+    if window is None:
+        return _invalid("no_window", "the run gives no start time, end time or duration to place it in the telemetry")
+    start, end, clock, source = window
+    result = integrate_window(samples, start, end, clock, expected_gpus=run.get("num_gpus"),
+                              duration_s=run.get("duration_s"))
+    return {"window_source": source, "window_clock": clock, "window_start": start, "window_end": end,
+            "gpus_seen": result.gpus_seen, "samples_in_window": result.samples_in_window,
+            "power_valid": result.valid, "power_invalid_reason": result.reason,
+            "power_detail": f"{path.name} ({samples.layout}): {result.detail}",
+            "energy_j": result.energy_j, "avg_power_w_per_gpu": result.avg_power_w_per_gpu}
+
+
+def _invalid(reason: str, detail: str) -> dict:
+    return {"power_valid": False, "power_invalid_reason": reason, "power_detail": detail}
