@@ -113,7 +113,8 @@ def read_power_csv(path: Path) -> PowerSamples:
                     return i
         return None
 
-    power_i = col("power.draw", "socket_power", "average_socket_power", "current_socket_power", "power_w")
+    power_i = col("power.draw", "socket_power", "average_socket_power", "current_socket_power", "power_w",
+                  "average graphics package power", "current socket graphics package power")
     if power_i is None and any(re.fullmatch(r"gpu\d+", h) for h in header) and header[0] == "timestamp":
         gpu_cols = [(i, h) for i, h in enumerate(header) if re.fullmatch(r"gpu\d+", h)]
         for r in body:

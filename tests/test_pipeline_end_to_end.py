@@ -44,6 +44,12 @@ def test_sample_end_to_end(run_pipeline):
     per_comparison = Counter(r["comparison_id"] for r in rows)
     assert set(per_comparison.values()) == {6}
     assert all(r["tput_per_gpu"] > 0 and r["cost_per_mtok_hyperscaler"] > 0 for r in rows)
+    # measured power rides along where every frontier point has valid telemetry, and only there
+    h200 = [r for r in rows if r["hw"] == "h200" and r["model"] == "dsr1" and r["kind"] == "hardware"]
+    assert h200 and all(r["measured_power_coverage"] == 1.0 and r["measured_tok_s_per_mw"] > 0 for r in h200)
+    partial = [r for r in rows if r["hw"] == "mi355x" and r["model"] != "dsr1"]
+    assert partial and all(r["measured_tok_s_per_mw"] is None and 0 < r["measured_power_coverage"] < 1
+                           for r in partial)  # the conc128 telemetry has a gap: no interpolation across it
     titles = {r["title"] for r in rows}
     assert "MI355X FP4: MTP vs Off" in titles and "MI355X: FP4 vs FP8" in titles
 

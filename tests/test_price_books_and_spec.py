@@ -1,0 +1,132 @@
+"""Cost scenarios (price books) and speculative-decoding acceptance columns."""
+
+import dagster as dg
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import SAMPLE_DIR
+from pipeline.comparisons import build_frontiers, compare, enumerate_comparisons
+from pipeline.parsers import read_file
+from pipeline.reference import DEFAULT_PRICE_BOOK, build_price_books, load_gpu_reference
+
+COST_COLUMNS = {"cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud", "cost_per_mtok_rental"}
+
+
+def test_build_price_books_applies_overrides_and_versions():
+    books = build_price_books(load_gpu_reference(), [
+        {"price_book": "cheap", "hw": "MI355X", "hyperscaler_usd_per_gpu_hour": 1.0, "_source": "test"}])
+    rows = {(r["price_book"], r["hw"]): r for r in books.to_pylist()}
+    assert rows[(DEFAULT_PRICE_BOOK, "mi355x")]["hyperscaler_usd_per_gpu_hour"] == 1.48
+    assert rows[("cheap", "mi355x")]["hyperscaler_usd_per_gpu_hour"] == 1.0
+    assert rows[("cheap", "mi355x")]["neocloud_usd_per_gpu_hour"] == 1.90  # blank cells inherit
+    assert rows[("cheap", "h200")] == {**rows[(DEFAULT_PRICE_BOOK, "h200")], "price_book": "cheap",
+                                       "price_book_version": rows[("cheap", "h200")]["price_book_version"]}
+    assert rows[(DEFAULT_PRICE_BOOK, "h200")]["price_book_version"] == "2026-07"
+    assert rows[("cheap", "h200")]["price_book_version"].startswith("2026-07+")
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"price_book": "x", "hw": "rtx4090", "power_kw": 1.0}, "field hw 'rtx4090'"),
+    ({"price_book": "x", "hw": "h200", "power_kw": -1.0}, "field power_kw must be > 0"),
+    ({"price_book": "", "hw": "h200", "power_kw": 1.0}, "field price_book"),
+])
+def test_bad_overrides_name_the_field(override, message):
+    with pytest.raises(ValueError, match=message):
+        build_price_books(load_gpu_reference(), [{**override, "_source": "overrides.csv line 2"}])
+
+
+def test_price_override_changes_costs_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    from pipeline.definitions import defs
+
+    run_config = {"ops": {"reference__price_books": {"config": {"overrides": [
+        {"price_book": "mi355x-discount", "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0,
+         "neocloud_usd_per_gpu_hour": 1.2, "rental_usd_per_gpu_hour": 1.5}]}}}}
+    result = defs().resolve_job_def("refresh_all").execute_in_process(
+        run_config=run_config, instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    rows = pq.read_table(tmp_path / "marts" / "comparisons.parquet").to_pylist()
+    key = lambda r: (r["comparison_id"], r["target_index"], r["side"])  # noqa: E731
+    seed = {key(r): r for r in rows if r["price_book"] == DEFAULT_PRICE_BOOK}
+    other = {key(r): r for r in rows if r["price_book"] == "mi355x-discount"}
+    assert seed.keys() == other.keys() and seed
+    changed = 0
+    for k, a in seed.items():
+        b = other[k]
+        differing = {c for c in a if a[c] != b[c]} - {"price_book", "price_book_version"}
+        # costs move (and the sentences quoting them); targets, throughput, tok/s/MW, concurrency do not
+        assert differing <= COST_COLUMNS | {"cost_sentence"}, (k, differing)
+        if a["hw"] == "mi355x":
+            assert a["cost_per_mtok_hyperscaler"] == pytest.approx(b["cost_per_mtok_hyperscaler"] * 1.48 / 1.0)
+            changed += 1
+        else:
+            assert not differing & COST_COLUMNS
+    assert changed > 0
+
+
+def _vllm(**extra):
+    doc = {"date": "20260701-101500", "model_id": "m", "num_prompts": 8, "duration": 10.0, "completed": 8,
+           "total_token_throughput": 100.0, "output_throughput": 50.0, "median_tpot_ms": 10.0, **extra}
+    import json
+
+    (row, fmt, run), = read_file("r.json", json.dumps(doc).encode()).runs
+    return fmt, run.values
+
+
+def test_vllm_acceptance_percent_becomes_fraction():
+    _, v = _vllm(spec_decode_acceptance_rate=44.45, spec_decode_acceptance_length=2.33)
+    assert (v["spec_accept_length"], v["spec_accept_rate"]) == (2.33, pytest.approx(0.4445))
+    assert v["spec_metric_source"] == "vllm:spec_decode_counters"
+
+
+def test_trtllm_serve_decoded_tokens_per_iter():
+    fmt, v = _vllm(avg_decoded_tokens_per_iter=2.6, user_throughput=80.0)
+    assert fmt == "trtllm_serve"
+    assert v["spec_accept_length"] == 2.6 and v["spec_metric_source"] == "trtllm_serve:avg_decoded_tokens_per_iter"
+
+
+def test_sglang_accept_length_and_rate_from_steps():
+    import json
+
+    line = {"backend": "sglang", "duration": 10.0, "completed": 8, "total_throughput": 100.0,
+            "output_throughput": 50.0, "median_tpot_ms": 10.0, "accept_length": 2.5,
+            "server_info": {"model_path": "m", "tp_size": 8, "speculative_num_steps": 3, "speculative_eagle_topk": 1}}
+    (_, _, run), = read_file("s.jsonl", (json.dumps(line) + "\n").encode()).runs
+    assert run.values["spec_accept_length"] == 2.5 and run.values["spec_accept_rate"] == pytest.approx(0.5)
+    assert run.values["spec_metric_source"] == "sglang:avg_spec_accept_length"
+
+
+def test_trtllm_bench_decoding_stats():
+    import json
+
+    doc = {"engine": {"model": "m"}, "world_info": {"tp_size": 8},
+           "performance": {"system_total_throughput_tok_s": 100.0},
+           "decoding_stats": {"mode": "MTP", "acceptance_length_percentiles": {"average": 2.8},
+                              "draft_acceptance_rate_percentiles": {"average": 0.6}}}
+    (_, _, run), = read_file("t.json", json.dumps(doc).encode()).runs
+    assert (run.values["spec_accept_length"], run.values["spec_accept_rate"]) == (2.8, 0.6)
+    assert run.fallback_meta["spec_decoding"] == "MTP"
+
+
+def _run(i, spec, framework, x, y):
+    return {"run_id": f"r{i}", "price_book": "b", "price_book_version": "v", "spec_metric_source": None,
+            "measured_tok_s_per_mw": None, "source_file": f"f{i}", "model": "m", "isl": 1, "osl": 1,
+            "hw": "b200", "precision": "fp4", "spec_decoding": spec, "framework": framework, "conc": 4,
+            "median_intvty": x, "tput_per_gpu": y, "output_tput_per_gpu": y, "input_tput_per_gpu": 0.0,
+            "cost_per_mtok_hyperscaler": 1 / y, "cost_per_mtok_neocloud": 1 / y, "cost_per_mtok_rental": 1 / y,
+            "tok_s_per_mw": y}
+
+
+@pytest.mark.parametrize("frameworks, expected", [(("sglang", "dynamo-sglang"), False), (("sglang", "trtllm"), True)])
+def test_cross_engine_flag(frameworks, expected):
+    runs = [_run(0, "mtp", frameworks[0], 10, 900), _run(1, "mtp", frameworks[1], 30, 500),
+            _run(2, "none", "sglang", 10, 700), _run(3, "none", "sglang", 30, 300)]
+    comparison = next(c for c in enumerate_comparisons(runs) if c.kind == "spec_decoding")
+    table = build_frontiers(runs, [comparison.a, comparison.b])
+    by_side = {}
+    for row in table.to_pylist():
+        by_side.setdefault(row["side_id"], []).append(row)
+    rows = compare(comparison, by_side)
+    assert {r["cross_engine"] for r in rows} == {expected}
