@@ -32,16 +32,15 @@ POOLED = "all"
 # Metrics splined along each frontier, each on its own values at the frontier points (DESIGN.md §4).
 SPLINED_METRICS = (
     "tput_per_gpu",
-    "output_tput_per_gpu",
-    "input_tput_per_gpu",
     "cost_per_mtok_hyperscaler",
     "cost_per_mtok_neocloud",
     "cost_per_mtok_rental",
     "tok_s_per_mw",
     "concurrency",
 )
-# Measured (telemetry) metrics: splined only when every frontier point of the side has a value.
-OPTIONAL_METRICS = ("measured_tok_s_per_mw",)
+# Metrics some sources lack (an export row without output_tput_per_gpu, a run without telemetry): splined only
+# when every frontier point of the side has a value, else null. Never interpolated across a hole.
+OPTIONAL_METRICS = ("output_tput_per_gpu", "input_tput_per_gpu", "measured_tok_s_per_mw")
 # Engine families whose acceptance-length conventions agree; points of two families on one comparison are
 # flagged cross_engine (the seed pages warn acceptance rates are not comparable across engines).
 ENGINE_FAMILY = {"vllm": "vllm", "dynamo-vllm": "vllm", "sglang": "sglang", "dynamo-sglang": "sglang",
@@ -224,7 +223,7 @@ def build_frontiers(runs: Sequence[Mapping[str, Any]], sides: Iterable[Side]) ->
                 "point_spec_metric_source": run.get("spec_metric_source"),
                 "median_intvty": run["median_intvty"],
                 **{m: float(run["conc"] if m == "concurrency" else run[m]) for m in SPLINED_METRICS},
-                **{m: run.get(m) for m in OPTIONAL_METRICS},
+                **{m: None if run.get(m) is None else float(run[m]) for m in OPTIONAL_METRICS},
             })
     return pa.Table.from_pylist(rows, schema=FRONTIER_SCHEMA)
 

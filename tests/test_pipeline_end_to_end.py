@@ -16,7 +16,7 @@ from pipeline.ingest import list_files
 def test_definitions_load():
     d = defs()
     keys = {k.to_user_string() for k in d.resolve_all_asset_keys()}
-    assert keys == {"raw/benchmark_runs", "reference/gpu_reference", "reference/price_books", "metrics/run_power",
+    assert keys == {"raw/benchmark_runs", "reference/gpu_reference", "reference/price_books", "metrics/run_power", "marts/trends", "marts/report",
                     "validated/benchmark_runs",
                     "validated/quarantine", "validated/ingest_ledger", "metrics/run_metrics", "frontiers/pareto_frontiers", "marts/comparisons"}
     assert d.resolve_job_def("refresh_all") is not None

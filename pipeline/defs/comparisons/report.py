@@ -1,0 +1,73 @@
+"""Downstream of the comparisons: the historical-trend mart and the static HTML report with frontier charts."""
+
+import base64
+from pathlib import Path
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from pipeline.defs.comparisons.assets import COMPARISONS_KEY
+from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.ui import table_metadata
+from pipeline.reference import DEFAULT_PRICE_BOOK
+from pipeline.report import build_report
+from pipeline.storage import read_table, write_parquet_atomic, write_table
+from pipeline.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
+
+RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
+FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
+
+
+class TrendConfig(dg.Config):
+    """Run config of ``marts/trends``."""
+
+    target_intvty: float = DEFAULT_TARGET_INTVTY
+
+
+@dg.asset(key=["marts", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
+          deps=[RUN_METRICS_KEY], pool=WAREHOUSE_POOL)
+def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: DuckDBResource,
+           paths: PipelinePaths) -> dg.MaterializeResult:
+    """Historical trend: for each frontier group (model, isl, osl, hw, framework, precision, spec_decoding), price
+    book and ``run_date``, that day's frontier read at ``target_intvty`` (default 35 tok/s/user, run config):
+    ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens), ``tok_s_per_mw``,
+    ``concurrency``; null with ``in_range`` false when the target lies outside that day's frontier
+    (DESIGN.md §4 trend rule: no clamping, no extrapolation). Mart: ``trends.parquet``.
+    """
+    columns = ", ".join(["price_book", "run_date", "median_intvty", "conc", *GROUP_KEYS,
+                         *[m for m in TREND_METRICS if m != "concurrency"]])
+    with warehouse.get_connection() as conn:
+        runs = conn.sql(f"select {columns} from run_metrics").to_arrow_table().to_pylist()
+        table = build_trends(runs, config.target_intvty)
+        write_table(conn, "trends", table)
+    path = write_parquet_atomic(table, paths.mart("trends"))
+    in_range = sum(table.column("in_range").to_pylist())
+    context.log.info(f"trends: {table.num_rows} (group, date) rows, {in_range} with the target in range")
+    return dg.MaterializeResult(metadata={
+        **table_metadata(table, path=path, preview_columns=["run_date", "hw", "framework", "precision",
+                                                            "spec_decoding", "in_range", "tput_per_gpu"]),
+        "target_intvty": config.target_intvty, "rows_in_range": in_range})
+
+
+@dg.asset(key=["marts", "report"], group_name="comparisons", kinds={"html"},
+          deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY])
+def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
+    """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` plus one page per comparison of the default price
+    book, as the seed pages read: title ("MI355X FP4: MTP vs Off Speculative Decoding"), the three sentences, the
+    Throughput / Cost / tok/s/MW / Concurrency table at the three targets, the frontier chart (PNG: every run,
+    the frontier curve, the targets) and the cross-engine acceptance caveat."""
+    with warehouse.get_connection() as conn:
+        book = {"book": DEFAULT_PRICE_BOOK}
+        comparisons = conn.sql("select * from comparisons where price_book = $book", params=book).to_arrow_table()
+        frontiers = conn.sql("select * from frontiers where price_book = $book", params=book).to_arrow_table()
+        runs = conn.sql("select model, isl, osl, hw, precision, spec_decoding, framework, median_intvty, "
+                        "tput_per_gpu from run_metrics where price_book = $book", params=book).to_arrow_table()
+    out = Path(paths.out_dir) / "report"
+    pages = build_report(comparisons.to_pylist(), frontiers.to_pylist(), runs.to_pylist(), out)
+    charts = sorted((out / "img").glob("*.png"))
+    metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1, "charts": len(charts)}
+    for chart in charts[:3]:  # a few charts inline; every one is on disk and in the report
+        encoded = base64.b64encode(chart.read_bytes()).decode()
+        metadata[f"chart_{chart.stem[:40]}"] = dg.MetadataValue.md(f"![frontier chart](data:image/png;base64,{encoded})")
+    context.log.info(f"report: {pages[0]} ({len(pages) - 1} comparison pages)")
+    return dg.MaterializeResult(metadata=metadata)
