@@ -1,9 +1,17 @@
-"""Command line: ``python -m pipeline run`` (materialize everything, print a summary) and
-``python -m pipeline sample`` (regenerate ``data/sample`` from its fixed seed)."""
+"""Command line for people who do not open the Dagster UI.
+
+    python -m pipeline run                 materialize every asset, stage by stage, with a progress bar
+    python -m pipeline compare …           print one comparison table for two sides and chosen targets
+    python -m pipeline report              rebuild the static HTML report from the warehouse
+    python -m pipeline sample              regenerate data/sample from its fixed seed
+
+Paths come from PIPELINE_RAW_DIR, PIPELINE_OUT_DIR, PIPELINE_DB_PATH (README).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -12,6 +20,29 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pipeline.reference import DEFAULT_PRICE_BOOK
+
+# The stages, in dependency order; each is one Dagster run over these assets and their checks.
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reference", ("reference/gpu_reference", "reference/price_books")),
+    ("ingest", ("raw/benchmark_runs",)),
+    ("validate", ("validated/benchmark_runs", "validated/quarantine", "validated/ingest_ledger")),
+    ("metrics", ("metrics/run_power", "metrics/run_metrics")),
+    ("frontiers", ("frontiers/pareto_frontiers",)),
+    ("comparisons", ("marts/comparisons", "marts/trends")),
+    ("report", ("marts/report",)),
+)
+
+
+def _instance():
+    import dagster as dg
+
+    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+
+
+def _progress(done: int, total: int, label: str, seconds: float) -> str:
+    width = 24
+    filled = round(width * done / total)
+    return f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {label:<12} {seconds:5.1f} s"
 
 
 def _run(_: argparse.Namespace) -> int:
@@ -22,39 +53,115 @@ def _run(_: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     job = defs().resolve_job_def("refresh_all")
-    instance = dg.DagsterInstance.get() if _has_dagster_home() else dg.DagsterInstance.ephemeral()
-    # INFO keeps the stage summaries and drops Dagster's per-step DEBUG events from the terminal.
-    run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-    result = job.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False)
+    instance = _instance()
+    # WARNING keeps the terminal for the progress bar; every event is still in the run's log.
+    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    evaluations = []
+    for index, (label, keys) in enumerate(STAGES, start=1):
+        stage_started = time.perf_counter()
+        result = job.execute_in_process(
+            instance=instance, run_config=run_config, raise_on_error=False,
+            asset_selection=[dg.AssetKey.from_user_string(k) for k in keys],
+        )
+        print(_progress(index, len(STAGES), label, time.perf_counter() - stage_started), flush=True)
+        if not result.success:
+            for event in result.all_events:
+                if event.is_failure:
+                    print(event.message, file=sys.stderr)
+            print(f"pipeline FAILED in stage {label} after {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            return 1
+        stage_evaluations = [e.event_specific_data for e in result.all_events
+                             if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+        evaluations += stage_evaluations
+        blocking = [ev for ev in stage_evaluations if not ev.passed and ev.severity.value == "ERROR"]
+        if blocking:
+            for ev in blocking:
+                print(f"BLOCKING check failed: {ev.asset_key.to_user_string()} {ev.check_name}", file=sys.stderr)
+            print(f"stopped after stage {label}: downstream numbers would be wrong", file=sys.stderr)
+            return 2
     elapsed = time.perf_counter() - started
-    if not result.success:
-        for event in result.all_events:
-            if event.is_failure:
-                print(event.message, file=sys.stderr)
-        print(f"pipeline FAILED after {elapsed:.1f} s", file=sys.stderr)
-        return 1
-    evaluations = [
-        e.event_specific_data  # AssetCheckEvaluation
-        for e in result.all_events
-        if e.event_type_value == "ASSET_CHECK_EVALUATION"
-    ]
     out_dir = Path(env_path("PIPELINE_OUT_DIR"))
+    print()
     print(summary(out_dir, Path(env_path("PIPELINE_RAW_DIR"))))
     failed = [ev for ev in evaluations if not ev.passed]
-    blocking_failed = [ev for ev in failed if ev.severity.value == "ERROR"]
     print(f"\nchecks:          {len(evaluations) - len(failed)} of {len(evaluations)} passed")
     for ev in failed:
-        print(f"  {'BLOCKING' if ev in blocking_failed else 'warning'}: {ev.asset_key.to_user_string()} "
-              f"{ev.check_name}", file=sys.stderr)
+        print(f"  warning: {ev.asset_key.to_user_string()} {ev.check_name}", file=sys.stderr)
+    print(f"report:          {out_dir / 'report' / 'index.html'}")
     print(f"wall time {elapsed:.1f} s; warehouse {env_path('PIPELINE_DB_PATH')}")
-    failed_checks = blocking_failed
-    return 0 if not failed_checks else 2
+    return 0
 
 
-def _has_dagster_home() -> bool:
-    import os
+def _report(_: argparse.Namespace) -> int:
+    import dagster as dg
 
-    return bool(os.environ.get("DAGSTER_HOME"))
+    from pipeline.definitions import defs
+    from pipeline.paths import env_path
+
+    result = defs().resolve_job_def("refresh_all").execute_in_process(
+        instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["marts", "report"])],
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    if not result.success:
+        print("report failed: materialize the pipeline first (python -m pipeline run)", file=sys.stderr)
+        return 1
+    print(Path(env_path("PIPELINE_OUT_DIR")) / "report" / "index.html")
+    return 0
+
+
+def _side(text: str) -> dict[str, str]:
+    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
+    if any(len(p) != 2 for p in pairs):
+        raise argparse.ArgumentTypeError(f"expected key=value[,key=value…], got {text!r}")
+    return {k.strip(): v.strip().lower() for k, v in pairs}
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pipeline.comparisons import POOLED, Comparison, Side, build_frontiers, compare
+    from pipeline.keys import framework_label, hw_label, precision_label, spec_label
+    from pipeline.paths import env_path
+
+    runs_path = Path(env_path("PIPELINE_OUT_DIR")) / "runs.parquet"
+    if not runs_path.is_file():
+        print(f"{runs_path} not found: run `python -m pipeline run` first", file=sys.stderr)
+        return 1
+    runs = [r for r in pq.read_table(runs_path).to_pylist() if r["price_book"] == args.price_book]
+    base = {"model": args.model, "isl": args.isl, "osl": args.osl}
+    sides = []
+    for given in (args.a, args.b):
+        keys = {**base, "spec_decoding": POOLED, "framework": POOLED, **given}
+        unknown = set(keys) - {"model", "isl", "osl", "hw", "precision", "spec_decoding", "framework"}
+        if unknown or "hw" not in keys or "precision" not in keys:
+            print(f"a side needs hw= and precision= (and may set spec_decoding=, framework=); got {given}",
+                  file=sys.stderr)
+            return 1
+        sides.append(Side(keys["model"], int(keys["isl"]), int(keys["osl"]), keys["hw"], keys["precision"],
+                          keys["spec_decoding"], keys["framework"]))
+    a, b = sides
+    differs = [k for k in ("spec_decoding", "framework", "hw", "precision") if getattr(a, k) != getattr(b, k)]
+    kind = {"spec_decoding": "spec_decoding", "framework": "framework", "hw": "hardware",
+            "precision": "precision"}[differs[0]] if differs else "hardware"
+
+    def label(side: Side) -> str:
+        if kind == "spec_decoding":
+            return spec_label(side.spec_decoding)
+        if kind == "framework":
+            return framework_label(side.framework)
+        if kind == "precision":
+            return precision_label(side.precision)
+        return hw_label(side.hw)
+
+    comparison = Comparison(kind, a, b, label(a), label(b))
+    table = build_frontiers(runs, [a, b])
+    by_side: dict[str, list[dict]] = {}
+    for row in table.to_pylist():
+        by_side.setdefault(row["side_id"], []).append(row)
+    missing = [s.side_id for s in (a, b) if s.side_id not in by_side]
+    if missing:
+        print(f"no runs for side(s): {', '.join(missing)}", file=sys.stderr)
+        return 1
+    rows = compare(comparison, by_side, targets=args.targets)
+    print(format_comparison(rows, rows[0]["comparison_id"]))
+    return 0
 
 
 def summary(out_dir: Path, raw_dir: Path) -> str:
@@ -125,10 +232,24 @@ def _sample(_: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary").set_defaults(
         func=_run)
+    cmp = sub.add_parser("compare", help="print one comparison table for two sides at chosen targets",
+                         description="Example: python -m pipeline compare --model dsr1 --isl 1024 --osl 1024 "
+                                     "--a hw=mi355x,precision=fp4,spec_decoding=mtp "
+                                     "--b hw=mi355x,precision=fp4,spec_decoding=none --targets 40 55 70")
+    cmp.add_argument("--model", required=True)
+    cmp.add_argument("--isl", type=int, required=True)
+    cmp.add_argument("--osl", type=int, required=True)
+    cmp.add_argument("--a", type=_side, required=True, help="side a: hw=…,precision=…[,spec_decoding=…][,framework=…]")
+    cmp.add_argument("--b", type=_side, required=True, help="side b, same form")
+    cmp.add_argument("--targets", type=float, nargs="+", help="tok/s/user (default: the band's 25/50/75 %%)")
+    cmp.add_argument("--price-book", default=DEFAULT_PRICE_BOOK)
+    cmp.set_defaults(func=_compare)
+    sub.add_parser("report", help="rebuild the HTML report from the warehouse").set_defaults(func=_report)
     sub.add_parser("sample", help="regenerate data/sample from its fixed seed").set_defaults(func=_sample)
     args = parser.parse_args(argv)
     return args.func(args)

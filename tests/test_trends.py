@@ -1,0 +1,61 @@
+"""The trend mart against hand-computed values (DESIGN.md §4 trend rule: null outside the frontier)."""
+
+import datetime as dt
+
+import pytest
+
+from pipeline.trends import build_trends
+
+D1, D2 = dt.date(2026, 7, 1), dt.date(2026, 7, 2)
+
+
+def _run(date, x, y, conc, framework="sglang"):
+    cost = 1.48 / (y * 3600 / 1e6)
+    return {"price_book": "seed", "model": "dsr1", "isl": 1024, "osl": 1024, "hw": "mi355x", "framework": framework,
+            "precision": "fp4", "spec_decoding": "none", "run_date": date, "median_intvty": x, "conc": conc,
+            "tput_per_gpu": y, "output_tput_per_gpu": y / 2, "cost_per_mtok_hyperscaler": cost,
+            "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost, "tok_s_per_mw": y * 1000 / 2.65}
+
+
+RUNS = [
+    # 2026-07-01: frontier (20, 1200), (40, 900), (60, 300); (30, 500) dominated
+    _run(D1, 20, 1200, 64), _run(D1, 30, 500, 48), _run(D1, 40, 900, 32), _run(D1, 60, 300, 8),
+    # 2026-07-02: only high interactivity
+    _run(D2, 40, 800, 16), _run(D2, 60, 350, 8),
+    # no date: no place on a time axis
+    _run(None, 30, 2000, 64),
+    # another framework is another group
+    _run(D1, 30, 100, 4, framework="vllm"),
+]
+
+
+def test_trend_values_by_hand():
+    rows = {(r["run_date"], r["framework"]): r for r in build_trends(RUNS, target_intvty=30).to_pylist()}
+    assert set(rows) == {(D1, "sglang"), (D2, "sglang"), (D1, "vllm")}
+    d1 = rows[(D1, "sglang")]
+    # Steffen: s = -15, -30; m1 = -2*min(15, 30, 11.25) = -22.5; m0 = (3*-15 + 22.5)/2 = -11.25
+    # at t = 0.5 on [20, 40]: 600 + 2.5*(-11.25) + 450 - 2.5*(-22.5) = 1078.125
+    assert d1["tput_per_gpu"] == pytest.approx(1078.125)
+    assert (d1["runs"], d1["frontier_points"], d1["in_range"]) == (4, 3, True)
+    # concurrency on its own values 64, 32, 8 -> 47.25 (hand-computed in test_comparisons)
+    assert d1["concurrency"] == pytest.approx(47.25)
+    # output tok/s/GPU is half of the throughput at every point, so its spline is half too
+    assert d1["output_tput_per_gpu"] == pytest.approx(1078.125 / 2)
+
+
+def test_outside_the_frontier_is_null_not_clamped():
+    d2 = {(r["run_date"], r["framework"]): r for r in build_trends(RUNS, target_intvty=30).to_pylist()}[(D2, "sglang")]
+    assert d2["in_range"] is False
+    assert d2["tput_per_gpu"] is None and d2["cost_per_mtok_hyperscaler"] is None
+    assert (d2["frontier_intvty_min"], d2["frontier_intvty_max"]) == (40, 60)
+
+
+def test_single_point_frontier_only_at_its_own_interactivity():
+    rows = {(r["run_date"], r["framework"]): r for r in build_trends(RUNS, target_intvty=30).to_pylist()}
+    assert rows[(D1, "vllm")]["tput_per_gpu"] == 100
+    rows = {(r["run_date"], r["framework"]): r for r in build_trends(RUNS, target_intvty=35).to_pylist()}
+    assert rows[(D1, "vllm")]["tput_per_gpu"] is None
+
+
+def test_default_target_is_35():
+    assert {r["target_intvty"] for r in build_trends(RUNS).to_pylist()} == {35.0}
