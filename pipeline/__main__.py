@@ -45,40 +45,69 @@ def _progress(done: int, total: int, label: str, seconds: float) -> str:
     return f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {label:<12} {seconds:5.1f} s"
 
 
-def _run(_: argparse.Namespace) -> int:
+def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> list:
+    """Materialize every asset, stage by stage (``STAGES``), over every run-date partition of PIPELINE_RAW_DIR.
+
+    Partitions are registered first (one per run date found, plus ``undated``); stages with partitioned assets
+    run as one single-run backfill over the whole range. Stops after a failed stage or a failed blocking check.
+
+    Args:
+        instance: the Dagster instance (ephemeral, or DAGSTER_HOME's).
+        run_config: passed to every stage run (e.g. logger level, price-book overrides).
+        on_stage: called as ``on_stage(index, label, seconds, result)`` after each stage.
+    Returns:
+        The ``ExecuteInProcessResult`` of every stage that ran.
+    """
     import dagster as dg
 
+    from pipeline.defs.partitions import (RUN_DATE_PARTITIONS, all_partitions_tags, discover_partition_keys,
+                                          register_partitions)
     from pipeline.definitions import defs
     from pipeline.paths import env_path
 
-    started = time.perf_counter()
-    job = defs().resolve_job_def("refresh_all")
-    instance = _instance()
-    # WARNING keeps the terminal for the progress bar; every event is still in the run's log.
-    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    evaluations = []
+    definitions = defs()
+    job = definitions.resolve_job_def("refresh_all")
+    register_partitions(instance, discover_partition_keys(env_path("PIPELINE_RAW_DIR")))
+    graph = definitions.resolve_asset_graph()
+    results = []
     for index, (label, keys) in enumerate(STAGES, start=1):
+        asset_keys = [dg.AssetKey.from_user_string(k) for k in keys]
+        partitioned = any(graph.get(k).partitions_def == RUN_DATE_PARTITIONS for k in asset_keys)
         stage_started = time.perf_counter()
         result = job.execute_in_process(
-            instance=instance, run_config=run_config, raise_on_error=False,
-            asset_selection=[dg.AssetKey.from_user_string(k) for k in keys],
+            instance=instance, run_config=run_config or {}, raise_on_error=False, asset_selection=asset_keys,
+            tags=all_partitions_tags(instance) if partitioned else None,
         )
-        print(_progress(index, len(STAGES), label, time.perf_counter() - stage_started), flush=True)
-        if not result.success:
-            for event in result.all_events:
-                if event.is_failure:
-                    print(event.message, file=sys.stderr)
-            print(f"pipeline FAILED in stage {label} after {time.perf_counter() - started:.1f} s", file=sys.stderr)
-            return 1
-        stage_evaluations = [e.event_specific_data for e in result.all_events
-                             if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-        evaluations += stage_evaluations
-        blocking = [ev for ev in stage_evaluations if not ev.passed and ev.severity.value == "ERROR"]
-        if blocking:
-            for ev in blocking:
-                print(f"BLOCKING check failed: {ev.asset_key.to_user_string()} {ev.check_name}", file=sys.stderr)
-            print(f"stopped after stage {label}: downstream numbers would be wrong", file=sys.stderr)
-            return 2
+        results.append(result)
+        if on_stage:
+            on_stage(index, label, time.perf_counter() - stage_started, result)
+        blocking = [e for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+                    and not e.event_specific_data.passed and e.event_specific_data.severity.value == "ERROR"]
+        if not result.success or blocking:
+            break
+    return results
+
+
+def _run(_: argparse.Namespace) -> int:
+    from pipeline.paths import env_path
+
+    started = time.perf_counter()
+    # WARNING keeps the terminal for the progress bar; every event is still in the run's log.
+    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    results = materialize_all(_instance(), run_config, on_stage=lambda i, label, seconds, _: print(
+        _progress(i, len(STAGES), label, seconds), flush=True))
+    evaluations = [e.event_specific_data for r in results for e in r.all_events
+                   if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    blocking = [ev for ev in evaluations if not ev.passed and ev.severity.value == "ERROR"]
+    if not results[-1].success or blocking or len(results) < len(STAGES):
+        for event in results[-1].all_events:
+            if event.is_failure:
+                print(event.message, file=sys.stderr)
+        for ev in blocking:
+            print(f"BLOCKING check failed: {ev.asset_key.to_user_string()} {ev.check_name}", file=sys.stderr)
+        print(f"pipeline stopped in stage {STAGES[len(results) - 1][0]} after "
+              f"{time.perf_counter() - started:.1f} s: downstream numbers would be wrong", file=sys.stderr)
+        return 2 if blocking else 1
     elapsed = time.perf_counter() - started
     out_dir = Path(env_path("PIPELINE_OUT_DIR"))
     print()

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from pipeline.metadata import MetadataError, load_manifest, load_sidecar, resolve
 from pipeline.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
-from pipeline.schema import QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA
+from pipeline.schema import QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
 
 FILE_SCHEMA = pa.schema(
     [
@@ -122,6 +122,7 @@ def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dic
         source_format=fmt,
         source_row=row,
         run_id=hashlib.sha1(f"{rel}#{row}".encode()).hexdigest()[:16],
+        run_date_partition=partition_key(meta.get("run_date")),
         metadata_sources=";".join(f"{k}={v}" for k, v in sorted(sources.items())),
         metadata_conflicts="; ".join(conflicts) or None,
         derivations="; ".join(parsed.derivations) or None,

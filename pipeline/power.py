@@ -206,7 +206,7 @@ def integrate_window(samples: PowerSamples, start: float, end: float, window_clo
 
 
 POWER_FIELDS = (
-    ("run_id", "string"), ("power_log", "string"), ("power_source", "string"), ("window_source", "string"),
+    ("run_id", "string"), ("run_date_partition", "string"), ("power_log", "string"), ("power_source", "string"), ("window_source", "string"),
     ("window_clock", "string"), ("window_start", "float64"), ("window_end", "float64"), ("gpus_seen", "int32"),
     ("samples_in_window", "int32"), ("power_valid", "bool"), ("power_invalid_reason", "string"),
     ("power_detail", "string"), ("energy_j", "float64"), ("avg_power_w_per_gpu", "float64"),
@@ -243,7 +243,8 @@ def measure_runs(runs: list[dict], raw_dir: Path) -> list[dict]:
     cache: dict[Path, PowerSamples | PowerFormatError] = {}
     out = []
     for run in runs:
-        base = {"run_id": run["run_id"], "power_log": run.get("power_log")}
+        base = {"run_id": run["run_id"], "run_date_partition": run.get("run_date_partition"),
+                "power_log": run.get("power_log")}
         if run.get("power_log"):
             out.append({**base, "power_source": "telemetry", **_measure_from_log(run, raw_dir, cache)})
         elif run.get("reported_avg_power_w_per_gpu") is not None:

@@ -44,6 +44,7 @@ RUN_SCHEMA = pa.schema(
         ("source_format", pa.string()),
         ("source_row", pa.int32()),
         ("run_id", pa.string()),
+        ("run_date_partition", pa.string()),
         ("content_sha256", pa.string()),
         ("model_id", pa.string()),
         *METADATA_FIELDS,
@@ -78,6 +79,13 @@ RUN_SCHEMA = pa.schema(
     ]
 )
 RUN_COLUMNS = tuple(RUN_SCHEMA.names)
+UNDATED = "undated"
+
+
+def partition_key(run_date: object) -> str:
+    """The daily partition a run belongs to: its ``run_date`` as YYYY-MM-DD, or ``undated`` when no source dates it
+    (InferenceX agg rows, SGLang and TRT-LLM files without a sidecar date)."""
+    return UNDATED if run_date is None else run_date.isoformat()  # type: ignore[attr-defined]
 
 QUARANTINE_SCHEMA = pa.schema(
     [
@@ -87,5 +95,6 @@ QUARANTINE_SCHEMA = pa.schema(
         ("reason_code", pa.string()),
         ("detail", pa.string()),
         ("stage", pa.string()),
+        ("run_date_partition", pa.string()),
     ]
 )

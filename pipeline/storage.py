@@ -27,6 +27,25 @@ def write_table(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> 
         conn.unregister("_incoming")
 
 
+def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table, keys: list[str],
+                       key_column: str = "run_date_partition") -> None:
+    """Idempotent partition write: delete the rows of ``keys`` from warehouse table ``name``, insert ``table``
+    (whose rows must all belong to ``keys``). Creates the table on first use; a table whose columns no longer
+    match (an upgrade changed the schema) is rebuilt from ``table`` alone, and the next full run refills it."""
+    conn.register("_incoming", table)
+    try:
+        existing = conn.execute(
+            "select column_name from information_schema.columns where table_name = ? order by ordinal_position",
+            [name]).fetchall()
+        if [c[0] for c in existing] != table.column_names:
+            conn.execute(f"create or replace table {name} as select * from _incoming")
+            return
+        conn.execute(f"delete from {name} where list_contains($keys, {key_column})", {"keys": keys})
+        conn.execute(f"insert into {name} select * from _incoming")
+    finally:
+        conn.unregister("_incoming")
+
+
 def read_table(conn: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
     """The whole warehouse table ``name`` as Arrow.
 

@@ -223,4 +223,4 @@ def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tup
 def _quarantine_row(run: Mapping[str, Any], code: str, detail: str) -> dict:
     return {"source_file": run["source_file"], "source_format": run["source_format"], "source_row": run["source_row"],
             "reason_code": code, "detail": f"{run['source_file']} row {run['source_row']}: {detail}",
-            "stage": "validate"}
+            "stage": "validate", "run_date_partition": run.get("run_date_partition")}

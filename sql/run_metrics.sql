@@ -10,11 +10,12 @@
 --   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
 --                       J/token = W / tok/s/GPU, J/output token = W × GPUs / output tok/s
 -- Grain: one row per (run, price book); price_books holds each scenario's power and $/GPU-h per GPU.
-create or replace table run_metrics as
+-- Parameter $partition_keys: the run-date partitions to compute (the asset deletes them, then inserts this).
 with gpus as (
     select v.*, c.num_gpus
     from validated_runs as v
     join run_gpu_counts as c using (run_id)
+    where list_contains($partition_keys, v.run_date_partition)
 ),
 per_gpu as (
     select

@@ -27,8 +27,25 @@ def load_json(path: Path):
 
 
 @dataclass
+class StagedResult:
+    """The stage runs of ``materialize_all`` seen as one result."""
+
+    results: list
+
+    @property
+    def success(self) -> bool:
+        from pipeline.__main__ import STAGES
+
+        return len(self.results) == len(STAGES) and all(r.success for r in self.results)
+
+    @property
+    def all_events(self) -> list:
+        return [e for r in self.results for e in r.all_events]
+
+
+@dataclass
 class PipelineRun:
-    result: dg.ExecuteInProcessResult
+    result: StagedResult
     out_dir: Path
     db_path: Path
 
@@ -45,17 +62,16 @@ class PipelineRun:
 
 @pytest.fixture
 def run_pipeline(tmp_path, monkeypatch):
-    """Callable: run the ``refresh_all`` job over ``raw_dir`` with a tmp DuckDB and tmp marts."""
+    """Callable: materialize everything over ``raw_dir`` (all stages, all partitions) with a tmp DuckDB and marts."""
 
-    def run(raw_dir: Path) -> PipelineRun:
+    def run(raw_dir: Path, run_config: dict | None = None, instance: dg.DagsterInstance | None = None) -> PipelineRun:
         out_dir, db_path = tmp_path / "marts", tmp_path / "warehouse.duckdb"
         monkeypatch.setenv("PIPELINE_RAW_DIR", str(raw_dir))
         monkeypatch.setenv("PIPELINE_OUT_DIR", str(out_dir))
         monkeypatch.setenv("PIPELINE_DB_PATH", str(db_path))
-        from pipeline.definitions import defs
+        from pipeline.__main__ import materialize_all
 
-        job = defs().resolve_job_def("refresh_all")
-        result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
-        return PipelineRun(result, out_dir, db_path)
+        results = materialize_all(instance or dg.DagsterInstance.ephemeral(), run_config)
+        return PipelineRun(StagedResult(results), out_dir, db_path)
 
     return run

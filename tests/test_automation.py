@@ -1,44 +1,111 @@
-"""The raw-dir sensor: a run after a new or changed file, none when nothing (or only mtime) changed."""
+"""Sensor, schedule and partitions: a run for exactly the dates a change affects; a partitioned materialization
+touches only the new date; nothing requested when nothing changed."""
 
+import json
 import os
 import shutil
 
 import dagster as dg
+import duckdb
 
 from conftest import SAMPLE_DIR
 from pipeline.defs.automation import nightly_refresh, raw_logs_sensor
 from pipeline.defs.resources import PipelinePaths
 
+NEW_RUN = SAMPLE_DIR / "vllm" / "mi355x" / "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json"
 
-def _tick(raw, cursor):
-    context = dg.build_sensor_context(cursor=cursor, resources={
+
+def _tick(raw, cursor, instance):
+    context = dg.build_sensor_context(cursor=cursor, instance=instance, resources={
         "paths": PipelinePaths(raw_dir=str(raw), out_dir=str(raw.parent / "marts"))})
-    result = raw_logs_sensor(context)
-    return result, context.cursor
+    return raw_logs_sensor(context)
 
 
-def test_sensor_requests_a_run_only_when_content_changes(tmp_path):
+def _add_run(raw, date="2026-08-01", name="new_night_conc8.json"):
+    """A new night's log: a copy of a sample run with its own sidecar dated ``date``."""
+    doc = json.loads(NEW_RUN.read_text())
+    doc["duration"] = doc["duration"] * 1.01  # other numbers: not a content duplicate
+    doc["date"] = date.replace("-", "") + "-031500"  # the file's own date wins over the sidecar
+    (raw / name).write_text(json.dumps(doc))
+    meta = json.loads((NEW_RUN.parent / (NEW_RUN.name + ".meta.json")).read_text())
+    meta.update(run_date=date)
+    meta.pop("power_log", None), meta.pop("start_time_unix", None)
+    (raw / (name + ".meta.json")).write_text(json.dumps(meta))
+
+
+def test_sensor_requests_only_affected_dates(tmp_path):
     raw = tmp_path / "raw"
     shutil.copytree(SAMPLE_DIR / "sglang", raw)
-    first, cursor = _tick(raw, None)
-    assert isinstance(first, dg.RunRequest) and first.run_key == cursor
+    instance = dg.DagsterInstance.ephemeral()
+    first = _tick(raw, None, instance)
+    assert isinstance(first, dg.SensorResult)
+    first_keys = {r.partition_key for r in first.run_requests}
+    assert first_keys == {"2026-07-14"}  # every sample SGLang run is dated by its sidecar
+    cursor = first.cursor
 
-    same, cursor2 = _tick(raw, cursor)
-    assert isinstance(same, dg.SkipReason) and cursor2 == cursor
+    same = _tick(raw, cursor, instance)
+    assert isinstance(same, dg.SkipReason)
 
-    target = next(raw.glob("*.jsonl"))
-    os.utime(target, ns=(1, 1))  # touched, same bytes: not a change
-    touched, _ = _tick(raw, cursor)
-    assert isinstance(touched, dg.SkipReason)
+    os.utime(next(raw.glob("*.jsonl")), ns=(1, 1))  # touched, same bytes: not a change
+    assert isinstance(_tick(raw, cursor, instance), dg.SkipReason)
 
-    shutil.copy(SAMPLE_DIR / "trtllm" / "dsr1_1k1k_b200_fp4_trtllm_mtp_conc4.report.json", raw / "new.json")
-    new, cursor3 = _tick(raw, cursor)
-    assert isinstance(new, dg.RunRequest) and cursor3 != cursor and new.run_key == cursor3
+    _add_run(raw)
+    new = _tick(raw, cursor, instance)
+    assert [r.partition_key for r in new.run_requests] == ["2026-08-01"]
+    assert "2026-08-01" in new.dynamic_partitions_requests[0].partition_keys
 
-    target.write_text(target.read_text().replace("sglang", "sglang "))  # same name, new content
-    changed, cursor4 = _tick(raw, cursor3)
-    assert isinstance(changed, dg.RunRequest) and cursor4 != cursor3
+    # a changed sidecar moves runs' metadata: their date is affected, nothing else
+    sidecar = raw / "new_night_conc8.json.meta.json"
+    sidecar.write_text(sidecar.read_text().replace('"tp": 8', '"tp": 4'))
+    again = _tick(raw, new.cursor, instance)
+    assert [r.partition_key for r in again.run_requests] == ["2026-08-01"]
 
 
-def test_nightly_schedule():
-    assert nightly_refresh.cron_schedule == "0 2 * * *" and nightly_refresh.job_name == "refresh_all"
+def test_partitioned_materialization_touches_only_the_new_date(tmp_path, run_pipeline):
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR, raw)
+    instance = dg.DagsterInstance.ephemeral()
+    run = run_pipeline(raw, instance=instance)
+    assert run.result.success
+    con = duckdb.connect(str(run.db_path), read_only=True)
+    before = con.sql("select * from run_metrics order by run_id, price_book").fetchall()
+    con.close()
+
+    _add_run(raw)
+    instance.add_dynamic_partitions("run_date", ["2026-08-01"])
+    from pipeline.definitions import defs
+
+    result = defs().resolve_job_def("refresh_all").execute_in_process(instance=instance, partition_key="2026-08-01")
+    assert result.success
+    partitioned = {"raw/benchmark_runs", "validated/benchmark_runs", "metrics/run_power", "metrics/run_metrics"}
+    materialized = {(m.asset_key.to_user_string(), m.partition) for m in result.asset_materializations_for_node(
+        "raw__benchmark_runs")}
+    assert materialized == {("raw/benchmark_runs", "2026-08-01")}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() in partitioned:
+            assert mat.partition == "2026-08-01"
+    con = duckdb.connect(str(run.db_path), read_only=True)
+    after = con.sql("select * from run_metrics where run_date_partition <> '2026-08-01' "
+                    "order by run_id, price_book").fetchall()
+    new = con.execute("select count(*) from run_metrics where run_date_partition = '2026-08-01'").fetchone()[0]
+    con.close()
+    assert after == before  # every other date's rows untouched
+    assert new == 1
+    runs_mart = run.mart("runs").to_pylist()  # the cross-date marts were refreshed in the same run
+    assert any(r["source_file"] == "new_night_conc8.json" for r in runs_mart)
+    ledger = {r["source_file"] for r in run.mart("ingest_ledger").to_pylist()}
+    assert "new_night_conc8.json" in ledger
+
+
+def test_nightly_schedule_covers_every_partition(tmp_path):
+    (tmp_path / "dagster_home").mkdir()
+    instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster_home"))
+    with dg.build_schedule_context(instance=instance, resources={
+            "paths": PipelinePaths(raw_dir=str(SAMPLE_DIR), out_dir=str(tmp_path))}) as context:
+        request = nightly_refresh(context)
+    keys = instance.get_dynamic_partitions("run_date")
+    assert "undated" in keys and "2026-07-14" in keys
+    assert request.tags["dagster/asset_partition_range_start"] == keys[0]
+    assert request.tags["dagster/asset_partition_range_end"] == keys[-1]
+    assert nightly_refresh.cron_schedule == "0 2 * * *"

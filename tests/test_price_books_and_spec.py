@@ -35,19 +35,13 @@ def test_bad_overrides_name_the_field(override, message):
         build_price_books(load_gpu_reference(), [{**override, "_source": "overrides.csv line 2"}])
 
 
-def test_price_override_changes_costs_and_nothing_else(tmp_path, monkeypatch):
-    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
-    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
-    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
-    from pipeline.definitions import defs
-
+def test_price_override_changes_costs_and_nothing_else(run_pipeline):
     run_config = {"ops": {"reference__price_books": {"config": {"overrides": [
         {"price_book": "mi355x-discount", "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0,
          "neocloud_usd_per_gpu_hour": 1.2, "rental_usd_per_gpu_hour": 1.5}]}}}}
-    result = defs().resolve_job_def("refresh_all").execute_in_process(
-        run_config=run_config, instance=dg.DagsterInstance.ephemeral())
-    assert result.success
-    rows = pq.read_table(tmp_path / "marts" / "comparisons.parquet").to_pylist()
+    run = run_pipeline(SAMPLE_DIR, run_config=run_config)
+    assert run.result.success
+    rows = run.mart("comparisons").to_pylist()
     key = lambda r: (r["comparison_id"], r["target_index"], r["side"])  # noqa: E731
     seed = {key(r): r for r in rows if r["price_book"] == DEFAULT_PRICE_BOOK}
     other = {key(r): r for r in rows if r["price_book"] == "mi355x-discount"}

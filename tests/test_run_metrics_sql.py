@@ -15,7 +15,7 @@ def _metrics(*runs: dict, power: list[dict] = ()) -> list[dict]:
     rows = []
     for i, run in enumerate(runs):
         row = dict.fromkeys(RUN_COLUMNS)
-        row.update(source_file=f"f{i}.json", source_row=0, run_id=f"r{i}", model="m", framework="vllm",
+        row.update(source_file=f"f{i}.json", source_row=0, run_id=f"r{i}", run_date_partition="undated", model="m", framework="vllm",
                    precision="fp8", spec_decoding="none", isl=1024, osl=1024, conc=8, disagg=False)
         row.update(run)
         rows.append(row)
@@ -24,8 +24,7 @@ def _metrics(*runs: dict, power: list[dict] = ()) -> list[dict]:
     write_table(conn, "price_books", build_price_books(load_gpu_reference(), []))
     write_table(conn, "run_power", pa.Table.from_pylist(list(power), schema=POWER_SCHEMA))
     conn.execute(sql_text("run_gpu_counts"))
-    conn.execute(sql_text("run_metrics"))
-    return read_table(conn, "run_metrics").to_pylist()
+    return conn.sql(sql_text("run_metrics"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()
 
 
 def test_seed_page_arithmetic_mi355x():

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import SAMPLE_DIR
-from pipeline.defs.ingest.assets import raw_runs
-from pipeline.defs.resources import PipelinePaths, Warehouse, WarehouseLockedError
+from pipeline.defs.metrics.reference import gpu_reference
+from pipeline.defs.resources import Warehouse, WarehouseLockedError
 from pipeline.storage import content_hash
 
 MARTS = ("runs", "quarantine", "frontiers", "comparisons", "ingest_ledger")
@@ -94,12 +94,7 @@ def test_second_writer_fails_with_a_clear_message(tmp_path):
             with warehouse.get_connection():
                 pass
         # the same error surfaces from an asset materialization, not a corrupted file
-        result = dg.materialize(
-            [raw_runs],
-            resources={"warehouse": warehouse,
-                       "paths": PipelinePaths(raw_dir=str(SAMPLE_DIR), out_dir=str(tmp_path / "marts"))},
-            raise_on_error=False,
-        )
+        result = dg.materialize([gpu_reference], resources={"warehouse": warehouse}, raise_on_error=False)
         assert not result.success
         failure = next(e for e in result.all_events if e.is_step_failure)
         assert "being written by another process" in str(failure.step_failure_data.error)

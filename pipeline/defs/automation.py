@@ -1,56 +1,72 @@
-"""Automation: a sensor that notices new or changed raw logs, and a nightly refresh."""
+"""Automation: a sensor that notices new or changed raw logs and refreshes only the run dates they affect, and a
+nightly refresh of everything."""
 
 import hashlib
+import json
+from collections import defaultdict
 from pathlib import Path
 
 import dagster as dg
 
 from pipeline.defs.jobs import refresh_all
+from pipeline.defs.partitions import RUN_DATE_PARTITIONS, all_partitions_tags, discover_partition_keys
 from pipeline.defs.resources import PipelinePaths
-from pipeline.ingest import list_files
+from pipeline.ingest import ingest_folder
+from pipeline.schema import METADATA_KEYS, UNDATED
 
-# (path, size, mtime_ns) -> sha256: avoids re-reading unchanged files on every tick; the cursor itself is the
-# content digest, so a file that is only touched (same bytes) never triggers a run.
-_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included)
 
 
-def raw_dir_digest(raw_dir: Path) -> tuple[str, int]:
-    """sha256 over every (relative path, content sha256) under ``raw_dir``, and the number of files."""
-    digest = hashlib.sha256()
-    files = [p for p in list_files(raw_dir) if p.is_file()]
-    for path in files:
-        stat = path.stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
-        if key not in _HASH_CACHE:
-            h = hashlib.sha256()
-            with path.open("rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    h.update(chunk)
-            _HASH_CACHE[key] = h.hexdigest()
-        digest.update(f"{path.relative_to(raw_dir).as_posix()}\0{_HASH_CACHE[key]}\n".encode())
-    return digest.hexdigest(), len(files)
+def raw_dir_state(raw_dir: Path) -> dict[str, str]:
+    """What the sensor remembers: per run-date partition, a digest of its runs' content and resolved metadata
+    (so a changed sidecar or runs.csv counts) and of their power logs; plus ``_files``, a digest of every file's
+    path and sha256. Content hashes only: a file that is touched but not changed changes nothing."""
+    result = ingest_folder(raw_dir)
+    sha_of = dict(zip(result.files.column("source_file").to_pylist(), result.files.column("sha256").to_pylist()))
+    parts: dict[str, list[str]] = defaultdict(list)
+    for run in result.runs.to_pylist():
+        power = None
+        if run.get("power_log"):
+            power = sha_of.get((Path(run["source_file"]).parent / run["power_log"]).as_posix())
+        meta = {k: str(run.get(k)) for k in METADATA_KEYS}
+        parts[run["run_date_partition"]].append(
+            json.dumps([run["source_file"], run["source_row"], run["content_sha256"], meta, power], sort_keys=True))
+    state = {key: hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest() for key, rows in parts.items()}
+    state[FILES_KEY] = hashlib.sha256("\n".join(f"{p}\0{s}" for p, s in sorted(sha_of.items())).encode()).hexdigest()
+    return state
 
 
 @dg.sensor(job=refresh_all, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,
-           description="Requests a refresh when the content under PIPELINE_RAW_DIR changes (new, changed or removed "
-                       "files). Cursor: a digest of every file's path and sha256, never the wall clock.")
+           description="New, changed or removed logs under PIPELINE_RAW_DIR: one run per affected run date "
+                       "(that partition plus the cross-date marts). Cursor: per-date content digests.")
 def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     raw_dir = Path(paths.raw_dir)
     if not raw_dir.is_dir():
         return dg.SkipReason(f"raw dir {raw_dir} does not exist")
-    digest, n_files = raw_dir_digest(raw_dir)
-    if digest == context.cursor:
-        return dg.SkipReason(f"no change in {n_files} files under {raw_dir}")
-    context.update_cursor(digest)
-    return dg.RunRequest(run_key=digest, tags={"raw_dir": str(raw_dir), "raw_files": str(n_files),
-                                               "trigger": "raw_logs_sensor"})
+    state = raw_dir_state(raw_dir)
+    seen = json.loads(context.cursor) if context.cursor else {}
+    changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY} if state.get(k) != seen.get(k))
+    if not changed and state[FILES_KEY] != seen.get(FILES_KEY):
+        changed = [UNDATED]  # only non-run files changed: one small run refreshes the ledger and quarantine
+    if not changed:
+        return dg.SkipReason(f"no change under {raw_dir}")
+    known = set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
+    new_keys = sorted((set(changed) | {UNDATED}) - known)
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=f"{key}:{state.get(key, 'removed')}", partition_key=key,
+                                    tags={"trigger": "raw_logs_sensor"}) for key in changed],
+        dynamic_partitions_requests=[RUN_DATE_PARTITIONS.build_add_request(new_keys)] if new_keys else [],
+        cursor=json.dumps(state, sort_keys=True),
+    )
 
 
-# Fires every night at 02:00 UTC, after the benchmark fleet's nightly drop, and refreshes everything.
-nightly_refresh = dg.ScheduleDefinition(
-    name="nightly_refresh",
-    job=refresh_all,
-    cron_schedule="0 2 * * *",
-    execution_timezone="UTC",
-    default_status=dg.DefaultScheduleStatus.STOPPED,
-)
+@dg.schedule(job=refresh_all, cron_schedule="0 2 * * *", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED)
+def nightly_refresh(context: dg.ScheduleEvaluationContext, paths: PipelinePaths):
+    """Fires every night at 02:00 UTC, after the fleet's nightly drop: registers any new run dates and refreshes
+    every partition and every mart in one run."""
+    keys = discover_partition_keys(paths.raw_dir)
+    known = set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
+    if set(keys) - known:
+        context.instance.add_dynamic_partitions(RUN_DATE_PARTITIONS.name, sorted(set(keys) - known))
+    return dg.RunRequest(run_key=None, tags={**all_partitions_tags(context.instance), "trigger": "nightly_refresh"})

@@ -7,10 +7,14 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
-from pipeline.ingest import ingest_folder
-from pipeline.storage import write_table
+from pipeline.ingest import IngestResult, ingest_folder
+from pipeline.storage import replace_partitions, write_table
 
 
 @dg.asset(
@@ -18,6 +22,8 @@ from pipeline.storage import write_table
     group_name="ingest",
     kinds={"python", "duckdb"},
     pool=WAREHOUSE_POOL,
+    partitions_def=RUN_DATE_PARTITIONS,
+    backfill_policy=SINGLE_RUN,
 )
 def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Every run found under ``PIPELINE_RAW_DIR``, parsed and normalized, before validation.
@@ -29,14 +35,22 @@ def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths
     SGLang ``bench_serving`` JSONL, TRT-LLM ``--report_json`` and serve JSON, InferenceX agg rows and the
     InferenceX dashboard export.
 
-    Also writes ``raw_rejects`` (rows and files that gave no run, with a reason code; stage ``ingest``) and
-    ``raw_files`` (one row per file: kind, size, sha256, rows read) to the warehouse.
+    Partitioned by ``run_date_partition`` (the run's date, or ``undated``): a run for some dates replaces only
+    those dates' rows. Also rewrites ``raw_rejects`` (rows and files that gave no run, with a reason code; stage
+    ``ingest``) and ``raw_files`` (one row per file: kind, size, sha256, rows read), which are per file, not per
+    date; rows of files that no longer exist are dropped from every partition.
     """
+    keys = list(context.partition_keys)
     result = ingest_folder(Path(paths.raw_dir))
+    mine = result.runs.filter(pc.is_in(result.runs["run_date_partition"], pa.array(keys)))
     with warehouse.get_connection() as conn:
-        write_table(conn, "raw_runs", result.runs)
+        replace_partitions(conn, "raw_runs", mine, keys)
+        conn.register("_files", result.files)
+        conn.execute("delete from raw_runs where source_file not in (select source_file from _files)")
+        conn.unregister("_files")
         write_table(conn, "raw_rejects", result.rejects)
         write_table(conn, "raw_files", result.files)
+    result = IngestResult(runs=mine, rejects=result.rejects, files=result.files)
     context.log.info(
         f"{result.files.num_rows} files: {result.runs.num_rows} runs, {result.rejects.num_rows} rejected rows"
     )

@@ -11,9 +11,10 @@ from dagster_duckdb import DuckDBResource
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
+from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.paths import sql_text
 from pipeline.power import POWER_FIELDS, measure_runs
-from pipeline.storage import read_table, write_parquet_atomic, write_table
+from pipeline.storage import replace_partitions, write_parquet_atomic
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
@@ -21,7 +22,7 @@ POWER_SCHEMA = pa.schema([(name, getattr(pa, {"bool": "bool_"}.get(t, t))()) for
 
 
 @dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
-          pool=WAREHOUSE_POOL)
+          pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS, backfill_policy=SINGLE_RUN)
 def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Measured GPU power per run (``pipeline.power``): energy integrated over the benchmark window from the
     telemetry CSV named by the run's ``power_log`` (nvidia-smi, amd-smi watch, pynvml, DCGM/InferenceX samples),
@@ -33,12 +34,14 @@ def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     window_not_covered, duration_mismatch, clock_mismatch, no_timestamps, no_window, power_log_missing …),
     ``energy_j`` (J, all GPUs) and ``avg_power_w_per_gpu`` (W), null when invalid: never a guess.
     """
+    keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
-        runs = conn.sql("select v.*, c.num_gpus from validated_runs v join run_gpu_counts c using (run_id)")\
-            .to_arrow_table().to_pylist()
-        table = pa.Table.from_pylist(measure_runs(runs, Path(paths.raw_dir)), schema=POWER_SCHEMA)
-        write_table(conn, "run_power", table)
+        runs = conn.sql("select v.*, c.num_gpus from validated_runs v join run_gpu_counts c using (run_id) "
+                        "where list_contains($keys, v.run_date_partition)", params={"keys": keys}).to_arrow_table()
+        table = pa.Table.from_pylist(measure_runs(runs.to_pylist(), Path(paths.raw_dir)), schema=POWER_SCHEMA)
+        replace_partitions(conn, "run_power", table, keys)
+        conn.execute("delete from run_power where run_id not in (select run_id from validated_runs)")
     reasons = Counter(r or "valid" for r in table.column("power_invalid_reason").to_pylist())
     context.log.info(f"run_power: {table.num_rows} runs with power information {dict(reasons)}")
     return dg.MaterializeResult(metadata={**table_metadata(table, preview_columns=[
@@ -54,6 +57,8 @@ def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     kinds={"duckdb", "sql", "parquet"},
     deps=[VALIDATED_KEY, PRICE_BOOKS_KEY, RUN_POWER_KEY],
     pool=WAREHOUSE_POOL,
+    partitions_def=RUN_DATE_PARTITIONS,
+    backfill_policy=SINGLE_RUN,
 )
 def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Per-run metrics (``sql/run_metrics.sql``): one row per validated run with its metadata and
@@ -71,10 +76,13 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     Grain: one row per (run, ``price_book``): costs and all-in power come from that book.
     Formulas: DESIGN.md §3 (InferenceX utils/process_result.py and the dashboard). Mart: ``runs.parquet``.
     """
+    keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
-        conn.execute(sql_text("run_metrics"))
-        table = read_table(conn, "run_metrics")
+        fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys}).to_arrow_table()
+        replace_partitions(conn, "run_metrics", fresh, keys)
+        conn.execute("delete from run_metrics where run_id not in (select run_id from validated_runs)")
+        table = conn.sql("select * from run_metrics order by price_book, source_file, source_row").to_arrow_table()
     path = write_parquet_atomic(table, paths.mart("runs"))
     context.log.info(f"run_metrics: {table.num_rows} runs -> {path}")
     return dg.MaterializeResult(metadata=table_metadata(

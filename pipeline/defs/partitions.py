@@ -1,0 +1,39 @@
+"""Daily partitions by ``run_date`` for the run-level assets (raw, validated, power, metrics).
+
+Dynamic rather than a fixed calendar: the dates come from the logs' contents (a sidecar, runs.csv, vLLM's
+``date``, the export's ``date``), arrive out of order, and some logs carry no date at all; those runs live in the
+partition ``undated``. One key per day, ``YYYY-MM-DD``. Cross-date marts (frontiers, comparisons, trends, report)
+are unpartitioned and read every partition.
+"""
+
+import dagster as dg
+
+RUN_DATE_PARTITIONS = dg.DynamicPartitionsDefinition(name="run_date")
+# One run may cover many partitions (the CLI, the nightly refresh, a UI backfill of "all").
+SINGLE_RUN = dg.BackfillPolicy.single_run()
+
+
+def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
+    """Add the keys the instance does not know yet; return every registered key (instance order)."""
+    known = set(instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
+    new = sorted(set(keys) - known)
+    if new:
+        instance.add_dynamic_partitions(RUN_DATE_PARTITIONS.name, new)
+    return list(instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
+
+
+def all_partitions_tags(instance: dg.DagsterInstance) -> dict[str, str]:
+    """Run tags that target every registered partition in one run (a single-run backfill of the whole range)."""
+    keys = instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name)
+    return {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
+
+
+def discover_partition_keys(raw_dir: str) -> list[str]:
+    """Every run-date partition the logs under ``raw_dir`` populate (parses the folder), plus ``undated``."""
+    from pathlib import Path
+
+    from pipeline.ingest import ingest_folder
+    from pipeline.schema import UNDATED
+
+    runs = ingest_folder(Path(raw_dir)).runs
+    return sorted(set(runs.column("run_date_partition").to_pylist()) | {UNDATED})
