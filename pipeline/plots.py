@@ -23,12 +23,10 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
     Returns:
         ``path``.
     """
-    import matplotlib
+    from matplotlib.figure import Figure  # no pyplot: no global figure state, no GUI backend
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9.6, 5.4), dpi=100)
+    fig = Figure(figsize=(9.6, 5.4), dpi=100)
+    ax = fig.subplots()
     for color, side in zip(SIDE_COLORS, sides):
         runs = np.asarray(side["runs"], dtype=float).reshape(-1, 2)
         ax.scatter(runs[:, 0], runs[:, 1], s=18, color=color, alpha=0.35, label=f"{side['label']} runs")
@@ -50,5 +48,4 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
-    plt.close(fig)
     return path

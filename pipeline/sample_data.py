@@ -188,7 +188,7 @@ def trtllm_doc(cfg: Config, p: Point) -> dict:
         "engine": {"model": MODEL_IDS[cfg.model], "model_path": None, "version": "1.2.0", "backend": "Pytorch",
                    "dtype": "bfloat16", "kv_cache_dtype": "FP8", "quantization": cfg.precision.upper().replace(
                        "FP4", "NVFP4")},
-        "machine": {"name": {"b200": "NVIDIA B200", "h200": "NVIDIA H200"}[cfg.hw]},
+        "machine": {"name": {"b200": "NVIDIA B200", "h200": "NVIDIA H200"}.get(cfg.hw, cfg.hw.upper())},
         "world_info": {"tp_size": cfg.tp, "pp_size": 1, "ep_size": cfg.ep, "world_size": cfg.tp,
                        "max_batch_size": p.conc, "max_num_tokens": 8192},
         "request_info": {"num_requests": p.num_prompts, "avg_num_concurrent_requests": _r(p.conc * 0.97),
