@@ -91,6 +91,9 @@ def ingest_folder(raw_dir: Path) -> IngestResult:
                 except MetadataError as exc:
                     rejects.append(_reject_row(rel, fmt, row, exc.reason_code, exc.detail))
                     continue
+                if sources.get("spec_decoding") == "default" and parsed.values.get("spec_accept_length") is not None:
+                    # the engine measured draft acceptance: "none" would be a guess, and a wrong one
+                    meta["spec_decoding"], sources["spec_decoding"] = None, "unknown"
                 runs.append(_run_row(rel, fmt, row, parsed, meta, sources, conflicts))
                 n_runs += 1
         files.append(_file_row(rel, readout, n_runs, len(readout.rejects) + len(readout.runs) - n_runs))

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 Run = Mapping[str, Any]
 Finding = tuple[str, str]
 
-REQUIRED_METADATA = ("model", "hw", "framework", "precision", "isl", "osl", "conc")
+REQUIRED_METADATA = ("model", "hw", "framework", "precision", "spec_decoding", "isl", "osl", "conc")
 
 
 def _failed_requests(run: Run) -> Finding | None:

@@ -75,6 +75,23 @@ def test_vllm_acceptance_percent_becomes_fraction():
     assert v["spec_metric_source"] == "vllm:spec_decode_counters"
 
 
+def test_acceptance_metrics_without_a_named_method_are_not_called_none(tmp_path):
+    import json
+
+    from pipeline.ingest import ingest_folder
+    from pipeline.validation import check_run, rules
+
+    doc = {"date": "20260701-101500", "backend": "vllm", "model_id": "m", "num_prompts": 8, "duration": 10.0,
+           "completed": 8, "max_concurrency": 8, "total_token_throughput": 100.0, "output_throughput": 50.0, "median_tpot_ms": 10.0,
+           "spec_decode_acceptance_length": 2.4}
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    (tmp_path / "r.json.meta.json").write_text(json.dumps({"hw": "h200", "precision": "fp8", "tp": 8, "isl": 1024,
+                                                           "osl": 1024}))
+    (run,) = ingest_folder(tmp_path).runs.to_pylist()
+    assert run["spec_decoding"] is None and "spec_decoding=unknown" in run["metadata_sources"]
+    assert check_run(run, rules(["h200"]))[0] == "missing_metadata:spec_decoding"
+
+
 def test_trtllm_serve_decoded_tokens_per_iter():
     fmt, v = _vllm(avg_decoded_tokens_per_iter=2.6, user_throughput=80.0)
     assert fmt == "trtllm_serve"
