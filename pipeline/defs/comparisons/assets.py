@@ -10,9 +10,32 @@ from dagster_duckdb import DuckDBResource
 from pipeline.comparisons import COMPARISON_SCHEMA, compare, enumerate_comparisons
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.reference import DEFAULT_PRICE_BOOK
 from pipeline.storage import read_table, write_parquet_atomic, write_table
 
 COMPARISONS_KEY = dg.AssetKey(["marts", "comparisons"])
+MAX_TABLES_IN_UI = 60
+
+
+def comparison_tables_markdown(rows: list[dict]) -> str:
+    """One small Markdown table per comparison (the seed pages' Throughput / Cost / tok/s/MW / Concurrency at the
+    targets), the first ``MAX_TABLES_IN_UI`` of them; the rest are in the mart and the HTML report."""
+    by_id: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_id[row["comparison_id"]].append(row)
+    parts = []
+    for comparison_id in sorted(by_id)[:MAX_TABLES_IN_UI]:
+        mine = sorted(by_id[comparison_id], key=lambda r: (r["target_index"], r["side"]))
+        first = mine[0]
+        parts.append(f"**{first['title']}** ({first['model']} {first['isl']}/{first['osl']})\n\n"
+                     "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc |\n|---|---|---|---|---|---|")
+        parts += [f"| {r['target_intvty']:g} | {r['side_label']} | {r['tput_per_gpu']:,.1f} | "
+                  f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} |"
+                  for r in mine]
+        parts.append(f"\n{mine[-1]['cost_sentence']}; {mine[-1]['tput_sentence']} (at {mine[-1]['target_intvty']:g})\n")
+    if len(by_id) > MAX_TABLES_IN_UI:
+        parts.append(f"… {len(by_id) - MAX_TABLES_IN_UI} more comparisons in comparisons.parquet and the report")
+    return "\n".join(parts)
 
 
 @dg.asset(
@@ -51,10 +74,12 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     n_comparisons = len(set(table.column("comparison_id").to_pylist()))
     context.log.info(f"{n_comparisons} comparisons, {table.num_rows} rows -> {path}")
     kinds = Counter(r["kind"] for r in rows if r["side"] == "a" and r["target_index"] == 1)
+    default_rows = [r for r in rows if r["price_book"] == DEFAULT_PRICE_BOOK]
     return dg.MaterializeResult(metadata={
         **table_metadata(table, path=path, preview_rows=24, preview_columns=[
             "title", "model", "side_label", "target_intvty", "tput_per_gpu", "cost_per_mtok_hyperscaler",
             "tok_s_per_mw", "concurrency", "cost_sentence"]),
         "comparisons": n_comparisons,
+        "comparison_tables": dg.MetadataValue.md(comparison_tables_markdown(default_rows)),
         "comparisons_by_kind": counts_markdown(dict(kinds), "kind"),
     })
