@@ -26,7 +26,7 @@ from pipeline.frontier import (
     pareto_frontier,
     round_half_up,
 )
-from pipeline.keys import GPU_KEYS, framework_label, hw_label, precision_label, spec_label
+from pipeline.keys import framework_label, hw_label, precision_label, spec_label
 
 POOLED = "all"
 # Metrics splined along each frontier, each on its own values at the frontier points (DESIGN.md §4).

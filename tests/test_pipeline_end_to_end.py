@@ -1,9 +1,7 @@
 """The whole Dagster job on the bundled sample and on the real logs, with a temporary warehouse and marts."""
 
 import json
-import os
 from collections import Counter
-from pathlib import Path
 
 import duckdb
 import pytest

@@ -1,7 +1,5 @@
 """Cost scenarios (price books) and speculative-decoding acceptance columns."""
 
-import dagster as dg
-import pyarrow.parquet as pq
 import pytest
 
 from conftest import SAMPLE_DIR

@@ -8,7 +8,7 @@ from pipeline.defs.metrics.assets import POWER_SCHEMA
 from pipeline.paths import sql_text
 from pipeline.reference import build_price_books, load_gpu_reference
 from pipeline.schema import RUN_COLUMNS, RUN_SCHEMA
-from pipeline.storage import read_table, write_table
+from pipeline.storage import write_table
 
 
 def _metrics(*runs: dict, power: list[dict] = ()) -> list[dict]:

@@ -11,7 +11,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
 from pipeline.reference import DEFAULT_PRICE_BOOK
 from pipeline.report import build_report
-from pipeline.storage import read_table, write_parquet_atomic, write_table
+from pipeline.storage import write_parquet_atomic, write_table
 from pipeline.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
