@@ -18,10 +18,11 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.generate import generate  # noqa: E402
-from pipeline.comparisons import COMPARISON_SCHEMA, build_frontiers, compare, enumerate_comparisons  # noqa: E402
+from pipeline.comparisons import (  # noqa: E402
+    COMPARISON_SCHEMA, build_frontiers, compare, enumerate_comparisons, frontiers_by_side)
 from pipeline.ingest import ingest_folder  # noqa: E402
 from pipeline.paths import sql_text  # noqa: E402
-from pipeline.power import POWER_FIELDS  # noqa: E402
+from pipeline.power import POWER_SCHEMA  # noqa: E402
 from pipeline.reference import build_price_books, load_gpu_reference  # noqa: E402
 from pipeline.schema import RUN_SCHEMA  # noqa: E402
 from pipeline.storage import write_parquet_atomic, write_table  # noqa: E402
@@ -75,8 +76,7 @@ def main() -> None:
     conn = duckdb.connect()
     write_table(conn, "validated_runs", validated)
     write_table(conn, "price_books", build_price_books(load_gpu_reference(), []))
-    power_schema = pa.schema([(n, getattr(pa, {"bool": "bool_"}.get(ty, ty))()) for n, ty in POWER_FIELDS])
-    write_table(conn, "run_power", pa.Table.from_pylist([], schema=power_schema))
+    write_table(conn, "run_power", pa.Table.from_pylist([], schema=POWER_SCHEMA))
     conn.execute(sql_text("run_gpu_counts"))
     keys = sorted(set(validated.column("run_date_partition").to_pylist()))
     metrics = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys}).to_arrow_table()
@@ -93,9 +93,7 @@ def main() -> None:
     stage("frontiers", metrics.num_rows, time.perf_counter() - t)
 
     t = time.perf_counter()
-    by_side: dict[str, list[dict]] = {}
-    for row in frontiers.to_pylist():
-        by_side.setdefault(row["side_id"], []).append(row)
+    by_side = frontiers_by_side(frontiers.to_pylist())
     comparison_rows = [r for c in comparisons for r in compare(c, by_side)]
     comparison_table = pa.Table.from_pylist(comparison_rows, schema=COMPARISON_SCHEMA)
     stage(f"comparisons ({len(comparisons)})", len(comparison_rows), time.perf_counter() - t)

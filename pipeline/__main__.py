@@ -145,8 +145,7 @@ def _side(text: str) -> dict[str, str]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pipeline.comparisons import POOLED, Comparison, Side, build_frontiers, compare
-    from pipeline.keys import framework_label, hw_label, precision_label, spec_label
+    from pipeline.comparisons import POOLED, Side, build_frontiers, compare, frontiers_by_side, make_comparison
     from pipeline.paths import env_path
 
     runs_path = Path(env_path("PIPELINE_OUT_DIR")) / "runs.parquet"
@@ -170,20 +169,9 @@ def _compare(args: argparse.Namespace) -> int:
     kind = {"spec_decoding": "spec_decoding", "framework": "framework", "hw": "hardware",
             "precision": "precision"}[differs[0]] if differs else "hardware"
 
-    def label(side: Side) -> str:
-        if kind == "spec_decoding":
-            return spec_label(side.spec_decoding)
-        if kind == "framework":
-            return framework_label(side.framework)
-        if kind == "precision":
-            return precision_label(side.precision)
-        return hw_label(side.hw)
-
-    comparison = Comparison(kind, a, b, label(a), label(b))
+    comparison = make_comparison(kind, a, b)
     table = build_frontiers(runs, [a, b])
-    by_side: dict[str, list[dict]] = {}
-    for row in table.to_pylist():
-        by_side.setdefault(row["side_id"], []).append(row)
+    by_side = frontiers_by_side(table.to_pylist())
     missing = [s.side_id for s in (a, b) if s.side_id not in by_side]
     if missing:
         print(f"no runs for side(s): {', '.join(missing)}", file=sys.stderr)

@@ -109,6 +109,31 @@ class Comparison:
         return f"{hw_label(self.a.hw)} {precision_label(self.a.precision)}: {self.label_a} vs {self.label_b}"
 
 
+def side_label(kind: str, side: Side) -> str:
+    """The label of a side in a comparison of ``kind``: the key that differs (MTP/Off, FP4, H200, SGLang)."""
+    if kind == "spec_decoding":
+        return spec_label(side.spec_decoding)
+    if kind == "framework":
+        return framework_label(side.framework)
+    if kind == "precision":
+        return precision_label(side.precision)
+    return hw_label(side.hw)
+
+
+def make_comparison(kind: str, a: Side, b: Side) -> Comparison:
+    """A comparison of two sides, labelled by ``side_label``."""
+    return Comparison(kind, a, b, side_label(kind, a), side_label(kind, b))
+
+
+def frontiers_by_side(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Frontier rows (``FRONTIER_SCHEMA``, one price book) grouped by ``side_id``, each in point order: the shape
+    ``compare`` reads."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row["side_id"], []).append(row)
+    return {side: sorted(points, key=lambda p: p["point_index"]) for side, points in grouped.items()}
+
+
 def enumerate_comparisons(runs: Iterable[Mapping[str, Any]]) -> list[Comparison]:
     """Every comparison for which both sides have runs, sorted by kind then id.
 
@@ -128,34 +153,22 @@ def enumerate_comparisons(runs: Iterable[Mapping[str, Any]]) -> list[Comparison]
         frameworks = sorted({f for _, f in combos})
         if "none" in specs:
             for method in sorted(specs - {"none"}):
-                out.append(Comparison(
-                    "spec_decoding",
-                    Side(model, isl, osl, hw, precision, spec_decoding=method),
-                    Side(model, isl, osl, hw, precision, spec_decoding="none"),
-                    spec_label(method), spec_label("none"),
-                ))
+                out.append(make_comparison("spec_decoding",
+                                           Side(model, isl, osl, hw, precision, spec_decoding=method),
+                                           Side(model, isl, osl, hw, precision, spec_decoding="none")))
         for fa, fb in itertools.combinations(frameworks, 2):
-            out.append(Comparison(
-                "framework",
-                Side(model, isl, osl, hw, precision, framework=fa),
-                Side(model, isl, osl, hw, precision, framework=fb),
-                framework_label(fa), framework_label(fb),
-            ))
+            out.append(make_comparison("framework", Side(model, isl, osl, hw, precision, framework=fa),
+                                       Side(model, isl, osl, hw, precision, framework=fb)))
 
     configs = set(by_config)
     for model, isl, osl, hw in sorted({(m, i, o, h) for m, i, o, h, _ in configs}):
         if (model, isl, osl, hw, "fp4") in configs and (model, isl, osl, hw, "fp8") in configs:
-            out.append(Comparison(
-                "precision",
-                Side(model, isl, osl, hw, "fp4"), Side(model, isl, osl, hw, "fp8"), "FP4", "FP8",
-            ))
+            out.append(make_comparison("precision", Side(model, isl, osl, hw, "fp4"), Side(model, isl, osl, hw, "fp8")))
     for model, isl, osl, precision in sorted({(m, i, o, p) for m, i, o, _, p in configs}):
         hws = sorted({h for m, i, o, h, p in configs if (m, i, o, p) == (model, isl, osl, precision)}, key=_gpu_rank)
         for ha, hb in itertools.combinations(hws, 2):
-            out.append(Comparison(
-                "hardware",
-                Side(model, isl, osl, ha, precision), Side(model, isl, osl, hb, precision), hw_label(ha), hw_label(hb),
-            ))
+            out.append(make_comparison("hardware", Side(model, isl, osl, ha, precision),
+                                       Side(model, isl, osl, hb, precision)))
     return sorted(out, key=lambda c: (c.kind, c.comparison_id))
 
 

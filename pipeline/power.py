@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 MAX_GAP_S = 3.0
 EPOCH, LOCAL = "epoch", "local_naive"
@@ -205,12 +206,13 @@ def integrate_window(samples: PowerSamples, start: float, end: float, window_clo
                        gpus_seen=len(gpus), samples_in_window=in_window)
 
 
-POWER_FIELDS = (
-    ("run_id", "string"), ("run_date_partition", "string"), ("power_log", "string"), ("power_source", "string"), ("window_source", "string"),
-    ("window_clock", "string"), ("window_start", "float64"), ("window_end", "float64"), ("gpus_seen", "int32"),
-    ("samples_in_window", "int32"), ("power_valid", "bool"), ("power_invalid_reason", "string"),
-    ("power_detail", "string"), ("energy_j", "float64"), ("avg_power_w_per_gpu", "float64"),
-)
+POWER_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("run_date_partition", pa.string()), ("power_log", pa.string()),
+    ("power_source", pa.string()), ("window_source", pa.string()), ("window_clock", pa.string()),
+    ("window_start", pa.float64()), ("window_end", pa.float64()), ("gpus_seen", pa.int32()),
+    ("samples_in_window", pa.int32()), ("power_valid", pa.bool_()), ("power_invalid_reason", pa.string()),
+    ("power_detail", pa.string()), ("energy_j", pa.float64()), ("avg_power_w_per_gpu", pa.float64()),
+])
 
 
 def run_window(run: dict) -> tuple[float, float, str, str] | None:
@@ -238,7 +240,7 @@ def measure_runs(runs: list[dict], raw_dir: Path) -> list[dict]:
         runs: validated runs with ``num_gpus`` (rows of ``validated_runs`` joined to ``run_gpu_counts``).
         raw_dir: ``power_log`` is resolved against the log's own folder first, then the raw dir.
     Returns:
-        Rows with the ``POWER_FIELDS`` columns, one per run that has any power information.
+        Rows with the ``POWER_SCHEMA`` columns, one per run that has any power information.
     """
     cache: dict[Path, PowerSamples | PowerFormatError] = {}
     out = []

@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from pipeline.comparisons import Side
 from pipeline.plots import frontier_chart
 
 KIND_SUFFIX = {"spec_decoding": "Speculative Decoding", "precision": "Precision", "hardware": "Hardware",
@@ -105,10 +106,9 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
 
 
 def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
-    keys = ("model", "isl", "osl", "hw", "precision")
-    return [(r["median_intvty"], r["tput_per_gpu"]) for r in runs
-            if all(r[k] == row[k] for k in keys)
-            and row["spec_decoding"] in ("all", r["spec_decoding"]) and row["framework"] in ("all", r["framework"])]
+    side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
+                row["framework"])
+    return [(r["median_intvty"], r["tput_per_gpu"]) for r in runs if side.matches(r)]
 
 
 def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:

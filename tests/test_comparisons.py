@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.comparisons import build_frontiers, compare, enumerate_comparisons
+from pipeline.comparisons import build_frontiers, compare, enumerate_comparisons, frontiers_by_side
 
 H = 1.48  # mi355x hyperscaler $/GPU-h
 
@@ -28,10 +28,7 @@ RUNS = [
 
 def _frontiers(comparisons):
     table = build_frontiers(RUNS, [s for c in comparisons for s in (c.a, c.b)])
-    by_side = {}
-    for row in table.to_pylist():
-        by_side.setdefault(row["side_id"], []).append(row)
-    return by_side
+    return frontiers_by_side(table.to_pylist())
 
 
 def test_enumeration_of_kinds():

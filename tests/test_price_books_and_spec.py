@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import SAMPLE_DIR
-from pipeline.comparisons import build_frontiers, compare, enumerate_comparisons
+from pipeline.comparisons import build_frontiers, compare, enumerate_comparisons, frontiers_by_side
 from pipeline.parsers import read_file
 from pipeline.reference import DEFAULT_PRICE_BOOK, build_price_books, load_gpu_reference
 
@@ -134,8 +134,5 @@ def test_cross_engine_flag(frameworks, expected):
             _run(2, "none", "sglang", 10, 700), _run(3, "none", "sglang", 30, 300)]
     comparison = next(c for c in enumerate_comparisons(runs) if c.kind == "spec_decoding")
     table = build_frontiers(runs, [comparison.a, comparison.b])
-    by_side = {}
-    for row in table.to_pylist():
-        by_side.setdefault(row["side_id"], []).append(row)
-    rows = compare(comparison, by_side)
+    rows = compare(comparison, frontiers_by_side(table.to_pylist()))
     assert {r["cross_engine"] for r in rows} == {expected}

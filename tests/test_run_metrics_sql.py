@@ -4,7 +4,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from pipeline.defs.metrics.assets import POWER_SCHEMA
+from pipeline.power import POWER_SCHEMA
 from pipeline.paths import sql_text
 from pipeline.reference import build_price_books, load_gpu_reference
 from pipeline.schema import RUN_COLUMNS, RUN_SCHEMA

@@ -7,7 +7,7 @@ import dagster as dg
 import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons import COMPARISON_SCHEMA, compare, enumerate_comparisons
+from pipeline.comparisons import COMPARISON_SCHEMA, compare, enumerate_comparisons, frontiers_by_side
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.reference import DEFAULT_PRICE_BOOK
@@ -61,13 +61,13 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         runs = conn.sql(
             "select distinct model, isl, osl, hw, precision, spec_decoding, framework from run_metrics"
         ).to_arrow_table().to_pylist()
-        frontier_rows = read_table(conn, "frontiers").sort_by(
-            [("price_book", "ascending"), ("side_id", "ascending"), ("point_index", "ascending")]).to_pylist()
-        by_book: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+        frontier_rows = read_table(conn, "frontiers").to_pylist()
+        books: dict[str, list[dict]] = defaultdict(list)
         for row in frontier_rows:
-            by_book[row["price_book"]][row["side_id"]].append(row)
+            books[row["price_book"]].append(row)
         comparisons_found = enumerate_comparisons(runs)
-        rows = [row for book in sorted(by_book) for c in comparisons_found for row in compare(c, by_book[book])]
+        rows = [row for book in sorted(books) for by_side in [frontiers_by_side(books[book])]
+                for c in comparisons_found for row in compare(c, by_side)]
         table = pa.Table.from_pylist(rows, schema=COMPARISON_SCHEMA)
         write_table(conn, "comparisons", table)
     path = write_parquet_atomic(table, paths.mart("comparisons"))

@@ -13,12 +13,11 @@ from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.paths import sql_text
-from pipeline.power import POWER_FIELDS, measure_runs
+from pipeline.power import POWER_SCHEMA, measure_runs
 from pipeline.storage import replace_partitions, write_parquet_atomic
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
-POWER_SCHEMA = pa.schema([(name, getattr(pa, {"bool": "bool_"}.get(t, t))()) for name, t in POWER_FIELDS])
 
 
 @dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
