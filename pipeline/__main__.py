@@ -63,11 +63,11 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
     from pipeline.defs.partitions import (RUN_DATE_PARTITIONS, all_partitions_tags, discover_partition_keys,
                                           register_partitions)
     from pipeline.definitions import defs
-    from pipeline.paths import env_path
+    from pipeline.paths import env_path, parse_cache_dir
 
     definitions = defs()
     job = definitions.resolve_job_def("refresh_all")
-    register_partitions(instance, discover_partition_keys(env_path("PIPELINE_RAW_DIR")))
+    register_partitions(instance, discover_partition_keys(env_path("PIPELINE_RAW_DIR"), parse_cache_dir()))
     graph = definitions.resolve_asset_graph()
     results = []
     for index, (label, keys) in enumerate(STAGES, start=1):

@@ -7,15 +7,18 @@ Every file under the folder ends in exactly one place per row read: a run row (`
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
+import posixpath
+import stat
+import subprocess
 import sys
-from concurrent.futures import ProcessPoolExecutor
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.metadata import MetadataError, load_manifest, load_sidecar, resolve
 from pipeline.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
@@ -45,85 +48,195 @@ class IngestResult:
     files: pa.Table
 
 
-def list_files(raw_dir: Path) -> list[Path]:
-    """Every entry under ``raw_dir`` that is not a real folder, sorted: regular files, symlinks to files, broken
-    symlinks and symlinks to folders (recorded, never followed, so a symlink loop cannot hang the scan).
+@dataclass(frozen=True)
+class Listing:
+    """The files under a raw folder in scan order: ``rel`` POSIX paths relative to it, and per file ``size`` and
+    ``mtime_ns`` from ``stat`` (symlinks followed), both None for entries that are not regular files (symlinked
+    folders, broken symlinks)."""
+
+    rel: list[str]
+    size: list[int | None]
+    mtime_ns: list[int | None]
+
+
+def scan_folder(raw_dir: Path) -> Listing:
+    """Every entry under ``raw_dir`` that is not a real folder, with its stat, in scan order: per folder its files
+    and symlinks sorted by name, then its sub-folders in name order (the order of ``os.walk`` top-down with sorted
+    names). Symlinked folders are recorded, never entered, so a symlink loop cannot hang the scan.
 
     Raises:
         FileNotFoundError: ``raw_dir`` does not exist or is not a folder.
     """
-    if not raw_dir.is_dir():
+    if not Path(raw_dir).is_dir():
         raise FileNotFoundError(f"raw folder {raw_dir} does not exist (set PIPELINE_RAW_DIR)")
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(raw_dir, followlinks=False):
-        dirs.sort()
-        linked_dirs = [name for name in dirs if (Path(folder) / name).is_symlink()]
-        found.extend(Path(folder) / name for name in sorted(files + linked_dirs))
-    return found
+    listing = Listing([], [], [])
+    _scan_into(os.fspath(raw_dir), "", listing)
+    return listing
 
 
-# Above this many files the folder is parsed by one worker process per core (spawned, so no forked DuckDB or gRPC
-# threads); chunks are contiguous in sorted order, so the result is identical to the serial path.
-PARALLEL_MIN_FILES = 4000
+def _scan_into(folder: str, prefix: str, listing: Listing) -> None:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:  # an unreadable sub-folder: nothing to list (os.walk's default)
+        return
+    subfolders = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir and not entry.is_symlink():
+            subfolders.append(entry)
+            continue
+        try:
+            st = entry.stat()
+            regular = not is_dir and stat.S_ISREG(st.st_mode)
+        except OSError:
+            regular = False
+        listing.rel.append(prefix + entry.name)
+        listing.size.append(st.st_size if regular else None)
+        listing.mtime_ns.append(st.st_mtime_ns if regular else None)
+    for entry in subfolders:
+        _scan_into(entry.path, f"{prefix}{entry.name}/", listing)
+
+
+def list_files(raw_dir: Path) -> list[Path]:
+    """``scan_folder`` as paths: regular files, symlinks to files, broken symlinks and symlinks to folders.
+
+    Raises:
+        FileNotFoundError: ``raw_dir`` does not exist or is not a folder.
+    """
+    return [Path(raw_dir) / rel for rel in scan_folder(raw_dir).rel]
+
+
+# From this many files on, the parse is split over one process per core: this process takes the first chunk and
+# `python -m pipeline.parse_worker` processes the others (fresh interpreters that import only the parsers, not the
+# caller's program, and share no DuckDB or gRPC threads). Rows are put back in scan order, so the result is
+# identical to the serial path. Below it, starting a worker (~0.3 s) costs more than it saves.
+PARALLEL_MIN_FILES = 6000
+PARALLEL_BLOCK_FILES = 200
 
 
 def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
-    """Parse every file under ``raw_dir`` into normalized runs and rejects.
+    """Parse every file under ``raw_dir`` into normalized runs and rejects (the full, uncached scan; the assets use
+    ``pipeline.parse_cache.ingest_folder_cached``, whose output is identical).
 
     ``source_file`` is the POSIX path relative to ``raw_dir``. Metadata follows ``pipeline.metadata.resolve``.
 
     Args:
         raw_dir: the folder to scan.
-        workers: worker processes; default one per core when the folder has ``PARALLEL_MIN_FILES`` files or more,
-            else 1. The output does not depend on it.
+        workers: see ``ingest_paths``.
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
     """
     raw_dir = Path(raw_dir)
-    paths = list_files(raw_dir)
+    return ingest_paths(raw_dir, scan_folder(raw_dir).rel, workers)
+
+
+def ingest_paths(raw_dir: Path, rels: list[str], workers: int | None = None) -> IngestResult:
+    """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
+    and file rows, in the order of ``rels``.
+
+    Args:
+        raw_dir: the folder ``rels`` are relative to (sidecars and ``runs.csv`` are looked up beside each file).
+        rels: the files to parse.
+        workers: processes to parse in (this one included); default one per core when there are
+            ``PARALLEL_MIN_FILES`` files or more, else 1. The output does not depend on it.
+    Raises:
+        RuntimeError: a worker process failed (its stderr is quoted).
+    """
     if workers is None:
-        workers = (os.cpu_count() or 1) if len(paths) >= PARALLEL_MIN_FILES else 1
-    if workers <= 1 or len(paths) < 2 or not _spawn_can_import_main():
-        return _ingest_files(raw_dir, paths)
-    size = -(-len(paths) // workers)
-    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        parts = list(pool.map(_ingest_files, [raw_dir] * len(chunks), chunks))
-    return IngestResult(
-        runs=pa.concat_tables([p.runs for p in parts]),
-        rejects=pa.concat_tables([p.rejects for p in parts]),
-        files=pa.concat_tables([p.files for p in parts]),
-    )
+        workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
+    if workers <= 1 or len(rels) < 2:
+        return _ingest_files(raw_dir, rels)
+    # Blocks of files dealt round-robin, so every process gets a share of each folder (formats differ in cost);
+    # the rows are put back in scan order after, with a stable sort on each row's file position.
+    block = max(1, min(PARALLEL_BLOCK_FILES, len(rels) // (4 * workers)))
+    blocks = [rels[i:i + block] for i in range(0, len(rels), block)]
+    shares = [[rel for block in blocks[w::workers] for rel in block] for w in range(min(workers, len(blocks)))]
+    with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as tmp:
+        started = [_start_worker(raw_dir, share, Path(tmp) / f"share{w}") for w, share in enumerate(shares[1:], 1)]
+        parts = [_ingest_files(raw_dir, shares[0])]
+        parts += [_finish_worker(*worker) for worker in started]
+    order = pa.array(rels, pa.string())
+    return IngestResult(**{name: in_scan_order(pa.concat_tables([getattr(p, name) for p in parts]), order)
+                           for name in ("runs", "rejects", "files")})
 
 
-def _spawn_can_import_main() -> bool:
-    """Spawned workers re-import ``__main__``; a program read from stdin or ``-c`` has no file to import."""
-    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    return main_file is not None and Path(main_file).is_file()
+def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
+    """``table``'s rows sorted by the position of their ``source_file`` in ``order`` (stable: rows of one file
+    keep their relative order)."""
+    if table.num_rows == 0:
+        return table
+    position = pc.index_in(table["source_file"], value_set=order)
+    return table.take(pc.sort_indices(pa.table({"position": position}), sort_keys=[("position", "ascending")]))
 
 
-def _ingest_files(raw_dir: Path, paths: list[Path]) -> IngestResult:
+def _start_worker(raw_dir: Path, rels: list[str], prefix: Path) -> tuple[subprocess.Popen, Path, list[str]]:
+    """Start ``python -m pipeline.parse_worker`` on ``rels`` (NUL-separated in ``<prefix>.rels``)."""
+    prefix.with_suffix(".rels").write_bytes("\0".join(rels).encode("utf-8", "surrogateescape"))
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    with prefix.with_suffix(".stderr").open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "pipeline.parse_worker", os.fspath(raw_dir),
+                                    os.fspath(prefix)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=stderr, env=env)
+    return process, prefix, rels
+
+
+def _finish_worker(process: subprocess.Popen, prefix: Path, rels: list[str]) -> IngestResult:
+    """Wait for a worker and read its three Arrow IPC files.
+
+    Raises:
+        RuntimeError: the worker failed; names its files and quotes the end of its stderr.
+    """
+    code = process.wait()
+    if code != 0:
+        tail = prefix.with_suffix(".stderr").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"parse worker for {len(rels)} files ({rels[0]} … {rels[-1]}) exited with {code}:\n{tail}")
+    tables = {}
+    for name in ("runs", "rejects", "files"):
+        with pa.OSFile(os.fspath(prefix.with_suffix(f".{name}.arrow"))) as source:
+            tables[name] = pa.ipc.open_file(source).read_all()
+    return IngestResult(**tables)
+
+
+def write_result(result: IngestResult, prefix: Path) -> None:
+    """Write ``result`` as ``<prefix>.{runs,rejects,files}.arrow`` (Arrow IPC files; the parse worker's output)."""
+    for name in ("runs", "rejects", "files"):
+        table = getattr(result, name)
+        with pa.OSFile(os.fspath(prefix.with_suffix(f".{name}.arrow")), "wb") as sink:
+            with pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+
+
+def _ingest_files(raw_dir: Path, rels: list[str]) -> IngestResult:
+    root = os.fspath(raw_dir)
     runs: list[dict[str, Any]] = []
     rejects: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
-    manifests: dict[Path, dict[str, dict[str, str]]] = {}
-    for path in paths:
-        rel = path.relative_to(raw_dir).as_posix()
+    manifests: dict[str, dict[str, dict[str, str]]] = {}
+    for rel in rels:
+        path = os.path.join(root, rel)
         readout = _read(path)
         for reject in readout.rejects:
             rejects.append(_reject_row(rel, reject.source_format or readout.source_format, reject.row,
                                        reject.reason_code, reject.detail))
         n_runs = 0
         if readout.runs:
-            if path.parent not in manifests:
-                manifests[path.parent] = load_manifest(path.parent)
+            folder, name = posixpath.split(rel)
+            if folder not in manifests:
+                manifests[folder] = load_manifest(Path(root, folder))
+            try:  # read once per file; a bad sidecar rejects each of the file's runs
+                sidecar, sidecar_error = load_sidecar(Path(path + SIDECAR_SUFFIX)), None
+            except MetadataError as exc:
+                sidecar, sidecar_error = None, exc
             for row, fmt, parsed in readout.runs:
                 try:
-                    sidecar = load_sidecar(path.with_name(path.name + SIDECAR_SUFFIX))
+                    if sidecar_error is not None:
+                        raise sidecar_error
                     meta, sources, conflicts = resolve(
-                        parsed.in_file_meta, sidecar, manifests[path.parent].get(path.name), parsed.fallback_meta
-                    )
+                        parsed.in_file_meta, sidecar, manifests[folder].get(name), parsed.fallback_meta)
                 except MetadataError as exc:
                     rejects.append(_reject_row(rel, fmt, row, exc.reason_code, exc.detail))
                     continue
@@ -140,16 +253,22 @@ def _ingest_files(raw_dir: Path, paths: list[Path]) -> IngestResult:
     )
 
 
-def _read(path: Path) -> FileReadout:
+def _read(path: str) -> FileReadout:
     """``read_path`` plus the cases that are not content: symlinked folders and files that cannot be opened."""
-    if path.is_symlink() and path.is_dir():
-        target = os.readlink(path)
-        return FileReadout("symlinked_folder", rejects=[Reject(
-            None, "symlink_not_followed", f"symlink to folder {target!r} not followed (loops and double counting)")])
     try:
         return read_path(path)
+    except IsADirectoryError as exc:
+        if os.path.islink(path):
+            return FileReadout("symlinked_folder", rejects=[Reject(
+                None, "symlink_not_followed",
+                f"symlink to folder {os.readlink(path)!r} not followed (loops and double counting)")])
+        return _unreadable(exc)
     except OSError as exc:
-        return FileReadout("unreadable", rejects=[Reject(None, "unreadable_file", f"{type(exc).__name__}: {exc}")])
+        return _unreadable(exc)
+
+
+def _unreadable(exc: OSError) -> FileReadout:
+    return FileReadout("unreadable", rejects=[Reject(None, "unreadable_file", f"{type(exc).__name__}: {exc}")])
 
 
 def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dict, conflicts: list) -> dict:

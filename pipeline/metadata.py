@@ -11,6 +11,7 @@ quarantines it as ``metadata_conflict:<key>``.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -68,13 +69,21 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
     for key in METADATA_KEYS:
         if key not in raw:
             continue
+        given = raw[key]
         try:
-            value = _NORMALIZERS[key](raw[key])
+            value = _normalize_text(key, given) if type(given) is str else _NORMALIZERS[key](given)
         except (TypeError, ValueError) as exc:
             raise MetadataError(key, raw[key], source, str(exc)) from exc
         if value is not None:
             out[key] = value
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _normalize_text(key: str, text: str) -> Any:
+    """``_NORMALIZERS[key](text)``, remembered: a fleet's logs repeat the same few hundred strings (GPU names,
+    model paths, dates) across 100,000 runs. Errors are not cached; the results are immutable."""
+    return _NORMALIZERS[key](text)
 
 
 def load_sidecar(path: Path) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ Environment variables (DESIGN.md §2), defaults relative to the project root:
 - ``PIPELINE_RAW_DIR`` [data/sample]   folder scanned recursively for raw logs
 - ``PIPELINE_OUT_DIR`` [data/marts]    where the Parquet marts are written
 - ``PIPELINE_DB_PATH`` [data/warehouse.duckdb]
+- ``PIPELINE_CACHE_DIR`` [<PIPELINE_DB_PATH>.parse_cache]  the parse cache (pipeline/parse_cache.py)
 A relative value given in the environment is taken relative to the current directory, as a shell user expects.
 """
 
@@ -33,6 +34,15 @@ def env_path(name: str) -> str:
     if value:
         return str(Path(value).expanduser().resolve())
     return str(_DEFAULTS[name])
+
+
+def parse_cache_dir() -> str:
+    """Absolute path of the parse cache: ``PIPELINE_CACHE_DIR``, else ``<PIPELINE_DB_PATH>.parse_cache`` beside
+    the warehouse (a second warehouse, e.g. a test's, gets its own cache)."""
+    value = os.environ.get("PIPELINE_CACHE_DIR")
+    if value:
+        return str(Path(value).expanduser().resolve())
+    return env_path("PIPELINE_DB_PATH") + ".parse_cache"
 
 
 def sql_text(name: str) -> str:

@@ -17,7 +17,8 @@ NEW_RUN = SAMPLE_DIR / "vllm" / "mi355x" / "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vl
 
 def _tick(raw, cursor, instance):
     context = dg.build_sensor_context(cursor=cursor, instance=instance, resources={
-        "paths": PipelinePaths(raw_dir=str(raw), out_dir=str(raw.parent / "marts"))})
+        "paths": PipelinePaths(raw_dir=str(raw), out_dir=str(raw.parent / "marts"),
+                               cache_dir=str(raw.parent / "parse_cache"))})
     return raw_logs_sensor(context)
 
 
@@ -102,7 +103,8 @@ def test_nightly_schedule_covers_every_partition(tmp_path):
     (tmp_path / "dagster_home").mkdir()
     instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster_home"))
     with dg.build_schedule_context(instance=instance, resources={
-            "paths": PipelinePaths(raw_dir=str(SAMPLE_DIR), out_dir=str(tmp_path))}) as context:
+            "paths": PipelinePaths(raw_dir=str(SAMPLE_DIR), out_dir=str(tmp_path),
+                                  cache_dir=str(tmp_path / "parse_cache"))}) as context:
         request = nightly_refresh(context)
     keys = instance.get_dynamic_partitions("run_date")
     assert "undated" in keys and "2026-07-14" in keys

@@ -1,38 +1,35 @@
 """Automation: a sensor that notices new or changed raw logs and refreshes only the run dates they affect, and a
 nightly refresh of everything."""
 
-import hashlib
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 
 from pipeline.defs.jobs import refresh_all
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, all_partitions_tags, discover_partition_keys
 from pipeline.defs.resources import PipelinePaths
-from pipeline.ingest import ingest_folder
-from pipeline.schema import METADATA_KEYS, UNDATED
+from pipeline.parse_cache import ingest_folder_cached
+from pipeline.paths import sql_text
+from pipeline.schema import UNDATED
 
 FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included)
 
 
-def raw_dir_state(raw_dir: Path) -> dict[str, str]:
-    """What the sensor remembers: per run-date partition, a digest of its runs' content and resolved metadata
-    (so a changed sidecar or runs.csv counts) and of their power logs; plus ``_files``, a digest of every file's
-    path and sha256. Content hashes only: a file that is touched but not changed changes nothing."""
-    result = ingest_folder(raw_dir)
-    sha_of = dict(zip(result.files.column("source_file").to_pylist(), result.files.column("sha256").to_pylist()))
-    parts: dict[str, list[str]] = defaultdict(list)
-    for run in result.runs.to_pylist():
-        power = None
-        if run.get("power_log"):
-            power = sha_of.get((Path(run["source_file"]).parent / run["power_log"]).as_posix())
-        meta = {k: str(run.get(k)) for k in METADATA_KEYS}
-        parts[run["run_date_partition"]].append(
-            json.dumps([run["source_file"], run["source_row"], run["content_sha256"], meta, power], sort_keys=True))
-    state = {key: hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest() for key, rows in parts.items()}
-    state[FILES_KEY] = hashlib.sha256("\n".join(f"{p}\0{s}" for p, s in sorted(sha_of.items())).encode()).hexdigest()
+def raw_dir_state(raw_dir: Path, cache_dir: Path) -> dict[str, str]:
+    """What the sensor remembers (``sql/raw_partition_digests.sql``): per run-date partition, a digest of its runs'
+    content and resolved metadata (so a changed sidecar or runs.csv counts) and of their power logs; plus
+    ``_files``, a digest of every file's path and sha256. Content hashes only: a file that is touched but not
+    changed changes nothing. Parses only files changed since the parse cache was written (and updates it)."""
+    result, _ = ingest_folder_cached(raw_dir, cache_dir)
+    with duckdb.connect() as conn:
+        conn.register("runs", result.runs)
+        conn.register("files", result.files)
+        state = dict(conn.execute(sql_text("raw_partition_digests")).fetchall())
+        state[FILES_KEY] = conn.execute(
+            "select sha256(string_agg(source_file || chr(0) || coalesce(sha256, ''), chr(10) order by source_file)) "
+            "from files").fetchone()[0]
     return state
 
 
@@ -43,7 +40,7 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     raw_dir = Path(paths.raw_dir)
     if not raw_dir.is_dir():
         return dg.SkipReason(f"raw dir {raw_dir} does not exist")
-    state = raw_dir_state(raw_dir)
+    state = raw_dir_state(raw_dir, Path(paths.cache_dir))
     seen = json.loads(context.cursor) if context.cursor else {}
     changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY} if state.get(k) != seen.get(k))
     if not changed and state[FILES_KEY] != seen.get(FILES_KEY):
@@ -65,7 +62,7 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
 def nightly_refresh(context: dg.ScheduleEvaluationContext, paths: PipelinePaths):
     """Fires every night at 02:00 UTC, after the fleet's nightly drop: registers any new run dates and refreshes
     every partition and every mart in one run."""
-    keys = discover_partition_keys(paths.raw_dir)
+    keys = discover_partition_keys(paths.raw_dir, paths.cache_dir)
     known = set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
     if set(keys) - known:
         context.instance.add_dynamic_partitions(RUN_DATE_PARTITIONS.name, sorted(set(keys) - known))

@@ -28,12 +28,13 @@ def all_partitions_tags(instance: dg.DagsterInstance) -> dict[str, str]:
     return {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
 
 
-def discover_partition_keys(raw_dir: str) -> list[str]:
-    """Every run-date partition the logs under ``raw_dir`` populate (parses the folder), plus ``undated``."""
+def discover_partition_keys(raw_dir: str, cache_dir: str) -> list[str]:
+    """Every run-date partition the logs under ``raw_dir`` populate, plus ``undated``. Parses only what changed
+    since the parse cache was written (and updates it, so the ingest that follows parses nothing again)."""
     from pathlib import Path
 
-    from pipeline.ingest import ingest_folder
+    from pipeline.parse_cache import ingest_folder_cached
     from pipeline.schema import UNDATED
 
-    runs = ingest_folder(Path(raw_dir)).runs
+    runs = ingest_folder_cached(Path(raw_dir), Path(cache_dir))[0].runs
     return sorted(set(runs.column("run_date_partition").to_pylist()) | {UNDATED})

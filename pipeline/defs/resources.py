@@ -11,7 +11,7 @@ import dagster as dg
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-from pipeline.paths import env_path
+from pipeline.paths import env_path, parse_cache_dir
 
 # Every asset that writes the warehouse runs in this pool; dagster.yaml limits it to 1 (DuckDB has one writer).
 WAREHOUSE_POOL = "duckdb_warehouse"
@@ -23,10 +23,12 @@ class PipelinePaths(dg.ConfigurableResource):
     Attributes:
         raw_dir: scanned recursively for raw logs, sidecars, manifests.
         out_dir: where the Parquet marts (``runs``, ``quarantine``, ``frontiers``, ``comparisons``) are written.
+        cache_dir: the parse cache (``pipeline.parse_cache``): what each raw file gave when last parsed.
     """
 
     raw_dir: str
     out_dir: str
+    cache_dir: str
 
     def mart(self, name: str) -> Path:
         """Path of mart ``<out_dir>/<name>.parquet``."""
@@ -78,8 +80,9 @@ def warehouse_resource() -> Warehouse:
 
 
 def paths_resource() -> PipelinePaths:
-    """Raw and mart folders from ``PIPELINE_RAW_DIR`` / ``PIPELINE_OUT_DIR``."""
-    return PipelinePaths(raw_dir=env_path("PIPELINE_RAW_DIR"), out_dir=env_path("PIPELINE_OUT_DIR"))
+    """Raw, mart and parse-cache folders from ``PIPELINE_RAW_DIR`` / ``PIPELINE_OUT_DIR`` / ``PIPELINE_CACHE_DIR``."""
+    return PipelinePaths(raw_dir=env_path("PIPELINE_RAW_DIR"), out_dir=env_path("PIPELINE_OUT_DIR"),
+                         cache_dir=parse_cache_dir())
 
 
 @dg.definitions

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -66,7 +67,7 @@ class FileReadout:
     size_bytes: int = 0
 
 
-def read_path(path: Path) -> FileReadout:
+def read_path(path: str | os.PathLike) -> FileReadout:
     """Classify and parse the file at ``path`` (content hash and size included).
 
     Small files are read whole; files over ``LARGE_FILE_BYTES`` are hashed in chunks and, when they are a JSON
@@ -75,12 +76,15 @@ def read_path(path: Path) -> FileReadout:
     Raises:
         OSError: the file cannot be opened (the caller records ``unreadable_file``).
     """
-    size = path.stat().st_size
+    path = os.fspath(path)
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read() if size <= LARGE_FILE_BYTES else b""
     if size <= LARGE_FILE_BYTES:
-        data = path.read_bytes()
-        readout = read_file(path.name, data)
+        readout = read_file(os.path.basename(path), data)
         readout.sha256, readout.size_bytes = hashlib.sha256(data).hexdigest(), len(data)
         return readout
+    path = Path(path)
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         head = handle.read(4096)

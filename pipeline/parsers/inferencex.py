@@ -57,7 +57,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
 def per_gpu_metrics(m: Mapping[str, Any]) -> ParsedRun:
     """Latencies (seconds keys ``{stat}_{metric}``) and reported per-GPU throughputs of an InferenceX row."""
     run = ParsedRun()
-    run.values.update(latency_block(m, lambda stat, metric: f"{stat}_{metric}", 1.0))
+    run.values.update(latency_block(m, "{stat}_{metric}", 1.0))
     run.values["latency_unit_in_file"] = "s"
     run.values["percentile_method"] = "linear_interpolation"
     run.values.update(

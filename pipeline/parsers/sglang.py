@@ -38,8 +38,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         FieldError: a present field of the wrong type.
     """
     run = ParsedRun()
-    key_names = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e_latency"}
-    run.values.update(latency_block(doc, lambda stat, metric: f"{stat}_{key_names[metric]}_ms", 1e-3))
+    run.values.update(latency_block(doc, "{stat}_{metric}_ms", 1e-3, renames=(("e2el", "e2e_latency"),)))
     run.values["latency_unit_in_file"] = "ms"
     run.values["percentile_method"] = "linear_interpolation"
 

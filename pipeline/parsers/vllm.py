@@ -56,10 +56,10 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     run = ParsedRun()
     ms_keys = any(k in doc for k in _MS_PROBES)
     if ms_keys:
-        run.values.update(latency_block(doc, lambda stat, metric: f"{stat}_{metric}_ms", 1e-3))
+        run.values.update(latency_block(doc, "{stat}_{metric}_ms", 1e-3))
         run.values["latency_unit_in_file"] = "ms"
     else:
-        run.values.update(latency_block(doc, lambda stat, metric: f"{stat}_{metric}", 1.0))
+        run.values.update(latency_block(doc, "{stat}_{metric}", 1.0))
         run.values["latency_unit_in_file"] = "s"
     run.values["percentile_method"] = "linear_interpolation"  # numpy.percentile in the client
 

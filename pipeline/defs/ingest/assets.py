@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
-from pipeline.ingest import IngestResult, ingest_folder
+from pipeline.ingest import IngestResult
+from pipeline.parse_cache import ingest_folder_cached
 from pipeline.storage import replace_partitions, write_table
 
 
@@ -39,9 +40,12 @@ def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths
     those dates' rows. Also rewrites ``raw_rejects`` (rows and files that gave no run, with a reason code; stage
     ``ingest``) and ``raw_files`` (one row per file: kind, size, sha256, rows read), which are per file, not per
     date; rows of files that no longer exist are dropped from every partition.
+
+    Only files that changed since the last scan are parsed (``pipeline.parse_cache``: content hashes of the file,
+    its sidecar and its runs.csv); the rest come from the parse cache, with identical rows.
     """
     keys = list(context.partition_keys)
-    result = ingest_folder(Path(paths.raw_dir))
+    result, cache = ingest_folder_cached(Path(paths.raw_dir), Path(paths.cache_dir))
     mine = result.runs.filter(pc.is_in(result.runs["run_date_partition"], pa.array(keys)))
     with warehouse.get_connection() as conn:
         replace_partitions(conn, "raw_runs", mine, keys)
@@ -52,8 +56,9 @@ def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths
         write_table(conn, "raw_files", result.files)
     result = IngestResult(runs=mine, rejects=result.rejects, files=result.files)
     context.log.info(
-        f"{result.files.num_rows} files: {result.runs.num_rows} runs, {result.rejects.num_rows} rejected rows"
-    )
+        f"{result.files.num_rows} files ({cache.parsed} parsed, {cache.reused} from the parse cache): "
+        f"{result.runs.num_rows} runs in {keys[:3]}{'…' if len(keys) > 3 else ''}, "
+        f"{result.rejects.num_rows} rejected rows")
     formats = Counter(result.runs.column("source_format").to_pylist())
     kinds = Counter(result.files.column("kind").to_pylist())
     return dg.MaterializeResult(
@@ -62,6 +67,8 @@ def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths
                                                             "precision", "spec_decoding", "conc"]),
             "raw_dir": dg.MetadataValue.path(paths.raw_dir),
             "files_scanned": result.files.num_rows,
+            "files_parsed": cache.parsed,
+            "files_from_parse_cache": cache.reused,
             "rows_rejected_at_ingest": result.rejects.num_rows,
             "runs_by_format": counts_markdown(dict(formats), "source_format"),
             "files_by_kind": counts_markdown(dict(kinds), "kind"),

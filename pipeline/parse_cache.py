@@ -1,0 +1,214 @@
+"""Incremental ingest: a parse cache, so a run parses only the files that changed since the last scan.
+
+What a file gives (its runs, rejects and ledger row) depends on its own bytes, its sidecar ``<name>.meta.json``,
+its folder's ``runs.csv`` and the parser code, nothing else (power logs are read later, by ``run_power``). The
+cache records, per file (key: path relative to the raw folder), those rows with the sha256 of the file, of its
+sidecar and of its manifest as they were when parsed. A file is reused when all three are unchanged and
+``PARSER_VERSION`` (a hash of the parsing code) is the same; anything else is parsed again.
+
+A file's sha256 is taken from the cache without reading the file when its size and ``st_mtime_ns`` are the cached
+ones and its mtime is older than the cached scan by more than ``RACY_WINDOW_NS`` (git's "racy clean" rule: a file
+written in the same instant as the scan could change again without its mtime moving); otherwise it is hashed.
+A touched but unchanged file is therefore hashed, never re-parsed.
+
+The cache is three Parquet files (``files``, ``runs``, ``rejects``) under ``cache_dir``, each written atomically
+and stamped with one generation id; a reader that finds mixed generations (two writers at once, a writer killed
+between files), another raw folder or another parser version ignores the cache and parses everything. So the cache
+can only cost time, never change a result: ``ingest_folder_cached`` returns exactly what ``ingest_folder`` does
+(tested by content hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.ingest import FILE_SCHEMA, IngestResult, in_scan_order, ingest_paths, scan_folder
+from pipeline.paths import sql_text
+from pipeline.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.storage import write_parquet_atomic
+
+CACHE_FILE_SCHEMA = pa.schema([
+    *FILE_SCHEMA,
+    ("mtime_ns", pa.int64()),
+    ("sidecar_sha256", pa.string()),
+    ("manifest_sha256", pa.string()),
+])
+RACY_WINDOW_NS = 2_000_000_000
+_METADATA_KEY = b"inference_frontier.parse_cache"
+_CHANGED = "<changed>"  # a dependency whose content is not known yet: never equal to a recorded sha256
+
+
+def _parser_version() -> str:
+    """sha256 of the code that turns bytes into rows (parsers, metadata, keys, schema, ingest)."""
+    package = Path(__file__).resolve().parent
+    sources = sorted((package / "parsers").glob("*.py")) + [
+        package / name for name in ("metadata.py", "keys.py", "schema.py", "ingest.py", "parse_cache.py")]
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+PARSER_VERSION = _parser_version()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What one cached scan did. ``files`` = ``reused`` + ``parsed``; ``hashed`` files had a new size or mtime
+    (or a racy one) and were read to compare content; ``removed`` cached files are gone from disk; ``cache_used``
+    is False when there was no valid cache (first run, other folder, other parser version, torn write)."""
+
+    files: int
+    reused: int
+    parsed: int
+    hashed: int
+    removed: int
+    cache_used: bool
+
+
+@dataclass
+class _Cache:
+    files: pa.Table
+    runs: pa.Table
+    rejects: pa.Table
+    scan_started_ns: int
+
+
+def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = None,
+                         write: bool = True) -> tuple[IngestResult, CacheStats]:
+    """Scan ``raw_dir`` like ``pipeline.ingest.ingest_folder``, parsing only files that changed since the cache
+    under ``cache_dir`` was written, then (``write``) record the new state there.
+
+    The bookkeeping is column work in DuckDB (``sql/parse_cache_*.sql``); Python touches only the files that
+    changed: it hashes those whose stat moved and parses those whose content or metadata sources changed.
+
+    Args:
+        raw_dir: the raw folder.
+        cache_dir: the cache's folder (created when missing).
+        workers: parse workers for the files that need parsing (``ingest_paths``).
+        write: False to leave the cache as it is (a reader beside a running materialization).
+    Returns:
+        (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)``.
+    Raises:
+        FileNotFoundError: ``raw_dir`` is missing.
+    """
+    raw_dir, cache_dir = Path(raw_dir), Path(cache_dir)
+    scan_started_ns = time.time_ns()
+    listing = scan_folder(raw_dir)
+    cache = _load(cache_dir, raw_dir)
+    cached_files = cache.files if cache else CACHE_FILE_SCHEMA.empty_table()
+    listed = pa.table({
+        "source_file": pa.array(listing.rel, pa.string()),
+        "position": pa.array(range(len(listing.rel)), pa.int64()),
+        "size_bytes": pa.array(listing.size, pa.int64()),
+        "mtime_ns": pa.array(listing.mtime_ns, pa.int64()),
+    })
+    with duckdb.connect() as conn:
+        conn.register("listing", listed)
+        conn.register("cached_files", cached_files)
+        known = conn.sql(sql_text("parse_cache_stat"),
+                         params={"racy_before": (cache.scan_started_ns if cache else 0) - RACY_WINDOW_NS}
+                         ).to_arrow_table()
+        # content now: from the cache when the stat is clean, by hashing when a cached file's stat moved
+        sha_now = known.column("cached_sha256").to_pylist()
+        to_hash = pc.and_(pc.and_(known["cached"], known["regular_file"]), pc.invert(known["stat_clean"]))
+        hashed = 0
+        for index in pc.indices_nonzero(to_hash).to_pylist():
+            sha_now[index] = _sha256_file(raw_dir / listing.rel[index])
+            hashed += 1
+        unknown = pc.invert(pc.or_(known["stat_clean"], to_hash)).to_pylist()
+        sha_now = [_CHANGED if u or sha is None else sha for sha, u in zip(sha_now, unknown)]
+        conn.register("file_shas", pa.table({"source_file": listed["source_file"], "sha256": sha_now}))
+        conn.execute(f"create temp view current_dependencies as {sql_text('parse_cache_dependencies')}")
+        reused = conn.sql(sql_text("parse_cache_reuse")).to_arrow_table().column("source_file")
+        reused_set = set(reused.to_pylist())
+        to_parse = [rel for rel in listing.rel if rel not in reused_set]
+        fresh = ingest_paths(raw_dir, to_parse, workers)
+
+        order = listed["source_file"]
+        result = IngestResult(
+            runs=_in_listing_order(_rows_of(cache and cache.runs, reused, RUN_SCHEMA), fresh.runs, order),
+            rejects=_in_listing_order(_rows_of(cache and cache.rejects, reused, QUARANTINE_SCHEMA), fresh.rejects,
+                                      order),
+            files=_in_listing_order(_rows_of(cache and cache.files, reused, CACHE_FILE_SCHEMA)
+                                    .select(FILE_SCHEMA.names).cast(FILE_SCHEMA), fresh.files, order),
+        )
+        removed = cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0)
+        if write and (to_parse or hashed or removed or cache is None):
+            conn.register("file_shas", result.files.select(["source_file", "sha256"]))
+            dependencies = conn.sql(f"select * from ({sql_text('parse_cache_dependencies')}) "
+                                    "join listing using (source_file) order by position").to_arrow_table()
+            _save(cache_dir, raw_dir, scan_started_ns, result, dependencies)
+    stats = CacheStats(len(listing.rel), reused.length(), len(to_parse), hashed, removed, cache is not None)
+    return result, stats
+
+
+def _sha256_file(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _rows_of(table: pa.Table | None, files: pa.ChunkedArray, schema: pa.Schema) -> pa.Table:
+    """The rows of ``table`` that belong to ``files`` (empty table of ``schema`` when there is no cache)."""
+    if table is None or files.length() == 0:
+        return schema.empty_table()
+    return table.filter(pc.is_in(table["source_file"], files))
+
+
+def _in_listing_order(cached: pa.Table, fresh: pa.Table, order: pa.ChunkedArray) -> pa.Table:
+    """Cached and fresh rows in the order ``ingest_folder`` gives. The cache is saved in scan order, so cached
+    rows alone need no sort; each file's rows come wholly from one side."""
+    if fresh.num_rows == 0:
+        return cached.cast(fresh.schema)
+    return in_scan_order(pa.concat_tables([cached.cast(fresh.schema), fresh]), order.combine_chunks())
+
+
+def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
+    return table.replace_schema_metadata({_METADATA_KEY: orjson.dumps(stamp)})
+
+
+def _save(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult,
+          dependencies: pa.Table) -> None:
+    """Write the three cache files, one generation. ``dependencies`` has one row per file of ``result.files``, in
+    the same order, with the scan's ``mtime_ns`` (taken before parsing: a file changed meanwhile is caught by
+    the next scan) and the sidecar and manifest sha256 the file was parsed with."""
+    stamp = {"generation": uuid.uuid4().hex, "parser_version": PARSER_VERSION,
+             "raw_dir": str(raw_dir.resolve()), "scan_started_ns": scan_started_ns}
+    files = result.files
+    for name in ("mtime_ns", "sidecar_sha256", "manifest_sha256"):
+        files = files.append_column(name, dependencies[name])
+    for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files.cast(CACHE_FILE_SCHEMA))):
+        write_parquet_atomic(_stamp(table, stamp), cache_dir / f"{name}.parquet")
+
+
+def _load(cache_dir: Path, raw_dir: Path) -> _Cache | None:
+    """The cache, or None when it is missing, torn (mixed generations), for another folder or parser version."""
+    tables, stamps = {}, []
+    for name, schema in (("files", CACHE_FILE_SCHEMA), ("runs", RUN_SCHEMA), ("rejects", QUARANTINE_SCHEMA)):
+        try:
+            table = pq.read_table(cache_dir / f"{name}.parquet")
+            stamps.append(orjson.loads((table.schema.metadata or {})[_METADATA_KEY]))
+            tables[name] = table.replace_schema_metadata(None).cast(schema)
+        except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
+            return None
+    first = stamps[0]
+    if any(s.get("generation") != first.get("generation") for s in stamps) \
+            or first.get("parser_version") != PARSER_VERSION or first.get("raw_dir") != str(raw_dir.resolve()):
+        return None
+    return _Cache(tables["files"], tables["runs"], tables["rejects"], int(first["scan_started_ns"]))

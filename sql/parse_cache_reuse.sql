@@ -1,0 +1,9 @@
+-- Files whose cached rows are still what parsing them would give (pipeline/parse_cache.py): the file, its
+-- sidecar and its runs.csv have the content they had when it was parsed. Inputs: current_dependencies
+-- (sql/parse_cache_dependencies.sql over today's known contents), cached_files (CACHE_FILE_SCHEMA).
+select d.source_file
+from current_dependencies d
+join cached_files c using (source_file)
+where d.sha256 = c.sha256
+  and d.sidecar_sha256 is not distinct from c.sidecar_sha256
+  and d.manifest_sha256 is not distinct from c.manifest_sha256

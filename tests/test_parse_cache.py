@@ -1,0 +1,156 @@
+"""The parse cache (pipeline/parse_cache.py): a cached scan returns exactly what a full parse returns, and parses
+only the files whose content, sidecar or runs.csv changed."""
+
+import json
+import os
+import shutil
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REAL_LOGS, SAMPLE_DIR
+from pipeline.ingest import ingest_folder
+from pipeline.parse_cache import ingest_folder_cached
+from pipeline.storage import content_hash
+
+VLLM_DIR = "vllm/mi355x"
+VLLM_RUN = "vllm/mi355x/qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json"
+
+
+def _same(a, b) -> bool:
+    """Same rows (content hash) in the same order (source files) for runs, rejects and files."""
+    return all(content_hash(getattr(a, t)) == content_hash(getattr(b, t))
+               and getattr(a, t).column("source_file").equals(getattr(b, t).column("source_file"))
+               for t in ("runs", "rejects", "files"))
+
+
+def _age(folder, seconds=3600):
+    """Move every file's mtime into the past, out of the racy window, as for logs written long ago."""
+    past = time.time_ns() - seconds * 1_000_000_000
+    for path in folder.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(past, past))
+
+
+@pytest.fixture
+def raw(tmp_path):
+    folder = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR, folder)
+    _age(folder)
+    return folder
+
+
+@pytest.mark.parametrize("folder", [SAMPLE_DIR, REAL_LOGS], ids=["sample", "real-logs"])
+def test_cached_scan_equals_full_parse(folder, tmp_path):
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not present")
+    full = ingest_folder(folder)
+    cold, cold_stats = ingest_folder_cached(folder, tmp_path / "cache")
+    warm, warm_stats = ingest_folder_cached(folder, tmp_path / "cache")
+    assert (cold_stats.cache_used, cold_stats.parsed) == (False, full.files.num_rows)
+    assert (warm_stats.cache_used, warm_stats.parsed, warm_stats.reused) == (True, 0, full.files.num_rows)
+    assert _same(full, cold) and _same(full, warm)
+
+
+def test_unchanged_old_files_are_neither_read_nor_parsed(raw, tmp_path):
+    ingest_folder_cached(raw, tmp_path / "cache")
+    _, stats = ingest_folder_cached(raw, tmp_path / "cache")
+    assert (stats.parsed, stats.hashed, stats.removed) == (0, 0, 0)
+
+
+def test_new_file_is_the_only_one_parsed(raw, tmp_path):
+    ingest_folder_cached(raw, tmp_path / "cache")
+    doc = json.loads((raw / VLLM_RUN).read_text())
+    doc["duration"] *= 1.01
+    (raw / "vllm" / "new_run.json").write_text(json.dumps(doc))
+    result, stats = ingest_folder_cached(raw, tmp_path / "cache")
+    assert (stats.parsed, stats.hashed) == (1, 0)
+    assert "vllm/new_run.json" in result.runs.column("source_file").to_pylist()
+    assert _same(ingest_folder(raw), result)
+
+
+def test_changed_sidecar_reparses_its_run_with_the_new_metadata(raw, tmp_path):
+    ingest_folder_cached(raw, tmp_path / "cache")
+    sidecar = raw / (VLLM_RUN + ".meta.json")
+    meta = json.loads(sidecar.read_text())
+    meta["image"] = "vllm/vllm-openai:v0.99.0"
+    sidecar.write_text(json.dumps(meta))
+    result, stats = ingest_folder_cached(raw, tmp_path / "cache")
+    assert stats.parsed == 2  # the sidecar itself (a ledger row) and the run it describes
+    (run,) = [r for r in result.runs.to_pylist() if r["source_file"] == VLLM_RUN]
+    assert run["image"] == "vllm/vllm-openai:v0.99.0"
+    assert _same(ingest_folder(raw), result)
+
+
+def test_changed_runs_csv_reparses_its_folder_only(raw, tmp_path):
+    manifest = next(raw.rglob("runs.csv"))
+    folder_files = [p for p in manifest.parent.iterdir() if p.is_file()]
+    ingest_folder_cached(raw, tmp_path / "cache")
+    manifest.write_text(manifest.read_text() + "\n")  # same rows, new bytes
+    result, stats = ingest_folder_cached(raw, tmp_path / "cache")
+    assert stats.parsed == len(folder_files)
+    assert _same(ingest_folder(raw), result)
+
+
+def test_touched_but_unchanged_file_is_hashed_not_parsed(raw, tmp_path):
+    ingest_folder_cached(raw, tmp_path / "cache")
+    os.utime(raw / VLLM_RUN)  # mtime now, content the same
+    _, stats = ingest_folder_cached(raw, tmp_path / "cache")
+    assert (stats.hashed, stats.parsed) == (1, 0)
+
+
+def test_same_size_rewrite_with_restored_mtime_is_caught_in_the_racy_window(tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR / "vllm", raw, copy_function=shutil.copy)  # mtimes now: inside the racy window
+    path = raw / "mi355x" / "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json"
+    ingest_folder_cached(raw, tmp_path / "cache")
+    before = os.stat(path)
+    text = path.read_text()
+    changed = text.replace('"num_prompts": 80', '"num_prompts": 81')
+    assert changed != text and len(changed) == len(text)
+    path.write_text(changed)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime: stat cannot tell
+    result, _ = ingest_folder_cached(raw, tmp_path / "cache")
+    (run,) = [r for r in result.runs.to_pylist() if r["source_file"].endswith(path.name)]
+    assert run["num_prompts"] == 81
+
+
+def test_removed_file_leaves_every_table(raw, tmp_path):
+    ingest_folder_cached(raw, tmp_path / "cache")
+    (raw / VLLM_RUN).unlink()
+    result, stats = ingest_folder_cached(raw, tmp_path / "cache")
+    assert stats.removed == 1
+    assert VLLM_RUN not in result.files.column("source_file").to_pylist()
+    assert _same(ingest_folder(raw), result)
+
+
+def test_torn_cache_is_ignored_not_trusted(raw, tmp_path):
+    """Two writers at once can leave files of different generations: the reader parses everything instead."""
+    cache = tmp_path / "cache"
+    ingest_folder_cached(raw, cache)
+    old_runs = pq.read_table(cache / "runs.parquet")
+    (raw / VLLM_RUN).unlink()
+    ingest_folder_cached(raw, cache)
+    pq.write_table(old_runs, cache / "runs.parquet")  # runs of the first generation beside files of the second
+    result, stats = ingest_folder_cached(raw, cache)
+    assert not stats.cache_used
+    assert _same(ingest_folder(raw), result)
+
+
+def test_cache_of_another_folder_is_not_used(raw, tmp_path):
+    ingest_folder_cached(raw, tmp_path / "cache")
+    other = tmp_path / "other"
+    shutil.copytree(raw, other)
+    (other / VLLM_RUN).write_text((other / VLLM_RUN).read_text().replace('"num_prompts": 80', '"num_prompts": 81'))
+    result, stats = ingest_folder_cached(other, tmp_path / "cache")
+    assert not stats.cache_used
+    assert _same(ingest_folder(other), result)
+
+
+def test_failed_parse_worker_is_an_error_naming_its_files(monkeypatch):
+    import pipeline.ingest
+
+    monkeypatch.setattr(pipeline.ingest.sys, "executable", "/bin/false")
+    with pytest.raises(RuntimeError, match=r"parse worker for \d+ files \(.+ … .+\) exited with 1"):
+        ingest_folder(SAMPLE_DIR, workers=2)
