@@ -212,14 +212,21 @@ def build_frontiers(runs: Sequence[Mapping[str, Any]], sides: Iterable[Side]) ->
             metrics, ``conc``).
         sides: the sides to build; a side without runs yields no rows.
     """
-    index: dict[tuple, list[Mapping[str, Any]]] = {}
-    for r in runs:
-        index.setdefault((r["price_book"], r["model"], r["isl"], r["osl"], r["hw"], r["precision"]), []).append(r)
+    # run positions by (book, model, isl, osl, hw, precision) and then (spec_decoding, framework): a side takes
+    # one sub-list, or several when a key is pooled; members keep the input order (ties on the frontier resolve
+    # the same way whatever the grouping)
+    index: dict[tuple, dict[tuple, list[int]]] = {}
+    for position, r in enumerate(runs):
+        base = (r["price_book"], r["model"], r["isl"], r["osl"], r["hw"], r["precision"])
+        index.setdefault(base, {}).setdefault((r["spec_decoding"], r["framework"]), []).append(position)
     books = sorted({r["price_book"] for r in runs})
     rows: list[dict[str, Any]] = []
     for book, side in itertools.product(books, sorted(set(sides), key=lambda s: s.side_id)):
-        candidates = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision), [])
-        members = [r for r in candidates if side.matches(r)]
+        by_stack = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision), {})
+        positions = sorted(p for (spec, framework), stack in by_stack.items()
+                           if side.spec_decoding in (POOLED, spec) and side.framework in (POOLED, framework)
+                           for p in stack)
+        members = [runs[p] for p in positions]
         if not members:
             continue
         x = np.array([r["median_intvty"] for r in members], dtype=float)

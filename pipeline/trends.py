@@ -61,13 +61,13 @@ def build_trends(runs: Iterable[Mapping[str, Any]], target_intvty: float = DEFAU
         x = np.array([r["median_intvty"] for r in members], dtype=float)
         idx = pareto_frontier(x, [r["tput_per_gpu"] for r in members])
         xs = x[idx]
-        values = {}
-        for metric in TREND_METRICS:
+        in_range = bool(xs[0] <= target_intvty <= xs[-1])
+        values = dict.fromkeys(TREND_METRICS)
+        for metric in TREND_METRICS if in_range else ():  # outside the frontier every value is null: no spline
             ys = [members[i]["conc" if metric == "concurrency" else metric] for i in idx]
             # a metric some frontier point lacks (e.g. output tok/s in an export row) is null, not bridged
             values[metric] = (interpolate(xs, ys, [target_intvty], clamp=False)[0]
                               if all(y is not None for y in ys) else None)
-        in_range = bool(xs[0] <= target_intvty <= xs[-1])
         rows.append({
             "price_book": key[0], **dict(zip(GROUP_KEYS, key[1:-1])), "run_date": key[-1],
             "target_intvty": float(target_intvty), "runs": len(members), "frontier_points": len(idx),

@@ -7,11 +7,12 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
+from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
 from pipeline.reference import DEFAULT_PRICE_BOOK
 from pipeline.report import build_report
-from pipeline.storage import write_parquet_atomic, write_table
+from pipeline.storage import replace_partitions, write_parquet_atomic
 from pipeline.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
@@ -25,7 +26,8 @@ class TrendConfig(dg.Config):
 
 
 @dg.asset(key=["marts", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
-          deps=[RUN_METRICS_KEY], pool=WAREHOUSE_POOL)
+          deps=[RUN_METRICS_KEY], pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS,
+          backfill_policy=SINGLE_RUN)
 def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: DuckDBResource,
            paths: PipelinePaths) -> dg.MaterializeResult:
     """Historical trend: for each frontier group (model, isl, osl, hw, framework, precision, spec_decoding), price
@@ -33,16 +35,27 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens), ``tok_s_per_mw``,
     ``concurrency``; null with ``in_range`` false when the target lies outside that day's frontier
     (DESIGN.md §4 trend rule: no clamping, no extrapolation). Mart: ``trends.parquet``.
+
+    Partitioned by run date like ``run_metrics``: a day's row depends on that day's runs alone, so a new night
+    computes only its own rows (``undated`` runs have no place on a time axis and give none).
     """
+    keys = list(context.partition_keys)
     columns = ", ".join(["price_book", "run_date", "median_intvty", "conc", *GROUP_KEYS,
                          *[m for m in TREND_METRICS if m != "concurrency"]])
     with warehouse.get_connection() as conn:
-        runs = conn.sql(f"select {columns} from run_metrics").to_arrow_table().to_pylist()
-        table = build_trends(runs, config.target_intvty)
-        write_table(conn, "trends", table)
+        runs = conn.sql(f"select {columns} from run_metrics where list_contains($keys, run_date_partition)",
+                        params={"keys": keys}).to_arrow_table().to_pylist()
+        fresh = build_trends(runs, config.target_intvty)
+        replace_partitions(conn, "trends", fresh, keys, key_column="strftime(run_date, '%Y-%m-%d')")
+        # days whose runs are all gone (files removed) leave the mart
+        conn.execute("delete from trends where strftime(run_date, '%Y-%m-%d') not in "
+                     "(select run_date_partition from run_metrics)")
+        table = conn.sql("select * from trends order by run_date, price_book, model, isl, osl, hw, framework, "
+                         "precision, spec_decoding").to_arrow_table()
     path = write_parquet_atomic(table, paths.mart("trends"))
     in_range = sum(table.column("in_range").to_pylist())
-    context.log.info(f"trends: {table.num_rows} (group, date) rows, {in_range} with the target in range")
+    context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates; mart {table.num_rows} "
+                     f"rows, {in_range} with the target in range")
     return dg.MaterializeResult(metadata={
         **table_metadata(table, path=path, preview_columns=["run_date", "hw", "framework", "precision",
                                                             "spec_decoding", "in_range", "tput_per_gpu"]),
