@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pipeline.reference import DEFAULT_PRICE_BOOK
+from pipeline.storage import read_mart
 
 # The stages, in dependency order; each is one Dagster run over these assets and their checks.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -148,11 +149,12 @@ def _compare(args: argparse.Namespace) -> int:
     from pipeline.comparisons import POOLED, Side, build_frontiers, compare, frontiers_by_side, make_comparison
     from pipeline.paths import env_path
 
-    runs_path = Path(env_path("PIPELINE_OUT_DIR")) / "runs.parquet"
-    if not runs_path.is_file():
-        print(f"{runs_path} not found: run `python -m pipeline run` first", file=sys.stderr)
+    out_dir = Path(env_path("PIPELINE_OUT_DIR"))
+    try:
+        runs = [r for r in read_mart(out_dir, "runs").to_pylist() if r["price_book"] == args.price_book]
+    except FileNotFoundError:
+        print(f"no runs mart in {out_dir}: run `python -m pipeline run` first", file=sys.stderr)
         return 1
-    runs = [r for r in pq.read_table(runs_path).to_pylist() if r["price_book"] == args.price_book]
     base = {"model": args.model, "isl": args.isl, "osl": args.osl}
     sides = []
     for given in (args.a, args.b):
@@ -183,7 +185,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def summary(out_dir: Path, raw_dir: Path) -> str:
     """Counts from the marts and one comparison table, as printed after ``run``."""
-    runs = pq.read_table(out_dir / "runs.parquet")
+    runs = read_mart(out_dir, "runs")
     quarantine = pq.read_table(out_dir / "quarantine.parquet")
     comparisons = pq.read_table(out_dir / "comparisons.parquet")
     ids = comparisons.column("comparison_id").to_pylist()
@@ -192,7 +194,8 @@ def summary(out_dir: Path, raw_dir: Path) -> str:
     rejected = {code: n for code, n in reasons.items() if code not in not_runs}
     lines = [
         f"raw logs:        {raw_dir}",
-        f"marts:           {out_dir}/{{runs,quarantine,frontiers,comparisons}}.parquet",
+        f"marts:           {out_dir}/{{quarantine,frontiers,comparisons,ingest_ledger}}.parquet, "
+        f"runs/ and trends/ (model=…/run_date=…)",
         f"runs accepted:   {runs.num_rows}",
         f"quarantined:     {sum(rejected.values())} rows {_by_reason(rejected)}",
         f"not run logs:    {sum(not_runs.values())} files recorded in quarantine {_by_reason(not_runs)}",

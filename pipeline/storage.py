@@ -6,12 +6,14 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import orjson
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32(): "int32", pa.int64(): "int64",
@@ -70,14 +72,79 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> Path:
     return path
 
 
-def _remove_stale_temporaries(path: Path) -> None:
-    """Delete temporaries of ``path`` left by writers that were killed (their pid no longer runs)."""
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+# Run-level marts are Hive-partitioned folders, <mart>/model=<model key>/run_date=<YYYY-MM-DD>/part-0.parquet
+# (undated runs: run_date=__HIVE_DEFAULT_PARTITION__, read back as null), so a night rewrites one date's files and
+# DuckDB (hive_partitioning), Polars (hive_partitioning) or Spark read the folder in place.
+HIVE_PARTITIONING = ds.partitioning(pa.schema([("model", pa.string()), ("run_date", pa.date32())]), flavor="hive")
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def replace_hive_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -> list[Path]:
+    """Make the ``run_date`` partitions ``dates`` (``YYYY-MM-DD`` or ``undated``) of the Hive-partitioned mart
+    ``base_dir`` hold exactly ``table``'s rows, leaving every other date's files untouched.
+
+    ``table`` needs ``model`` (string) and ``run_date`` (date32, null = undated) and only rows of ``dates``; both
+    columns live in the folder names, not in the files. Written with ``pyarrow.dataset.write_dataset`` into a
+    staging folder beside ``base_dir``, then each file renamed into place (atomic per file: a reader sees a
+    partition old or new, never half-written); (model, date) folders of ``dates`` that got no rows (their runs
+    are gone) are removed after. Staging folders of killed writers, and ``<base_dir>.parquet`` (the single-file
+    layout of earlier versions, which readers would otherwise find stale beside the folder), are removed first.
+
+    Returns:
+        The partition files written.
+    """
+    base_dir.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(base_dir, pattern=f".{base_dir.name}.staging-*")
+    base_dir.with_name(f"{base_dir.name}.parquet").unlink(missing_ok=True)
+    staging = base_dir.with_name(f".{base_dir.name}.staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        ds.write_dataset(table, staging, format="parquet", partitioning=HIVE_PARTITIONING,
+                         basename_template="part-{i}.parquet", existing_data_behavior="overwrite_or_ignore")
+        written = []
+        for file in sorted(staging.rglob("*.parquet")):
+            target = base_dir / file.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(file, target)
+            written.append(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    kept_folders = {path.parent for path in written}
+    date_folders = {f"run_date={HIVE_NULL if d == 'undated' else d}" for d in dates}
+    for model_dir in base_dir.glob("model=*"):
+        for folder in model_dir.iterdir():
+            if folder.name in date_folders and folder not in kept_folders:
+                shutil.rmtree(folder)
+        if not any(model_dir.iterdir()):
+            model_dir.rmdir()
+    return written
+
+
+def read_mart(out_dir: Path, name: str) -> pa.Table:
+    """A mart as one Arrow table: the Hive-partitioned folder ``<out_dir>/<name>/`` (with ``model`` and
+    ``run_date`` from the folder names) or the file ``<out_dir>/<name>.parquet``.
+
+    Raises:
+        FileNotFoundError: neither exists (the mart was never materialized).
+    """
+    folder = Path(out_dir) / name
+    if folder.is_dir():
+        return ds.dataset(folder, format="parquet", partitioning=HIVE_PARTITIONING).to_table()
+    return pq.read_table(Path(out_dir) / f"{name}.parquet")
+
+
+def _remove_stale_temporaries(path: Path, pattern: str | None = None) -> None:
+    """Delete temporaries of ``path`` (files ``.<name>.<pid>.tmp``, or what ``pattern`` matches, ending in
+    ``-<pid>``) left by writers that were killed (their pid no longer runs)."""
+    for stale in path.parent.glob(pattern or f".{path.name}.*.tmp"):
         try:
-            pid = int(stale.name.rsplit(".", 2)[-2])
+            pid = int(stale.name.rsplit("-", 1)[-1] if pattern else stale.name.rsplit(".", 2)[-2])
             os.kill(pid, 0)
         except ProcessLookupError:
-            stale.unlink(missing_ok=True)
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
         except (ValueError, PermissionError):
             continue
 

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
-import pyarrow.parquet as pq
 import pytest
+
+from pipeline.storage import read_mart
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "data" / "sample"
@@ -50,7 +51,7 @@ class PipelineRun:
     db_path: Path
 
     def mart(self, name: str):
-        return pq.read_table(self.out_dir / f"{name}.parquet")
+        return read_mart(self.out_dir, name)
 
     def check_results(self) -> dict[str, bool]:
         return {

@@ -31,8 +31,12 @@ class PipelinePaths(dg.ConfigurableResource):
     cache_dir: str
 
     def mart(self, name: str) -> Path:
-        """Path of mart ``<out_dir>/<name>.parquet``."""
+        """Path of the single-file mart ``<out_dir>/<name>.parquet``."""
         return Path(self.out_dir) / f"{name}.parquet"
+
+    def mart_folder(self, name: str) -> Path:
+        """Folder of the Hive-partitioned mart ``<out_dir>/<name>/`` (``model=…/run_date=…/part-0.parquet``)."""
+        return Path(self.out_dir) / name
 
 
 class WarehouseLockedError(RuntimeError):

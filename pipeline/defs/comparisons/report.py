@@ -12,7 +12,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
 from pipeline.reference import DEFAULT_PRICE_BOOK
 from pipeline.report import build_report
-from pipeline.storage import replace_partitions, write_parquet_atomic
+from pipeline.storage import replace_hive_partitions, replace_partitions
 from pipeline.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
@@ -34,7 +34,8 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     book and ``run_date``, that day's frontier read at ``target_intvty`` (default 35 tok/s/user, run config):
     ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens), ``tok_s_per_mw``,
     ``concurrency``; null with ``in_range`` false when the target lies outside that day's frontier
-    (DESIGN.md §4 trend rule: no clamping, no extrapolation). Mart: ``trends.parquet``.
+    (DESIGN.md §4 trend rule: no clamping, no extrapolation). Mart: ``trends/``, Hive-partitioned
+    ``model=…/run_date=…``.
 
     Partitioned by run date like ``run_metrics``: a day's row depends on that day's runs alone, so a new night
     computes only its own rows (``undated`` runs have no place on a time axis and give none).
@@ -47,19 +48,22 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
                         params={"keys": keys}).to_arrow_table().to_pylist()
         fresh = build_trends(runs, config.target_intvty)
         replace_partitions(conn, "trends", fresh, keys, key_column="strftime(run_date, '%Y-%m-%d')")
-        # days whose runs are all gone (files removed) leave the mart
-        conn.execute("delete from trends where strftime(run_date, '%Y-%m-%d') not in "
-                     "(select run_date_partition from run_metrics)")
-        table = conn.sql("select * from trends order by run_date, price_book, model, isl, osl, hw, framework, "
-                         "precision, spec_decoding").to_arrow_table()
-    path = write_parquet_atomic(table, paths.mart("trends"))
+        # days whose runs are all gone (files removed) leave the table and the mart
+        emptied = conn.execute("delete from trends where strftime(run_date, '%Y-%m-%d') not in "
+                               "(select run_date_partition from run_metrics) "
+                               "returning strftime(run_date, '%Y-%m-%d')").fetchall()
+        dates = sorted(set(keys) | {row[0] for row in emptied})
+        table = conn.sql("select * from trends where list_contains($dates, strftime(run_date, '%Y-%m-%d')) "
+                         "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding",
+                         params={"dates": dates}).to_arrow_table()
+    folder = paths.mart_folder("trends")
+    replace_hive_partitions(table, folder, dates)
     in_range = sum(table.column("in_range").to_pylist())
-    context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates; mart {table.num_rows} "
-                     f"rows, {in_range} with the target in range")
+    context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates -> {folder}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=path, preview_columns=["run_date", "hw", "framework", "precision",
-                                                            "spec_decoding", "in_range", "tput_per_gpu"]),
-        "target_intvty": config.target_intvty, "rows_in_range": in_range})
+        **table_metadata(table, path=folder, preview_columns=["run_date", "hw", "framework", "precision",
+                                                              "spec_decoding", "in_range", "tput_per_gpu"]),
+        "target_intvty": config.target_intvty, "rows_in_range_in_these_dates": in_range})
 
 
 @dg.asset(key=["marts", "report"], group_name="comparisons", kinds={"html"},

@@ -14,7 +14,7 @@ from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.paths import sql_text
 from pipeline.power import POWER_SCHEMA, measure_runs
-from pipeline.storage import replace_partitions, write_parquet_atomic
+from pipeline.storage import replace_hive_partitions, replace_partitions
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
@@ -73,19 +73,26 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
       telemetry, ``power_invalid_reason`` says why).
 
     Grain: one row per (run, ``price_book``): costs and all-in power come from that book.
-    Formulas: DESIGN.md §3 (InferenceX utils/process_result.py and the dashboard). Mart: ``runs.parquet``.
+    Formulas: DESIGN.md §3 (InferenceX utils/process_result.py and the dashboard).
+    Mart: ``runs/``, Hive-partitioned ``model=…/run_date=…`` (``pipeline.storage.replace_hive_partitions``):
+    a run rewrites the files of its dates only (and of dates whose runs' files vanished).
     """
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
         fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys}).to_arrow_table()
         replace_partitions(conn, "run_metrics", fresh, keys)
-        conn.execute("delete from run_metrics where run_id not in (select run_id from validated_runs)")
-        table = conn.sql("select * from run_metrics order by price_book, source_file, source_row").to_arrow_table()
-    path = write_parquet_atomic(table, paths.mart("runs"))
-    context.log.info(f"run_metrics: {table.num_rows} runs -> {path}")
+        emptied = conn.execute("delete from run_metrics where run_id not in (select run_id from validated_runs) "
+                               "returning run_date_partition").fetchall()
+        dates = sorted(set(keys) | {row[0] for row in emptied})
+        table = conn.sql("select * from run_metrics where list_contains($dates, run_date_partition) "
+                         "order by price_book, source_file, source_row", params={"dates": dates}).to_arrow_table()
+        total = conn.execute("select count(*) from run_metrics").fetchone()[0]
+    written = replace_hive_partitions(table, paths.mart_folder("runs"), dates)
+    context.log.info(f"run_metrics: {table.num_rows} rows in {len(dates)} dates ({len(written)} partition files) "
+                     f"of {total} -> {paths.mart_folder('runs')}")
     return dg.MaterializeResult(metadata=table_metadata(
-        table, path=path,
+        table, path=paths.mart_folder("runs"),
         preview_columns=["model", "hw", "precision", "spec_decoding", "framework", "conc", "median_intvty",
                          "tput_per_gpu", "cost_per_mtok_hyperscaler", "tok_s_per_mw"],
     ))
