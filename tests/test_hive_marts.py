@@ -66,3 +66,13 @@ def test_a_killed_writers_staging_folder_is_removed(tmp_path):
     replace_hive_partitions(_runs([("dsr1", D1, 1.0)]), mart, ["2026-07-01"])
     assert not dead.exists() and mine.exists()
     assert not list(tmp_path.glob(f".runs.staging-{os.getpid()}"))
+
+
+def test_model_names_with_slashes_and_spaces_are_percent_encoded_and_read_back(tmp_path):
+    mart = tmp_path / "runs"
+    model = "deepseek-ai/DeepSeek R1=0528"
+    replace_hive_partitions(_runs([(model, D1, 1.0)]), mart, ["2026-07-01"])
+    assert _files(mart) == ["model=deepseek-ai%2FDeepSeek%20R1%3D0528/run_date=2026-07-01/part-0.parquet"]
+    assert read_mart(tmp_path, "runs").to_pylist() == [{"tput_per_gpu": 1.0, "model": model, "run_date": D1}]
+    assert duckdb.sql(f"select model from read_parquet('{mart}/**/*.parquet', hive_partitioning = true)")\
+        .fetchall() == [(model,)]

@@ -37,7 +37,10 @@ def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
         runs = conn.sql("select v.*, c.num_gpus from validated_runs v join run_gpu_counts c using (run_id) "
-                        "where list_contains($keys, v.run_date_partition)", params={"keys": keys}).to_arrow_table()
+                        "where list_contains($keys, v.run_date_partition) "
+                        # the runs measure_runs reads; the rest have no power to measure (no per-row Python)
+                        "and (v.power_log is not null or v.reported_avg_power_w_per_gpu is not null)",
+                        params={"keys": keys}).to_arrow_table()
         table = pa.Table.from_pylist(measure_runs(runs.to_pylist(), Path(paths.raw_dir)), schema=POWER_SCHEMA)
         replace_partitions(conn, "run_power", table, keys)
         conn.execute("delete from run_power where run_id not in (select run_id from validated_runs)")
