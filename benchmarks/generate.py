@@ -32,8 +32,11 @@ def configs() -> list[Config]:
     return out
 
 
-def generate(n_runs: int, out: Path, seed: int = 7) -> int:
-    """Write about ``n_runs`` runs under ``out`` (replaced); returns the number of files written."""
+def generate(n_runs: int, out: Path, seed: int = 7, run_date: str | None = None) -> int:
+    """Write about ``n_runs`` runs under ``out`` (replaced); returns the number of files written.
+
+    Runs spread over 2026's dates (~360 a day) unless ``run_date`` (YYYY-MM-DD) puts them all on one day, as a
+    nightly batch does."""
     if out.exists():
         shutil.rmtree(out)
     rng = random.Random(seed)
@@ -42,7 +45,7 @@ def generate(n_runs: int, out: Path, seed: int = 7) -> int:
     manifests: dict[Path, list[dict]] = {}
     for i in range(n_runs):
         cfg = cfgs[i % len(cfgs)]
-        day = f"2026-{1 + (i // len(cfgs)) % 12:02d}-{1 + (i // (12 * len(cfgs))) % 28:02d}"
+        day = run_date or f"2026-{1 + (i // len(cfgs)) % 12:02d}-{1 + (i // (12 * len(cfgs))) % 28:02d}"
         conc = CONCS[(i // len(cfgs)) % len(CONCS)]
         point = simulate(cfg, conc, rng)
         cfg_day = Config(**{**cfg.__dict__, "run_date": day})
@@ -63,9 +66,10 @@ def generate(n_runs: int, out: Path, seed: int = 7) -> int:
         elif cfg.framework == "trtllm":
             (folder / f"{name}.json").write_text(json.dumps(trtllm_doc(cfg_day, point)))
             manifests.setdefault(folder, []).append({"file": f"{name}.json", **meta})
-        else:
+        else:  # the row names its own configuration; the workflow's runs.csv dates it
             doc = inferencex_agg_doc(cfg_day, point)
             (folder / f"{name}.json").write_text(json.dumps(doc))
+            manifests.setdefault(folder, []).append({"file": f"{name}.json", "run_date": day})
         files += 1
     for folder, rows in manifests.items():
         with (folder / "runs.csv").open("w", newline="") as handle:
