@@ -228,7 +228,7 @@ def _ingest_files(raw_dir: Path, rels: list[str]) -> IngestResult:
             if folder not in manifests:
                 manifests[folder] = load_manifest(Path(root, folder))
             try:  # read once per file; a bad sidecar rejects each of the file's runs
-                sidecar, sidecar_error = load_sidecar(Path(path + SIDECAR_SUFFIX)), None
+                sidecar, sidecar_error = load_sidecar(path + SIDECAR_SUFFIX), None
             except MetadataError as exc:
                 sidecar, sidecar_error = None, exc
             for row, fmt, parsed in readout.runs:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -86,20 +87,23 @@ def _normalize_text(key: str, text: str) -> Any:
     return _NORMALIZERS[key](text)
 
 
-def load_sidecar(path: Path) -> dict[str, Any] | None:
+def load_sidecar(path: Path | str) -> dict[str, Any] | None:
     """The JSON object of a ``*.meta.json`` sidecar, or None when there is none.
 
     Raises:
         MetadataError: ``invalid_metadata:sidecar`` when the sidecar is not a JSON object.
     """
-    if not path.is_file():
+    try:  # one open instead of a stat then an open: most runs have no sidecar
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise MetadataError("sidecar", path.name, "sidecar", f"invalid JSON: {exc}") from exc
+        raise MetadataError("sidecar", os.path.basename(path), "sidecar", f"invalid JSON: {exc}") from exc
     if not isinstance(doc, dict):
-        raise MetadataError("sidecar", path.name, "sidecar", "sidecar is not a JSON object")
+        raise MetadataError("sidecar", os.path.basename(path), "sidecar", "sidecar is not a JSON object")
     return doc
 
 
