@@ -1,23 +1,56 @@
 """Row-level rules that move a parsed run to quarantine instead of failing the materialization.
 
 Each rule looks at one run (a dict of ``RUN_SCHEMA`` values) and returns ``(reason_code, detail)`` or None. Rules
-run in ``RULES`` order and every failing rule is reported; the first one is the run's ``reason_code``, the
+run in ``rules()`` order and every failing rule is reported; the first one is the run's ``reason_code``, the
 ``detail`` lists them all. Reason codes are stable snake_case (DESIGN.md §5); field names in codes use the
 engine's canonical key (``total_token_throughput``, ``median_tpot_ms``) whatever the source format called it.
-To add a rule, append a function to ``RULES``.
+
+Two paths, one outcome: ``validate_runs`` applies every rule to every run (the reference), ``validate_table``
+(what the asset runs) first asks each rule's ``screen``, a column expression over the whole Arrow table that is
+True wherever the rule might fire, and applies the rules only to the rows some screen flags. A screen may flag
+too much, never too little; a rule without a screen is applied to every row. Tests hold both paths to the same
+output on the sample, the bad-input corpus and the real logs.
+To add a rule, append a function to ``rules()`` and, for speed, give it a ``screen``.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from functools import reduce
 from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.schema import QUARANTINE_SCHEMA
 
 Run = Mapping[str, Any]
 Finding = tuple[str, str]
+Rule = Callable[[Run], "Finding | None"]
+Screen = Callable[[pa.Table], pa.ChunkedArray]
 
 REQUIRED_METADATA = ("model", "hw", "framework", "precision", "spec_decoding", "isl", "osl", "conc")
 
 
+def _screen(screen: Screen) -> Callable[[Rule], Rule]:
+    """Give a rule its ``screen``: a column expression over a ``RUN_SCHEMA`` table, True on every row where the
+    rule might fire (``validate_table`` applies the rule to those rows only)."""
+    def attach(rule: Rule) -> Rule:
+        rule.screen = screen  # type: ignore[attr-defined]
+        return rule
+    return attach
+
+
+def _any(*conditions: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Rows where any condition holds. A null condition (a value that is absent, which the rules never read as a
+    failure on its own) does not."""
+    return reduce(pc.or_, (pc.fill_null(condition, False) for condition in conditions))
+
+
+@_screen(lambda t: _any(pc.less_equal(t["completed"], 0), pc.not_equal(t["failed"], 0),
+                        pc.less(t["completed"], t["num_prompts"])))
 def _failed_requests(run: Run) -> Finding | None:
     """A run whose requests failed still writes a file; it must never reach a frontier (DESIGN.md §6)."""
     completed, failed, prompts = run.get("completed"), run.get("failed"), run.get("num_prompts")
@@ -42,10 +75,17 @@ def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run],
             return f"non_positive:{code_name}", f"{code_name} = {value}"
         return None
 
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        value = pc.coalesce(*(table[f] for f in (field, *alternatives) if f in table.column_names))
+        return pc.invert(_any(pc.and_(pc.is_finite(value), pc.greater(value, 0))))
+
     rule.__doc__ = f"{code_name} must be present, finite and > 0 (metrics and interactivity divide by it)."
+    rule.screen = screen  # type: ignore[attr-defined]
     return rule
 
 
+@_screen(lambda t: _any(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], 0.5e-3)),
+                        pc.and_(pc.equal(t["latency_unit_in_file"], "s"), pc.greater(t["median_tpot_s"], 5.0))))
 def _unit_mismatch(run: Run) -> Finding | None:
     """Latencies written in the wrong unit (DESIGN.md §5 ``unit_mismatch``), quarantined rather than guessed.
 
@@ -85,6 +125,9 @@ def _unit_mismatch(run: Run) -> Finding | None:
     return "implausible_value:median_tpot_ms", f"{shown} is outside what any LLM server does"
 
 
+@_screen(lambda t: _any(
+    pc.greater(t["output_tput_tok_s"], pc.multiply(t["total_tput_tok_s"], 1 + 1e-9)),
+    pc.and_(pc.greater(t["median_e2el_s"], 0), pc.greater(t["median_ttft_s"], pc.multiply(t["median_e2el_s"], 1 + 1e-9)))))
 def _consistency(run: Run) -> Finding | None:
     """Relations every real run satisfies: output ≤ total throughput, median TTFT ≤ median E2EL."""
     total, output = run.get("total_tput_tok_s"), run.get("output_tput_tok_s")
@@ -96,6 +139,7 @@ def _consistency(run: Run) -> Finding | None:
     return None
 
 
+@_screen(lambda t: _any(pc.not_equal(t["metadata_conflicts"], "")))
 def _metadata_conflict(run: Run) -> Finding | None:
     """The file and its sidecar/runs.csv disagree: we cannot tell which is right, so neither is guessed."""
     conflicts = run.get("metadata_conflicts")
@@ -105,6 +149,7 @@ def _metadata_conflict(run: Run) -> Finding | None:
     return None
 
 
+@_screen(lambda t: _any(*(pc.is_null(t[key]) for key in REQUIRED_METADATA)))
 def _missing_metadata(run: Run) -> Finding | None:
     """Sides and per-GPU metrics need these keys; no file, sidecar or runs.csv gave them."""
     missing = [key for key in REQUIRED_METADATA if run.get(key) is None]
@@ -115,6 +160,16 @@ def _missing_metadata(run: Run) -> Finding | None:
     return None
 
 
+def _no_gpu_count(table: pa.Table) -> pa.ChunkedArray:
+    def falsy(name: str) -> pa.ChunkedArray:  # None or 0, as ``not run.get(name)``
+        return pc.fill_null(pc.equal(table[name], 0), True)
+
+    disagg = pc.fill_null(table["disagg"], False)
+    missing = pc.if_else(disagg, pc.or_(falsy("num_prefill_gpu"), falsy("num_decode_gpu")), falsy("tp"))
+    return _any(pc.and_(pc.is_null(table["reported_tput_per_gpu"]), missing))
+
+
+@_screen(_no_gpu_count)
 def _gpu_count(run: Run) -> Finding | None:
     """Per-GPU throughput needs a GPU count unless the source reported per-GPU values itself."""
     if run.get("reported_tput_per_gpu") is not None:
@@ -139,7 +194,8 @@ def unknown_hw_rule(known_hw: Iterable[str]) -> Callable[[Run], Finding | None]:
         return None
 
     rule.__doc__ = unknown_hw_rule.__doc__
-    return rule
+    # a null hw is flagged too (the rule lets it pass; missing_metadata rejects it)
+    return _screen(lambda t: pc.invert(_any(pc.is_in(t["hw"], value_set=pa.array(sorted(known), pa.string())))))(rule)
 
 
 def rules(known_hw: Iterable[str]) -> list[Callable[[Run], Finding | None]]:
@@ -218,6 +274,55 @@ def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tup
     accepted = [run for i, run in enumerate(passing) if i not in duplicates]
     rejected += [_quarantine_row(passing[i], *finding) for i, finding in sorted(duplicates.items())]
     return accepted, rejected
+
+
+def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, pa.Table]:
+    """``validate_runs`` over an Arrow table, in column operations where they decide: the same accepted runs and
+    the same quarantine rows, in the same order (tested against ``validate_runs``).
+
+    The rules run in Python only on the rows some rule's ``screen`` flags (all rows when a rule has none); the
+    duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a natural key
+    with another passing run, since a run that shares neither is never a duplicate nor the kept copy of one.
+
+    Args:
+        runs: ``RUN_SCHEMA`` rows, in any order (the outputs keep it; which copy of a duplicate is kept does
+            not depend on it).
+        known_hw: the GPU reference's ``hw`` keys.
+    Returns:
+        (accepted runs, ``RUN_SCHEMA``; quarantine rows, ``QUARANTINE_SCHEMA``, stage ``validate``: rule
+        rejections in input order, then duplicates in input order, as ``validate_runs``).
+    Raises:
+        KeyError: ``runs`` lacks a ``RUN_SCHEMA`` column a screen reads.
+    """
+    rule_list = rules(known_hw)
+    screens = [getattr(rule, "screen", None) for rule in rule_list]
+    if runs.num_rows == 0 or None in screens:
+        flagged = pa.array([True] * runs.num_rows)
+    else:
+        flagged = reduce(pc.or_, (screen(runs) for screen in screens))
+    flagged_at = pc.indices_nonzero(flagged)
+    rejected, passes = [], np.ones(runs.num_rows, dtype=bool)
+    for at, run in zip(flagged_at.to_pylist(), runs.take(flagged_at).to_pylist()):
+        finding = check_run(run, rule_list)
+        if finding is not None:
+            rejected.append(_quarantine_row(run, *finding))
+            passes[at] = False
+    passing = runs.filter(pa.array(passes))
+
+    columns = {name: passing[name].to_pylist() for name in ("content_sha256", *NATURAL_KEY)}
+    keys = list(zip(*(columns[name] for name in NATURAL_KEY)))
+    contents = columns["content_sha256"]
+    key_count, content_count = Counter(keys), Counter(c for c in contents if c)
+    shared = [i for i, (key, content) in enumerate(zip(keys, contents))
+              if key_count[key] > 1 or content_count[content] > 1]
+    candidates = passing.take(pa.array(shared, pa.int64())).select(
+        ["source_file", "source_format", "source_row", "run_date_partition", "content_sha256", *NATURAL_KEY]).to_pylist()
+    duplicates = find_duplicates(candidates)
+    kept = np.ones(passing.num_rows, dtype=bool)
+    for local in duplicates:
+        kept[shared[local]] = False
+    rejected += [_quarantine_row(candidates[local], *finding) for local, finding in sorted(duplicates.items())]
+    return passing.filter(pa.array(kept)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
 
 
 def _quarantine_row(run: Mapping[str, Any], code: str, detail: str) -> dict:

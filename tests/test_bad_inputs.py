@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.ingest import ingest_folder
 from pipeline.reference import load_gpu_reference
-from pipeline.validation import validate_runs
+from pipeline.validation import validate_table
 
 HERE = Path(__file__).parent
 BAD, GOOD = HERE / "bad_inputs", HERE / "good_inputs"
@@ -23,10 +23,10 @@ KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
 
 
 def _process(raw_dir: Path) -> tuple[list[dict], list[dict]]:
-    """Ingest + validate a folder: (accepted runs, quarantine rows)."""
+    """Ingest + validate a folder as the assets do: (accepted runs, quarantine rows)."""
     result = ingest_folder(raw_dir)
-    accepted, rejected = validate_runs(result.runs.to_pylist(), KNOWN_HW)
-    return accepted, result.rejects.to_pylist() + rejected
+    accepted, rejected = validate_table(result.runs, KNOWN_HW)
+    return accepted.to_pylist(), result.rejects.to_pylist() + rejected.to_pylist()
 
 
 def _comparable(run: dict) -> dict:

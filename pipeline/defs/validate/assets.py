@@ -11,7 +11,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.storage import read_table, replace_partitions, write_parquet_atomic, write_table
-from pipeline.validation import validate_runs
+from pipeline.validation import validate_table
 
 RAW_KEY = dg.AssetKey(["raw", "benchmark_runs"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
@@ -39,15 +39,14 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         raw = conn.sql("select * from raw_runs where list_contains($keys, run_date_partition) "
                        "order by source_file, source_row", params={"keys": keys}).to_arrow_table()
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
-        accepted, rejected = validate_runs(raw.cast(RUN_SCHEMA).to_pylist(), known_hw)
-        validated = pa.Table.from_pylist(accepted, schema=RUN_SCHEMA)
-        rejects = pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
+        validated, rejects = validate_table(raw.cast(RUN_SCHEMA), known_hw)
         replace_partitions(conn, "validated_runs", validated, keys)
         replace_partitions(conn, "validation_rejects", rejects, keys)
         # runs whose files vanished since (ingest dropped them) leave every partition
         for table in ("validated_runs", "validation_rejects"):
             conn.execute(f"delete from {table} where source_file not in (select source_file from raw_files)")
-    context.log.info(f"{validated.num_rows} runs accepted, {rejects.num_rows} rejected by the rules in {keys}")
+    context.log.info(f"{validated.num_rows} runs accepted, {rejects.num_rows} rejected by the rules in "
+                     f"{keys[:3]}{'…' if len(keys) > 3 else ''} ({len(keys)} dates)")
     return dg.MaterializeResult(
         metadata={**table_metadata(validated, preview_columns=["source_file", "model", "hw", "precision",
                                                                "spec_decoding", "framework", "conc"]),

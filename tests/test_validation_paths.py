@@ -1,0 +1,84 @@
+"""The two validation paths (pipeline/validation.py) agree: ``validate_table`` (screens over Arrow columns, what
+the ``validated/benchmark_runs`` asset runs) and ``validate_runs`` (every rule on every run, the reference) give
+the same accepted runs and the same quarantine rows, in the same order."""
+
+import shutil
+
+import pyarrow as pa
+import pytest
+
+from conftest import REAL_LOGS, SAMPLE_DIR
+from pipeline.ingest import ingest_folder
+from pipeline.reference import load_gpu_reference
+from pipeline.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.storage import content_hash
+from pipeline.validation import rules, validate_runs, validate_table
+
+HERE = SAMPLE_DIR.parents[1] / "tests"
+KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
+
+
+def _both_paths(runs: pa.Table) -> tuple[tuple[pa.Table, pa.Table], tuple[pa.Table, pa.Table]]:
+    accepted, rejected = validate_runs(runs.to_pylist(), KNOWN_HW)
+    slow = (pa.Table.from_pylist(accepted, schema=RUN_SCHEMA), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA))
+    return slow, validate_table(runs, KNOWN_HW)
+
+
+def _assert_same(slow, fast) -> None:
+    for s, f in zip(slow, fast):
+        assert f.schema.equals(s.schema)
+        assert f.to_pylist() == s.to_pylist()  # same rows in the same order
+        assert content_hash(f) == content_hash(s)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The bad-input corpus beside the good files, as one raw folder."""
+    raw = tmp_path_factory.mktemp("corpus")
+    shutil.copytree(HERE / "bad_inputs", raw / "bad")
+    shutil.copytree(HERE / "good_inputs", raw / "good")
+    return raw
+
+
+@pytest.mark.parametrize("which", ["sample", "bad_inputs", "real-logs"])
+def test_fast_path_equals_reference_path(which, corpus):
+    folder = {"sample": SAMPLE_DIR, "bad_inputs": corpus, "real-logs": REAL_LOGS}[which]
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not present")
+    runs = ingest_folder(folder).runs
+    slow, fast = _both_paths(runs)
+    assert slow[1].num_rows > 0 and slow[0].num_rows > 0  # both outcomes are exercised
+    _assert_same(slow, fast)
+
+
+def test_paths_agree_on_every_rule_and_on_duplicates():
+    """One good run and, per rule, copies broken so that rule (and only the screens) decides; plus copies that
+    share only the content hash or only the natural key with a kept run."""
+    runs = ingest_folder(SAMPLE_DIR).runs.to_pylist()
+    good = next(dict(run, metadata_conflicts=None, failed=0) for run in runs if run["source_format"] == "vllm_bench_serve")
+    broken = {
+        "no_completed_requests": dict(completed=0), "failed_requests": dict(failed=3),
+        "lost_prompts": dict(completed=1, num_prompts=2),
+        "missing_total": dict(total_tput_tok_s=None, reported_tput_per_gpu=None),
+        "reported_only": dict(total_tput_tok_s=None, reported_tput_per_gpu=12.5, conc=good["conc"] + 3,
+                              content_sha256="d" * 64),
+        "nan_tpot": dict(median_tpot_s=float("nan")), "negative_tpot": dict(median_tpot_s=-1.0),
+        "tpot_ms_slip": dict(median_tpot_s=1e-5, latency_unit_in_file="ms"),
+        "tpot_s_slip": dict(median_tpot_s=9.0, latency_unit_in_file="s"),
+        "output_gt_total": dict(output_tput_tok_s=good["total_tput_tok_s"] * 2),
+        "ttft_gt_e2el": dict(median_ttft_s=good["median_e2el_s"] * 2),
+        "conflict": dict(metadata_conflicts="conc: file=8 sidecar=16"),
+        "unknown_hw": dict(hw="rtx-4070"), "no_hw": dict(hw=None), "no_conc": dict(conc=None),
+        "no_tp": dict(tp=None, reported_tput_per_gpu=None),
+        "disagg_no_decode": dict(disagg=True, num_prefill_gpu=4, num_decode_gpu=0, reported_tput_per_gpu=None),
+        "same_content": dict(conc=good["conc"] + 1),
+        "same_key": dict(content_sha256="f" * 64),
+        "other_run": dict(conc=good["conc"] + 2, content_sha256="e" * 64),
+    }
+    table = [good] + [dict(good, source_row=row, **change) for row, change in enumerate(broken.values(), 1)]
+    slow, fast = _both_paths(pa.Table.from_pylist(table, schema=RUN_SCHEMA))
+    assert len(rules(KNOWN_HW)) == 9 and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
+    row_of = {name: row for row, name in enumerate(broken, 1)}
+    assert slow[0].column("source_row").to_pylist() == [good["source_row"], row_of["reported_only"], row_of["other_run"]]
+    assert slow[1].column("reason_code").to_pylist()[-2:] == ["duplicate_run", "duplicate_run"]
+    _assert_same(slow, fast)
