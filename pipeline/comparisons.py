@@ -203,49 +203,70 @@ FRONTIER_SCHEMA = pa.schema(
 )
 
 
-def build_frontiers(runs: Sequence[Mapping[str, Any]], sides: Iterable[Side]) -> pa.Table:
+def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side]) -> pa.Table:
     """Pareto frontier points of every side in every price book (``FRONTIER_SCHEMA``: one row per side, price
     book and frontier point). The points are the same in every book; costs and tok/s/MW differ.
 
+    Column work: the runs are indexed once by their keys, each side's frontier is ``pareto_frontier`` over numpy
+    arrays, and the point rows are taken from the input table, not rebuilt row by row.
+
     Args:
-        runs: ``run_metrics`` rows (need ``price_book``, ``median_intvty``, ``tput_per_gpu``, the splined
-            metrics, ``conc``).
+        runs: ``run_metrics`` rows, an Arrow table or dicts (need ``run_id``, ``source_file``, ``price_book``,
+            ``price_book_version``, the side keys, ``conc``, ``median_intvty``, ``tput_per_gpu`` and the other
+            splined metrics; ``spec_metric_source`` and the optional metrics may be absent). Ties on a frontier
+            resolve to the earlier row.
         sides: the sides to build; a side without runs yields no rows.
+    Raises:
+        ValueError: a member run's interactivity or tok/s/GPU is NaN (``pareto_frontier``).
     """
+    table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
+    if table.num_rows == 0:
+        return FRONTIER_SCHEMA.empty_table()
+    for name, kind in (("spec_metric_source", pa.string()), *((m, pa.float64()) for m in OPTIONAL_METRICS)):
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, kind))
+    key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")
+    keys = [table[name].to_pylist() for name in key_names]
+    x_all = table["median_intvty"].to_numpy(zero_copy_only=False).astype(float)
+    y_all = table["tput_per_gpu"].to_numpy(zero_copy_only=False).astype(float)
     # run positions by (book, model, isl, osl, hw, precision) and then (spec_decoding, framework): a side takes
-    # one sub-list, or several when a key is pooled; members keep the input order (ties on the frontier resolve
-    # the same way whatever the grouping)
+    # one sub-list, or several when a key is pooled; members keep the input order
     index: dict[tuple, dict[tuple, list[int]]] = {}
-    for position, r in enumerate(runs):
-        base = (r["price_book"], r["model"], r["isl"], r["osl"], r["hw"], r["precision"])
-        index.setdefault(base, {}).setdefault((r["spec_decoding"], r["framework"]), []).append(position)
-    books = sorted({r["price_book"] for r in runs})
-    rows: list[dict[str, Any]] = []
-    for book, side in itertools.product(books, sorted(set(sides), key=lambda s: s.side_id)):
+    for position, (book, model, isl, osl, hw, precision, spec, framework) in enumerate(zip(*keys)):
+        index.setdefault((book, model, isl, osl, hw, precision), {}).setdefault((spec, framework), []).append(position)
+    side_columns: dict[str, list] = {name: [] for name in (
+        "side_id", "price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
+        "side_runs", "side_intvty_min", "side_intvty_max", "point_index")}
+    points: list[np.ndarray] = []
+    for book, side in itertools.product(sorted(set(keys[0])), sorted(set(sides), key=lambda s: s.side_id)):
         by_stack = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision), {})
-        positions = sorted(p for (spec, framework), stack in by_stack.items()
-                           if side.spec_decoding in (POOLED, spec) and side.framework in (POOLED, framework)
-                           for p in stack)
-        members = [runs[p] for p in positions]
-        if not members:
+        members = np.array(sorted(p for (spec, framework), stack in by_stack.items()
+                                  if side.spec_decoding in (POOLED, spec) and side.framework in (POOLED, framework)
+                                  for p in stack), dtype=np.int64)
+        if members.size == 0:
             continue
-        x = np.array([r["median_intvty"] for r in members], dtype=float)
-        y = np.array([r["tput_per_gpu"] for r in members], dtype=float)
-        for point_index, i in enumerate(pareto_frontier(x, y)):
-            run = members[i]
-            rows.append({
-                "side_id": side.side_id, "price_book": book, "price_book_version": run["price_book_version"],
-                "model": side.model, "isl": side.isl, "osl": side.osl, "hw": side.hw,
-                "precision": side.precision, "spec_decoding": side.spec_decoding, "framework": side.framework,
-                "side_runs": len(members), "side_intvty_min": float(x.min()), "side_intvty_max": float(x.max()),
-                "point_index": point_index, "run_id": run["run_id"], "source_file": run["source_file"],
-                "point_framework": run["framework"], "point_spec_decoding": run["spec_decoding"],
-                "point_spec_metric_source": run.get("spec_metric_source"),
-                "median_intvty": run["median_intvty"],
-                **{m: float(run["conc"] if m == "concurrency" else run[m]) for m in SPLINED_METRICS},
-                **{m: None if run.get(m) is None else float(run[m]) for m in OPTIONAL_METRICS},
-            })
-    return pa.Table.from_pylist(rows, schema=FRONTIER_SCHEMA)
+        x, y = x_all[members], y_all[members]
+        on_frontier = members[pareto_frontier(x, y)]
+        points.append(on_frontier)
+        n = on_frontier.size
+        for name, value in (("side_id", side.side_id), ("price_book", book), ("model", side.model),
+                            ("isl", side.isl), ("osl", side.osl), ("hw", side.hw), ("precision", side.precision),
+                            ("spec_decoding", side.spec_decoding), ("framework", side.framework),
+                            ("side_runs", members.size), ("side_intvty_min", float(x.min())),
+                            ("side_intvty_max", float(x.max()))):
+            side_columns[name].extend([value] * n)
+        side_columns["point_index"].extend(range(n))
+    taken = table.take(pa.array(np.concatenate(points) if points else np.zeros(0, np.int64)))
+    from_runs = {
+        "price_book_version": taken["price_book_version"], "run_id": taken["run_id"],
+        "source_file": taken["source_file"], "point_framework": taken["framework"],
+        "point_spec_decoding": taken["spec_decoding"], "point_spec_metric_source": taken["spec_metric_source"],
+        "median_intvty": taken["median_intvty"],
+        **{m: taken["conc" if m == "concurrency" else m] for m in SPLINED_METRICS + OPTIONAL_METRICS},
+    }
+    columns = {**{name: pa.array(values, FRONTIER_SCHEMA.field(name).type) for name, values in side_columns.items()},
+               **{name: column.cast(FRONTIER_SCHEMA.field(name).type) for name, column in from_runs.items()}}
+    return pa.table([columns[name] for name in FRONTIER_SCHEMA.names], schema=FRONTIER_SCHEMA)
 
 
 COMPARISON_SCHEMA = pa.schema(
@@ -339,16 +360,16 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
 
 
 def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> tuple[list[float], list[dict]]:
+    """Per target: the clamped interactivity and every metric splined along one side's frontier (one spline
+    object for all metrics; an optional metric with a hole is None)."""
     x = np.array([p["median_intvty"] for p in points], dtype=float)
     evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
-    per_metric = {m: interpolate(x, [p[m] for p in points], targets, clamp=True) for m in SPLINED_METRICS}
-    for m in OPTIONAL_METRICS:
-        values = [p[m] for p in points]
-        per_metric[m] = (interpolate(x, values, targets, clamp=True) if all(v is not None for v in values)
-                         else [None] * len(targets))
-    names = SPLINED_METRICS + OPTIONAL_METRICS
-    return evaluated, [{m: None if per_metric[m][i] is None else float(per_metric[m][i]) for m in names}
-                       for i in range(len(targets))]
+    splined = list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
+    values = interpolate(x, np.array([[p[m] for m in splined] for p in points], dtype=float), targets, clamp=True)
+    rows = [dict.fromkeys(SPLINED_METRICS + OPTIONAL_METRICS) for _ in targets]
+    for row, at_target in zip(rows, values):
+        row.update(zip(splined, map(float, at_target)))
+    return evaluated, rows
 
 
 def _sentences(label_a: str, label_b: str, a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, str]:

@@ -24,7 +24,8 @@ def pareto_frontier(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
     """Indices of the Pareto-optimal points, in ascending x (higher x and higher y are both better).
 
     Rule: sort by x ascending (ties: y descending); of equal x only the larger y is kept; each point removes the
-    earlier points whose y is ≤ its y. The result has x strictly increasing and y strictly decreasing.
+    earlier points whose y is ≤ its y. The result has x strictly increasing and y strictly decreasing. Of two
+    identical points the earlier one is kept.
 
     Args:
         x: interactivity per point (tok/s/user), shape (n,).
@@ -35,22 +36,49 @@ def pareto_frontier(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
         ValueError: ``x`` and ``y`` differ in length, or contain NaN.
     """
     xs = np.asarray(x, dtype=float)
-    ys = np.asarray(y, dtype=float)
-    if xs.shape != ys.shape:
-        raise ValueError(f"x and y differ in shape: {xs.shape} vs {ys.shape}")
+    return grouped_pareto_frontiers(np.zeros(xs.shape, dtype=np.int64), xs, y)
+
+
+def grouped_pareto_frontiers(group: Sequence[int], x: Sequence[float], y: Sequence[float]) -> np.ndarray:
+    """``pareto_frontier`` of every group at once, in array operations (no loop over groups or points).
+
+    The rule in closed form: within a group, the first point of each x (the larger y) stays unless a point of a
+    larger x has a y as high or higher; the first point of the group's largest x always stays. "As high or
+    higher" is compared on y's dense rank plus a per-group offset that puts every later group below every
+    earlier one, so one reversed running maximum serves all groups.
+
+    Args:
+        group: a group label per point (any integers), shape (n,).
+        x: interactivity per point (tok/s/user), shape (n,).
+        y: throughput per point (tok/s/GPU), shape (n,).
+    Returns:
+        int array of indices of every group's frontier points, ordered by group label, then ascending x.
+    Raises:
+        ValueError: the arrays differ in length, or ``x``/``y`` contain NaN.
+    """
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    labels = np.asarray(group)
+    if xs.shape != ys.shape or labels.shape != xs.shape:
+        raise ValueError(f"group, x and y differ in shape: {labels.shape}, {xs.shape}, {ys.shape}")
     if np.isnan(xs).any() or np.isnan(ys).any():
         raise ValueError("frontier input contains NaN")
-    order = np.lexsort((-ys, xs))  # primary key x ascending, then y descending
-    kept: list[int] = []
-    last_x = None
-    for i in order:
-        if last_x is not None and xs[i] == last_x:
-            continue  # same x: the first seen has the larger y
-        last_x = xs[i]
-        while kept and ys[kept[-1]] <= ys[i]:
-            kept.pop()
-        kept.append(int(i))
-    return np.asarray(kept, dtype=int)
+    n = xs.size
+    if n <= 1:
+        return np.arange(n)
+    _, g = np.unique(labels, return_inverse=True)
+    # by group, x ascending, y descending; lexsort is stable, so identical points keep their input order
+    order = np.lexsort((-ys, xs, g))
+    g, xo = g[order], xs[order]
+    _, y_rank = np.unique(ys[order], return_inverse=True)  # equal y, equal rank
+    height = y_rank.astype(np.int64) + (g.max() - g).astype(np.int64) * n
+    best_from = np.maximum.accumulate(height[::-1])[::-1]  # highest point from each sorted position on
+    first_of_x = np.ones(n, dtype=bool)
+    first_of_x[1:] = (g[1:] != g[:-1]) | (xo[1:] != xo[:-1])
+    firsts = np.flatnonzero(first_of_x)
+    keep = np.ones(firsts.size, dtype=bool)
+    # the next first-of-x is in the same group, or in a later one whose heights are all lower
+    keep[:-1] = height[firsts[:-1]] > best_from[firsts[1:]]
+    return order[firsts[keep]]
 
 
 def steffen_tangents(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
@@ -62,9 +90,9 @@ def steffen_tangents(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
 
     Args:
         x: strictly increasing abscissae, shape (n,), n ≥ 2.
-        y: ordinates, shape (n,).
+        y: ordinates, shape (n,), or (n, k) for k curves over the same x (each column on its own).
     Returns:
-        float array of dy/dx, shape (n,).
+        float array of dy/dx, the shape of ``y``.
     Raises:
         ValueError: fewer than 2 points, or x not strictly increasing.
     """
@@ -76,8 +104,10 @@ def steffen_tangents(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
     h = np.diff(xs)
     if (h <= 0).any():
         raise ValueError("x must be strictly increasing")
-    s = np.diff(ys) / h
-    m = np.zeros(n)
+    if ys.ndim == 2:
+        h = h[:, None]
+    s = np.diff(ys, axis=0) / h
+    m = np.zeros(ys.shape)
     if n > 2:
         h0, h1, s0, s1 = h[:-1], h[1:], s[:-1], s[1:]
         p = (s0 * h1 + s1 * h0) / (h0 + h1)
@@ -93,30 +123,31 @@ def interpolate(x: Sequence[float], v: Sequence[float], targets: Sequence[float]
 
     Args:
         x: frontier interactivity, strictly increasing, shape (n,), n ≥ 1.
-        v: the metric at those points (tok/s/GPU, $/M tokens, tok/s/MW, concurrency …), shape (n,).
+        v: the metric at those points (tok/s/GPU, $/M tokens, tok/s/MW, concurrency …), shape (n,); or
+            (n, k) for k metrics at once, one spline each (the same numbers as k calls, one scipy spline object).
         targets: interactivities to evaluate at, shape (t,).
-        clamp: True for comparison tables (target clamped into [x0, x_last], result into [min v, max v]);
-            False for trend tables (NaN outside [x0, x_last]; never extrapolates).
+        clamp: True for comparison tables (target clamped into [x0, x_last], result into [min v, max v] per
+            metric); False for trend tables (NaN outside [x0, x_last]; never extrapolates).
     Returns:
-        float array, shape (t,).
+        float array, shape (t,), or (t, k).
     Raises:
         ValueError: empty frontier or shape mismatch.
     """
     xs = np.asarray(x, dtype=float)
     vs = np.asarray(v, dtype=float)
     ts = np.asarray(targets, dtype=float)
-    if xs.size == 0 or xs.shape != vs.shape:
+    if xs.size == 0 or vs.ndim not in (1, 2) or xs.shape[0] != vs.shape[0]:
         raise ValueError(f"bad frontier: x {xs.shape}, v {vs.shape}")
     inside = (ts >= xs[0]) & (ts <= xs[-1])
     evaluated = np.clip(ts, xs[0], xs[-1])
     if xs.size == 1:
-        out = np.full(ts.shape, vs[0])
+        out = np.broadcast_to(vs[0], ts.shape + vs.shape[1:]).copy()
     else:
         spline = CubicHermiteSpline(xs, vs, steffen_tangents(xs, vs), extrapolate=False)
         out = spline(evaluated)
     if clamp:
-        return np.clip(out, vs.min(), vs.max())
-    return np.where(inside, out, np.nan)
+        return np.clip(out, vs.min(axis=0), vs.max(axis=0))
+    return np.where(inside if vs.ndim == 1 else inside[:, None], out, np.nan)
 
 
 def interactivity_band(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, bool]:

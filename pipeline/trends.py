@@ -8,13 +8,13 @@ extrapolation), so a date whose runs never reached the target shows a gap, not a
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from pipeline.frontier import interpolate, pareto_frontier
+from pipeline.frontier import grouped_pareto_frontiers, interpolate
 
 DEFAULT_TARGET_INTVTY = 35.0
 GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding")
@@ -43,35 +43,63 @@ TREND_SCHEMA = pa.schema(
 )
 
 
-def build_trends(runs: Iterable[Mapping[str, Any]], target_intvty: float = DEFAULT_TARGET_INTVTY) -> pa.Table:
-    """The trend mart (``TREND_SCHEMA``): one row per (price_book, frontier group, run_date).
+def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
+                 target_intvty: float = DEFAULT_TARGET_INTVTY) -> pa.Table:
+    """The trend mart (``TREND_SCHEMA``): one row per (price_book, frontier group, run_date), in key order.
+
+    Column work: runs are sorted by group once, every group's frontier comes from one
+    ``grouped_pareto_frontiers`` call and, where the target lies inside a frontier, every metric that frontier
+    has whole is read with one ``interpolate`` call.
 
     Args:
-        runs: ``run_metrics`` rows with the group keys, ``run_date``, ``price_book``, ``median_intvty``, ``conc``
-            and the trend metrics. Runs without a ``run_date`` have no place on a time axis and are left out.
+        runs: ``run_metrics`` rows, an Arrow table or dicts, with the group keys, ``run_date``, ``price_book``,
+            ``median_intvty`` (tok/s/user), ``conc`` and the trend metrics. Runs without a ``run_date`` have no
+            place on a time axis and are left out.
         target_intvty: the interactivity to read every frontier at (tok/s/user).
+    Raises:
+        ValueError: a run's interactivity or tok/s/GPU is NaN (``pareto_frontier``).
     """
-    groups: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
-    for run in runs:
-        if run.get("run_date") is not None:
-            groups[(run["price_book"], *(run[k] for k in GROUP_KEYS), run["run_date"])].append(run)
-    rows = []
-    for key in sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k)):
-        members = groups[key]
-        x = np.array([r["median_intvty"] for r in members], dtype=float)
-        idx = pareto_frontier(x, [r["tput_per_gpu"] for r in members])
-        xs = x[idx]
-        in_range = bool(xs[0] <= target_intvty <= xs[-1])
-        values = dict.fromkeys(TREND_METRICS)
-        for metric in TREND_METRICS if in_range else ():  # outside the frontier every value is null: no spline
-            ys = [members[i]["conc" if metric == "concurrency" else metric] for i in idx]
-            # a metric some frontier point lacks (e.g. output tok/s in an export row) is null, not bridged
-            values[metric] = (interpolate(xs, ys, [target_intvty], clamp=False)[0]
-                              if all(y is not None for y in ys) else None)
-        rows.append({
-            "price_book": key[0], **dict(zip(GROUP_KEYS, key[1:-1])), "run_date": key[-1],
-            "target_intvty": float(target_intvty), "runs": len(members), "frontier_points": len(idx),
-            "frontier_intvty_min": float(xs[0]), "frontier_intvty_max": float(xs[-1]), "in_range": in_range,
-            **{m: (float(v) if in_range and v is not None else None) for m, v in values.items()},
-        })
-    return pa.Table.from_pylist(rows, schema=TREND_SCHEMA)
+    table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
+    if table.num_rows == 0:
+        return TREND_SCHEMA.empty_table()
+    key_names = ("price_book", *GROUP_KEYS, "run_date")
+    table = table.filter(pc.is_valid(table["run_date"]))
+    table = table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in key_names]))  # stable
+    keys = list(zip(*(table[name].to_pylist() for name in key_names)))
+    n = len(keys)
+    new_group = np.fromiter((i == 0 or keys[i] != keys[i - 1] for i in range(n)), dtype=bool, count=n)
+    group = np.cumsum(new_group) - 1
+    x = _floats(table["median_intvty"])
+    points = grouped_pareto_frontiers(group, x, _floats(table["tput_per_gpu"]))  # by group, then x
+    runs_per_group = np.bincount(group)
+    points_per_group = np.bincount(group[points], minlength=runs_per_group.size)
+    first_point = np.cumsum(points_per_group) - points_per_group
+    x_min, x_max = x[points[first_point]], x[points[first_point + points_per_group - 1]]
+    in_range = (x_min <= target_intvty) & (target_intvty <= x_max)
+
+    metric_columns = [table["conc" if m == "concurrency" else m] for m in TREND_METRICS]
+    metric_values = np.column_stack([_floats(column) for column in metric_columns])
+    metric_present = np.column_stack([column.is_valid().to_numpy(zero_copy_only=False) for column in metric_columns])
+    values = np.full((runs_per_group.size, len(TREND_METRICS)), np.nan)
+    known = np.zeros(values.shape, dtype=bool)
+    for g in np.flatnonzero(in_range):  # outside the frontier every value is null: no spline
+        on_frontier = points[first_point[g]:first_point[g] + points_per_group[g]]
+        # a metric some frontier point lacks (e.g. output tok/s in an export row) is null, not bridged
+        whole = np.flatnonzero(metric_present[on_frontier].all(axis=0))
+        values[g, whole] = interpolate(x[on_frontier], metric_values[np.ix_(on_frontier, whole)], [target_intvty],
+                                       clamp=False)[0]
+        known[g, whole] = True
+
+    firsts = table.take(pa.array(np.flatnonzero(new_group)))
+    return pa.table({
+        **{name: firsts[name] for name in key_names},
+        "target_intvty": np.full(runs_per_group.size, float(target_intvty)),
+        "runs": runs_per_group, "frontier_points": points_per_group,
+        "frontier_intvty_min": x_min, "frontier_intvty_max": x_max, "in_range": in_range,
+        **{m: pa.array(values[:, i], mask=~known[:, i]) for i, m in enumerate(TREND_METRICS)},
+    }).select(TREND_SCHEMA.names).cast(TREND_SCHEMA)
+
+
+def _floats(column: pa.ChunkedArray) -> np.ndarray:
+    """A numeric column as float64 numpy, nulls as NaN."""
+    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)

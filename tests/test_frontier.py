@@ -9,6 +9,7 @@ from pipeline.frontier import (
     displayed_band,
     interactivity_band,
     interpolate,
+    grouped_pareto_frontiers,
     pareto_frontier,
     round_half_up,
     steffen_tangents,
@@ -49,6 +50,35 @@ def test_frontier_result_is_strictly_decreasing():
     for p in zip(x, y):
         if p not in kept:
             assert any(k[0] >= p[0] and k[1] >= p[1] for k in kept)
+
+
+def test_frontier_matches_the_rule_point_by_point_with_many_ties():
+    """On a coarse grid (equal x, equal y, exact duplicates), the kept indices are the rule's, checked pairwise:
+    i stays iff no point has a larger x and a y as high, none has its x and a higher y, and no earlier point is
+    the same (x, y)."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        x, y = rng.integers(0, 8, n).astype(float), rng.integers(0, 8, n).astype(float)
+        expected = [i for i in range(n) if not any(
+            (x[j] > x[i] and y[j] >= y[i]) or (x[j] == x[i] and y[j] > y[i]) or (j < i and (x[j], y[j]) == (x[i], y[i]))
+            for j in range(n))]
+        assert pareto_frontier(x, y).tolist() == sorted(expected, key=lambda i: x[i])
+
+
+def test_grouped_frontiers_are_each_groups_frontier():
+    """All groups at once (labels unsorted, interleaved, negative) give, group by group in label order, exactly
+    the frontier of that group alone; a group's points never remove another group's."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(1, 60))
+        group = rng.choice([-4, 3, 10, 11], n)
+        x, y = rng.integers(0, 6, n).astype(float), rng.integers(0, 6, n).astype(float)
+        expected = [int(i) for label in sorted(set(group.tolist())) for i in np.flatnonzero(group == label)[
+            pareto_frontier(x[group == label], y[group == label])]]
+        assert grouped_pareto_frontiers(group, x, y).tolist() == expected
+    # a tall point in another group removes nothing here
+    assert grouped_pareto_frontiers([0, 0, 1], [1.0, 2.0, 9.0], [5.0, 4.0, 99.0]).tolist() == [0, 1, 2]
 
 
 def test_frontier_empty_and_nan():

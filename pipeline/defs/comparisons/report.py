@@ -45,7 +45,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
                          *[m for m in TREND_METRICS if m != "concurrency"]])
     with warehouse.get_connection() as conn:
         runs = conn.sql(f"select {columns} from run_metrics where list_contains($keys, run_date_partition)",
-                        params={"keys": keys}).to_arrow_table().to_pylist()
+                        params={"keys": keys}).to_arrow_table()
         fresh = build_trends(runs, config.target_intvty)
         replace_partitions(conn, "trends", fresh, keys, key_column="strftime(run_date, '%Y-%m-%d')")
         # days whose runs are all gone (files removed) leave the table and the mart

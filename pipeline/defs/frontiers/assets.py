@@ -33,8 +33,10 @@ def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     """
     columns = ", ".join(FRONTIER_INPUT_COLUMNS)
     with warehouse.get_connection() as conn:
-        runs = conn.sql(f"select {columns} from run_metrics order by price_book, run_id").to_arrow_table().to_pylist()
-        comparisons = enumerate_comparisons(runs)
+        runs = conn.sql(f"select {columns} from run_metrics order by price_book, run_id").to_arrow_table()
+        configs = conn.sql("select distinct model, isl, osl, hw, precision, spec_decoding, framework "
+                           "from run_metrics").to_arrow_table().to_pylist()
+        comparisons = enumerate_comparisons(configs)
         table = build_frontiers(runs, [side for c in comparisons for side in (c.a, c.b)])
         write_table(conn, "frontiers", table)
     path = write_parquet_atomic(table, paths.mart("frontiers"))
