@@ -1,23 +1,25 @@
 """Worker process of the parallel parse (``pipeline.ingest.ingest_paths``).
 
-    python -m pipeline.parse_worker RAW_DIR PREFIX
+    python -m pipeline.parse_worker RAW_DIR RELS BLOCK CLAIMS PREFIX
 
-Parses the files named in ``PREFIX.rels`` (POSIX paths relative to RAW_DIR, NUL-separated) exactly as the serial
-path does and writes ``PREFIX.{runs,rejects,files}.arrow`` (Arrow IPC). Imports only the parsers, so it starts in
-a fraction of a second whatever program started it. Exit status 0, or non-zero with a traceback on stderr.
+Walks the files named in RELS (POSIX paths relative to RAW_DIR, NUL-separated) in blocks of BLOCK files, parses
+each block it claims in the folder CLAIMS (``pipeline.ingest.claimed_files``; the other processes take the rest)
+exactly as the serial path does, and writes ``PREFIX.{runs,rejects,files}.arrow`` (Arrow IPC). Imports only the
+parsers, so it starts in a fraction of a second whatever program started it. Exit status 0, or non-zero with a
+traceback on stderr.
 """
 
 import sys
 from pathlib import Path
 
-from pipeline.ingest import _ingest_files, write_result
+from pipeline.ingest import _ingest_files, claimed_files, write_result
 
 
 def main(argv: list[str]) -> int:
-    raw_dir, prefix = Path(argv[0]), Path(argv[1])
-    text = prefix.with_suffix(".rels").read_bytes().decode("utf-8", "surrogateescape")
+    raw_dir, rels_file, block, claims, prefix = Path(argv[0]), Path(argv[1]), int(argv[2]), Path(argv[3]), Path(argv[4])
+    text = rels_file.read_bytes().decode("utf-8", "surrogateescape")
     rels = text.split("\0") if text else []
-    write_result(_ingest_files(raw_dir, rels), prefix)
+    write_result(_ingest_files(raw_dir, claimed_files(rels, block, claims, prefix.name)), prefix)
     return 0
 
 

@@ -4,6 +4,7 @@ only the files whose content, sidecar or runs.csv changed."""
 import json
 import os
 import shutil
+import sys
 import time
 
 import pyarrow.parquet as pq
@@ -148,9 +149,31 @@ def test_cache_of_another_folder_is_not_used(raw, tmp_path):
     assert _same(ingest_folder(other), result)
 
 
-def test_failed_parse_worker_is_an_error_naming_its_files(monkeypatch):
+def _delayed(start_worker):
+    """``_start_worker`` that returns only once the worker has exited (so it claims before this process does)."""
+    def start_and_wait(*args):
+        process, prefix = start_worker(*args)
+        process.wait()
+        return process, prefix
+    return start_and_wait
+
+
+def test_failed_parse_worker_is_an_error_naming_its_files(monkeypatch, tmp_path):
+    """A worker that dies before claiming anything, and one that dies after claiming a block: each is an error
+    naming the worker and the files it had taken."""
     import pipeline.ingest
 
+    python = sys.executable
     monkeypatch.setattr(pipeline.ingest.sys, "executable", "/bin/false")
-    with pytest.raises(RuntimeError, match=r"parse worker for \d+ files \(.+ … .+\) exited with 1"):
+    with pytest.raises(RuntimeError, match=r"parse worker worker1 exited with 1, before claiming any file"):
+        ingest_folder(SAMPLE_DIR, workers=2)
+
+    crash = tmp_path / "crash.py"  # claims block 0 as worker1 (argv: -m module RAW RELS BLOCK CLAIMS PREFIX), dies
+    crash.write_text(f"#!{python}\nimport os, sys\n"
+                     "with open(os.path.join(sys.argv[6], '0'), 'x') as claim: claim.write('worker1')\n"
+                     "sys.exit(3)\n")
+    crash.chmod(0o755)
+    monkeypatch.setattr(pipeline.ingest, "_start_worker", _delayed(pipeline.ingest._start_worker))
+    monkeypatch.setattr(pipeline.ingest.sys, "executable", str(crash))
+    with pytest.raises(RuntimeError, match=r"parse worker worker1 exited with 3, \d+ files \(.+ … .+\)"):
         ingest_folder(SAMPLE_DIR, workers=2)
