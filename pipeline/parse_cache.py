@@ -133,14 +133,17 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         reused = conn.sql(sql_text("parse_cache_reuse")).to_arrow_table().column("source_file")
         reused_set = set(reused.to_pylist())
         to_parse = [rel for rel in listing.rel if rel not in reused_set]
+        # cached files not reused (changed or gone): usually few, so their rows are dropped by a small lookup
+        stale = pa.array([rel for rel in cached_files["source_file"].to_pylist() if rel not in reused_set],
+                         pa.string())
         fresh = ingest_paths(raw_dir, to_parse, workers)
 
         order = listed["source_file"]
         result = IngestResult(
-            runs=_in_listing_order(_rows_of(cache and cache.runs, reused, RUN_SCHEMA), fresh.runs, order),
-            rejects=_in_listing_order(_rows_of(cache and cache.rejects, reused, QUARANTINE_SCHEMA), fresh.rejects,
+            runs=_in_listing_order(_rows_kept(cache and cache.runs, stale, RUN_SCHEMA), fresh.runs, order),
+            rejects=_in_listing_order(_rows_kept(cache and cache.rejects, stale, QUARANTINE_SCHEMA), fresh.rejects,
                                       order),
-            files=_in_listing_order(_rows_of(cache and cache.files, reused, CACHE_FILE_SCHEMA)
+            files=_in_listing_order(_rows_kept(cache and cache.files, stale, CACHE_FILE_SCHEMA)
                                     .select(FILE_SCHEMA.names).cast(FILE_SCHEMA), fresh.files, order),
         )
         removed = cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0)
@@ -164,11 +167,13 @@ def _sha256_file(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _rows_of(table: pa.Table | None, files: pa.ChunkedArray, schema: pa.Schema) -> pa.Table:
-    """The rows of ``table`` that belong to ``files`` (empty table of ``schema`` when there is no cache)."""
-    if table is None or files.length() == 0:
+def _rows_kept(table: pa.Table | None, stale: pa.Array, schema: pa.Schema) -> pa.Table:
+    """The rows of ``table`` whose file is not in ``stale`` (empty table of ``schema`` when there is no cache)."""
+    if table is None:
         return schema.empty_table()
-    return table.filter(pc.is_in(table["source_file"], files))
+    if len(stale) == 0:
+        return table
+    return table.filter(pc.invert(pc.is_in(table["source_file"], stale)))
 
 
 def _in_listing_order(cached: pa.Table, fresh: pa.Table, order: pa.ChunkedArray) -> pa.Table:
