@@ -131,10 +131,12 @@ def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
         FileNotFoundError: ``raw_dir`` is missing.
     """
     raw_dir = Path(raw_dir)
-    return ingest_paths(raw_dir, scan_folder(raw_dir).rel, workers)
+    rels = scan_folder(raw_dir).rel
+    return ingest_paths(raw_dir, rels, workers, listed=rels)
 
 
-def ingest_paths(raw_dir: Path, rels: list[str], workers: int | None = None) -> IngestResult:
+def ingest_paths(raw_dir: Path, rels: list[str], workers: int | None = None,
+                 listed: Iterable[str] | None = None) -> IngestResult:
     """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
     and file rows, in the order of ``rels``.
 
@@ -143,21 +145,26 @@ def ingest_paths(raw_dir: Path, rels: list[str], workers: int | None = None) -> 
         rels: the files to parse.
         workers: processes to parse in (this one included); default one per core when there are
             ``PARALLEL_MIN_FILES`` files or more, else 1. The output does not depend on it.
+        listed: every file of the scan that found ``rels`` (``scan_folder``), when known: a run log's sidecar is
+            then read only if the scan listed it, instead of tried on disk for every log (most have none).
     Raises:
         RuntimeError: a worker process failed (its stderr is quoted).
     """
+    sidecars = None if listed is None else {rel for rel in listed if rel.endswith(SIDECAR_SUFFIX)}
     if workers is None:
         workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(rels) < 2:
-        return _ingest_files(raw_dir, rels)
+        return _ingest_files(raw_dir, rels, sidecars)
     # the rows are put back in scan order after, with a stable sort on each row's file position
     block = max(1, min(PARALLEL_BLOCK_FILES, len(rels) // (4 * workers)))
     with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as tmp:
         work = Path(tmp)
         (work / "claims").mkdir()
-        (work / "all.rels").write_bytes("\0".join(rels).encode("utf-8", "surrogateescape"))
+        write_rels(work / "all.rels", rels)
+        if sidecars is not None:
+            write_rels(work / "sidecars.rels", sorted(sidecars))
         started = [_start_worker(raw_dir, work, block, work / f"worker{w}") for w in range(1, workers)]
-        parts = [_ingest_files(raw_dir, claimed_files(rels, block, work / "claims", "main"))]
+        parts = [_ingest_files(raw_dir, claimed_files(rels, block, work / "claims", "main"), sidecars)]
         parts += [_finish_worker(*worker, rels, block) for worker in started]
     order = pa.array(rels, pa.string())
     return IngestResult(**{name: in_scan_order(pa.concat_tables([getattr(p, name) for p in parts]), order)
@@ -171,6 +178,19 @@ def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
         return table
     position = pc.index_in(table["source_file"], value_set=order)
     return table.take(pc.sort_indices(pa.table({"position": position}), sort_keys=[("position", "ascending")]))
+
+
+def write_rels(path: Path, rels: Iterable[str]) -> None:
+    """Write relative paths NUL-separated (the parse worker's input; NUL is the one byte no path contains)."""
+    path.write_bytes("\0".join(rels).encode("utf-8", "surrogateescape"))
+
+
+def read_rels(path: Path) -> list[str] | None:
+    """The paths ``write_rels`` wrote, or None when ``path`` does not exist."""
+    if not path.exists():
+        return None
+    text = path.read_bytes().decode("utf-8", "surrogateescape")
+    return text.split("\0") if text else []
 
 
 def claimed_files(rels: list[str], block: int, claims: Path, owner: str) -> Iterator[str]:
@@ -189,8 +209,8 @@ def claimed_files(rels: list[str], block: int, claims: Path, owner: str) -> Iter
 
 
 def _start_worker(raw_dir: Path, work: Path, block: int, prefix: Path) -> tuple[subprocess.Popen, Path]:
-    """Start ``python -m pipeline.parse_worker`` on the files of ``<work>/all.rels`` (NUL-separated), claiming
-    blocks in ``<work>/claims``."""
+    """Start ``python -m pipeline.parse_worker`` on the files of ``<work>/all.rels`` (with the sidecars of
+    ``<work>/sidecars.rels`` when present), claiming blocks in ``<work>/claims``."""
     package_root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     with prefix.with_suffix(".stderr").open("wb") as stderr:
@@ -231,7 +251,8 @@ def write_result(result: IngestResult, prefix: Path) -> None:
                 writer.write_table(table)
 
 
-def _ingest_files(raw_dir: Path, rels: Iterable[str]) -> IngestResult:
+def _ingest_files(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None = None) -> IngestResult:
+    """Parse ``rels`` in this process; ``sidecars`` as ``ingest_paths``' listed sidecars, None to try each."""
     root = os.fspath(raw_dir)
     runs: list[dict[str, Any]] = []
     rejects: list[dict[str, Any]] = []
@@ -249,7 +270,8 @@ def _ingest_files(raw_dir: Path, rels: Iterable[str]) -> IngestResult:
             if folder not in manifests:
                 manifests[folder] = load_manifest(Path(root, folder))
             try:  # read once per file; a bad sidecar rejects each of the file's runs
-                sidecar, sidecar_error = load_sidecar(path + SIDECAR_SUFFIX), None
+                listed = sidecars is None or rel + SIDECAR_SUFFIX in sidecars
+                sidecar, sidecar_error = (load_sidecar(path + SIDECAR_SUFFIX) if listed else None), None
             except MetadataError as exc:
                 sidecar, sidecar_error = None, exc
             for row, fmt, parsed in readout.runs:

@@ -136,7 +136,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         # cached files not reused (changed or gone): usually few, so their rows are dropped by a small lookup
         stale = pa.array([rel for rel in cached_files["source_file"].to_pylist() if rel not in reused_set],
                          pa.string())
-        fresh = ingest_paths(raw_dir, to_parse, workers)
+        fresh = ingest_paths(raw_dir, to_parse, workers, listed=listing.rel)
 
         order = listed["source_file"]
         result = IngestResult(

@@ -2,7 +2,8 @@
 
     python -m pipeline.parse_worker RAW_DIR RELS BLOCK CLAIMS PREFIX
 
-Walks the files named in RELS (POSIX paths relative to RAW_DIR, NUL-separated) in blocks of BLOCK files, parses
+Walks the files named in RELS (POSIX paths relative to RAW_DIR, NUL-separated; sidecars that exist are listed in
+``sidecars.rels`` beside RELS when the caller knows them) in blocks of BLOCK files, parses
 each block it claims in the folder CLAIMS (``pipeline.ingest.claimed_files``; the other processes take the rest)
 exactly as the serial path does, and writes ``PREFIX.{runs,rejects,files}.arrow`` (Arrow IPC). Imports only the
 parsers, so it starts in a fraction of a second whatever program started it. Exit status 0, or non-zero with a
@@ -12,14 +13,15 @@ traceback on stderr.
 import sys
 from pathlib import Path
 
-from pipeline.ingest import _ingest_files, claimed_files, write_result
+from pipeline.ingest import _ingest_files, claimed_files, read_rels, write_result
 
 
 def main(argv: list[str]) -> int:
     raw_dir, rels_file, block, claims, prefix = Path(argv[0]), Path(argv[1]), int(argv[2]), Path(argv[3]), Path(argv[4])
-    text = rels_file.read_bytes().decode("utf-8", "surrogateescape")
-    rels = text.split("\0") if text else []
-    write_result(_ingest_files(raw_dir, claimed_files(rels, block, claims, prefix.name)), prefix)
+    rels = read_rels(rels_file) or []
+    sidecars = read_rels(rels_file.with_name("sidecars.rels"))
+    write_result(_ingest_files(raw_dir, claimed_files(rels, block, claims, prefix.name),
+                               None if sidecars is None else set(sidecars)), prefix)
     return 0
 
 

@@ -147,17 +147,19 @@ def test_sample_generator_is_reproducible(tmp_path):
 
 
 def test_parallel_parse_gives_identical_content(real_logs):
-    """The parallel path (this process plus `python -m pipeline.parse_worker`, blocks dealt round-robin) and the
-    serial path produce the same tables, row for row and in the same order."""
-    from pipeline.ingest import ingest_folder
+    """The parallel path (this process plus `python -m pipeline.parse_worker`, claiming blocks in turn), the
+    serial path, and the serial path that tries every sidecar on disk instead of looking it up in the scan's
+    listing produce the same tables, row for row and in the same order."""
+    from pipeline.ingest import ingest_folder, ingest_paths, scan_folder
     from pipeline.storage import content_hash
 
     for folder in (SAMPLE_DIR, real_logs):
         serial, parallel = ingest_folder(folder, workers=1), ingest_folder(folder, workers=2)
-        for part in ("runs", "rejects", "files"):
-            assert content_hash(getattr(serial, part)) == content_hash(getattr(parallel, part)), (folder, part)
-        for part in ("runs", "rejects", "files"):
-            assert getattr(serial, part).column("source_file").equals(getattr(parallel, part).column("source_file"))
+        probing = ingest_paths(folder, scan_folder(folder).rel, workers=1, listed=None)
+        for other in (parallel, probing):
+            for part in ("runs", "rejects", "files"):
+                assert content_hash(getattr(serial, part)) == content_hash(getattr(other, part)), (folder, part)
+                assert getattr(serial, part).column("source_file").equals(getattr(other, part).column("source_file"))
 
 
 def test_metrics_check_catches_a_run_lost_in_a_join_but_not_a_date_not_yet_materialized(run_pipeline):

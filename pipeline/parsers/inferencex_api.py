@@ -19,7 +19,7 @@ FORMAT = "inferencex_api"
 
 def detect(doc: Mapping[str, Any]) -> str | None:
     """``inferencex_api`` for export rows (``hardware`` plus a ``metrics`` object), else None."""
-    if "hardware" in doc and isinstance(doc.get("metrics"), Mapping):
+    if "hardware" in doc and isinstance(doc.get("metrics"), dict):
         return FORMAT
     return None
 

@@ -57,11 +57,11 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     if input_tput is None and total is not None and output is not None:
         input_tput = total - output
 
-    server = doc.get("server_info") if isinstance(doc.get("server_info"), Mapping) else {}
+    server = doc.get("server_info") if isinstance(doc.get("server_info"), dict) else {}
     prefill, decode = _servers(server.get("prefill")), _servers(server.get("decode"))
     split = bool(prefill and decode)
     args = decode[0] if split else server
-    model_path = args.get("model_path") if isinstance(args, Mapping) else None
+    model_path = args.get("model_path") if isinstance(args, dict) else None
 
     run.values.update(
         completed=integer(doc, "completed"),
@@ -91,14 +91,14 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         meta.setdefault("disagg", True)
         meta.setdefault("num_prefill_gpu", _gpus(prefill))
         meta.setdefault("num_decode_gpu", _gpus(decode))
-    elif isinstance(args, Mapping) and args.get("tp_size") is not None:
+    elif isinstance(args, dict) and args.get("tp_size") is not None:
         meta.setdefault("tp", args.get("tp_size"))
         if args.get("ep_size") is not None:
             meta.setdefault("ep", args.get("ep_size"))
         if args.get("enable_dp_attention") is not None:
             meta.setdefault("dp_attention", args.get("enable_dp_attention"))
     run.in_file_meta = {k: v for k, v in meta.items() if v is not None}
-    quant = args.get("quantization") if isinstance(args, Mapping) else None
+    quant = args.get("quantization") if isinstance(args, dict) else None
     run.fallback_meta = {"model": model_key_from_id(model_path), "framework": "sglang", "precision": quant}
     if run.values.get("spec_accept_length") is not None:
         # SGLang's server-side average accepted length per verify step, bonus token included.
@@ -111,10 +111,10 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
 
 def _servers(value: Any) -> list[Mapping[str, Any]]:
     """The server-args objects of one role: SGLang writes one object, or a list with one object per server."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return [value]
     if isinstance(value, list):
-        return [v for v in value if isinstance(v, Mapping)]
+        return [v for v in value if isinstance(v, dict)]
     return []
 
 

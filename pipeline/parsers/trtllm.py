@@ -21,7 +21,7 @@ _STAT_OF = {"mean": "average", "median": "p50", "p90": "p90", "p95": "p95", "p99
 
 def detect(doc: Mapping[str, Any]) -> str | None:
     """``trtllm_bench`` when ``doc`` has a ``performance`` object and ``engine`` or ``world_info``, else None."""
-    if isinstance(doc.get("performance"), Mapping) and ("engine" in doc or "world_info" in doc):
+    if isinstance(doc.get("performance"), dict) and ("engine" in doc or "world_info" in doc):
         return FORMAT
     return None
 
@@ -111,6 +111,6 @@ def _section(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = doc.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise FieldError("not_an_object", key, f"expected an object, got {type(value).__name__}")
     return value

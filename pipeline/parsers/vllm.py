@@ -126,7 +126,7 @@ def _spec_metrics(doc: Mapping[str, Any], run: ParsedRun) -> None:
         run.values["spec_accept_rate"] = None if rate is None else rate / 100.0
         run.values["spec_metric_source"] = "vllm:spec_decode_counters"
         return
-    nested = doc.get("decoding") if isinstance(doc.get("decoding"), Mapping) else {}
+    nested = doc.get("decoding") if isinstance(doc.get("decoding"), dict) else {}
     per_iter = number(doc, "avg_decoded_tokens_per_iter")
     if per_iter is None:
         per_iter = number(nested, "avg_decoded_tokens_per_iter", label="decoding.avg_decoded_tokens_per_iter")
