@@ -57,7 +57,7 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
             place on a time axis and are left out.
         target_intvty: the interactivity to read every frontier at (tok/s/user).
     Raises:
-        ValueError: a run's interactivity or tok/s/GPU is NaN (``pareto_frontier``).
+        ValueError: a run's interactivity or tok/s/GPU is NaN (``grouped_pareto_frontiers``).
     """
     table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
     if table.num_rows == 0:
