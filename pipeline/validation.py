@@ -297,7 +297,7 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, p
     rule_list = rules(known_hw)
     screens = [getattr(rule, "screen", None) for rule in rule_list]
     if runs.num_rows == 0 or None in screens:
-        flagged = pa.array([True] * runs.num_rows)
+        flagged = pa.array([True] * runs.num_rows, pa.bool_())
     else:
         flagged = reduce(pc.or_, (screen(runs) for screen in screens))
     flagged_at = pc.indices_nonzero(flagged)

@@ -82,3 +82,10 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
     assert slow[0].column("source_row").to_pylist() == [good["source_row"], row_of["reported_only"], row_of["other_run"]]
     assert slow[1].column("reason_code").to_pylist()[-2:] == ["duplicate_run", "duplicate_run"]
     _assert_same(slow, fast)
+
+
+def test_no_runs_give_empty_tables_of_both_schemas():
+    """A date whose files are all gone reaches validation with no rows."""
+    accepted, rejected = validate_table(RUN_SCHEMA.empty_table(), KNOWN_HW)
+    assert (accepted.num_rows, rejected.num_rows) == (0, 0)
+    assert accepted.schema.equals(RUN_SCHEMA) and rejected.schema.equals(QUARANTINE_SCHEMA)
