@@ -11,7 +11,7 @@ ones and its mtime is older than the cached scan by more than ``RACY_WINDOW_NS``
 written in the same instant as the scan could change again without its mtime moving); otherwise it is hashed.
 A touched but unchanged file is therefore hashed, never re-parsed.
 
-The cache is three Parquet files (``files``, ``runs``, ``rejects``) under ``cache_dir``, each written atomically
+The cache is three Arrow IPC files (``files``, ``runs``, ``rejects``) under ``cache_dir``, each written atomically
 and stamped with one generation id; a reader that finds mixed generations (two writers at once, a writer killed
 between files), another raw folder or another parser version ignores the cache and parses everything. So the cache
 can only cost time, never change a result: ``ingest_folder_cached`` returns exactly what ``ingest_folder`` does
@@ -30,12 +30,11 @@ import duckdb
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipeline.ingest import FILE_SCHEMA, IngestResult, in_scan_order, ingest_paths, scan_folder
 from pipeline.paths import sql_text
 from pipeline.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
-from pipeline.storage import write_parquet_atomic
+from pipeline.storage import read_arrow, write_arrow_atomic
 
 CACHE_FILE_SCHEMA = pa.schema([
     *FILE_SCHEMA,
@@ -199,7 +198,9 @@ def _save(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestRe
     for name in ("mtime_ns", "sidecar_sha256", "manifest_sha256"):
         files = files.append_column(name, dependencies[name])
     for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files.cast(CACHE_FILE_SCHEMA))):
-        write_parquet_atomic(_stamp(table, stamp), cache_dir / f"{name}.parquet")
+        write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
+    for name in ("runs", "rejects", "files"):  # the Parquet cache of earlier versions
+        (cache_dir / f"{name}.parquet").unlink(missing_ok=True)
 
 
 def _load(cache_dir: Path, raw_dir: Path) -> _Cache | None:
@@ -207,7 +208,7 @@ def _load(cache_dir: Path, raw_dir: Path) -> _Cache | None:
     tables, stamps = {}, []
     for name, schema in (("files", CACHE_FILE_SCHEMA), ("runs", RUN_SCHEMA), ("rejects", QUARANTINE_SCHEMA)):
         try:
-            table = pq.read_table(cache_dir / f"{name}.parquet")
+            table = read_arrow(cache_dir / f"{name}.arrow")
             stamps.append(orjson.loads((table.schema.metadata or {})[_METADATA_KEY]))
             tables[name] = table.replace_schema_metadata(None).cast(schema)
         except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):

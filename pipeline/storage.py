@@ -9,7 +9,7 @@ import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote
 
 import duckdb
@@ -62,11 +62,35 @@ def read_table(conn: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
 def write_parquet_atomic(table: pa.Table, path: Path) -> Path:
     """Write ``table`` to ``path`` via a temporary file in the same folder and an atomic rename, so a reader
     never sees a half-written mart and a crash leaves the previous file whole."""
+    return _write_atomic(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def write_arrow_atomic(table: pa.Table, path: Path) -> Path:
+    """``write_parquet_atomic`` for an Arrow IPC file (LZ4-compressed): for internal state read back by this
+    pipeline only, where it writes ~7x and reads ~10x faster than Parquet (the parse cache at 100k runs)."""
+    def write(tmp: Path) -> None:
+        with pa.OSFile(os.fspath(tmp), "wb") as sink:
+            with pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as writer:
+                writer.write_table(table)
+    return _write_atomic(path, write)
+
+
+def read_arrow(path: Path) -> pa.Table:
+    """The table of an Arrow IPC file (``write_arrow_atomic``), schema metadata included.
+
+    Raises:
+        OSError: the file is missing or unreadable; pyarrow.ArrowInvalid: it is not an Arrow IPC file.
+    """
+    with pa.OSFile(os.fspath(path)) as source:
+        return pa.ipc.open_file(source).read_all()
+
+
+def _write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        pq.write_table(table, tmp)
+        write(tmp)
         os.replace(tmp, path)
     finally:
         if tmp.exists():

@@ -7,13 +7,12 @@ import shutil
 import sys
 import time
 
-import pyarrow.parquet as pq
 import pytest
 
 from conftest import REAL_LOGS, SAMPLE_DIR
 from pipeline.ingest import ingest_folder
 from pipeline.parse_cache import ingest_folder_cached
-from pipeline.storage import content_hash
+from pipeline.storage import content_hash, read_arrow, write_arrow_atomic
 
 VLLM_DIR = "vllm/mi355x"
 VLLM_RUN = "vllm/mi355x/qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json"
@@ -130,10 +129,10 @@ def test_torn_cache_is_ignored_not_trusted(raw, tmp_path):
     """Two writers at once can leave files of different generations: the reader parses everything instead."""
     cache = tmp_path / "cache"
     ingest_folder_cached(raw, cache)
-    old_runs = pq.read_table(cache / "runs.parquet")
+    old_runs = read_arrow(cache / "runs.arrow")
     (raw / VLLM_RUN).unlink()
     ingest_folder_cached(raw, cache)
-    pq.write_table(old_runs, cache / "runs.parquet")  # runs of the first generation beside files of the second
+    write_arrow_atomic(old_runs, cache / "runs.arrow")  # runs of the first generation beside files of the second
     result, stats = ingest_folder_cached(raw, cache)
     assert not stats.cache_used
     assert _same(ingest_folder(raw), result)
