@@ -21,6 +21,7 @@ from pipeline.frontier import (
     band_phrase,
     default_targets,
     displayed_band,
+    float_values,
     interactivity_band,
     interpolate,
     pareto_frontier,
@@ -227,8 +228,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
             table = table.append_column(name, pa.nulls(table.num_rows, kind))
     key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")
     keys = [table[name].to_pylist() for name in key_names]
-    x_all = table["median_intvty"].to_numpy(zero_copy_only=False).astype(float)
-    y_all = table["tput_per_gpu"].to_numpy(zero_copy_only=False).astype(float)
+    x_all, y_all = float_values(table["median_intvty"]), float_values(table["tput_per_gpu"])
     # run positions by (book, model, isl, osl, hw, precision) and then (spec_decoding, framework): a side takes
     # one sub-list, or several when a key is pooled; members keep the input order
     index: dict[tuple, dict[tuple, list[int]]] = {}

@@ -15,6 +15,8 @@ import math
 from typing import Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy.interpolate import CubicHermiteSpline
 
 TARGET_FRACTIONS = (0.25, 0.5, 0.75)
@@ -79,6 +81,12 @@ def grouped_pareto_frontiers(group: Sequence[int], x: Sequence[float], y: Sequen
     # the next first-of-x is in the same group, or in a later one whose heights are all lower
     keep[:-1] = height[firsts[:-1]] > best_from[firsts[1:]]
     return order[firsts[keep]]
+
+
+def float_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A numeric Arrow column as float64 numpy (tok/s/user, tok/s/GPU …), nulls as NaN: the x and y arrays the
+    frontier and interpolation functions take."""
+    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
 
 
 def steffen_tangents(x: Sequence[float], y: Sequence[float]) -> np.ndarray:

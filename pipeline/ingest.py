@@ -235,11 +235,10 @@ def _finish_worker(process: subprocess.Popen, prefix: Path, rels: list[str], blo
         which = f"{len(files)} files ({files[0]} … {files[-1]})" if files else "before claiming any file"
         tail = prefix.with_suffix(".stderr").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"parse worker {prefix.name} exited with {code}, {which}:\n{tail}")
-    tables = {}
-    for name in ("runs", "rejects", "files"):
-        with pa.OSFile(os.fspath(prefix.with_suffix(f".{name}.arrow"))) as source:
-            tables[name] = pa.ipc.open_file(source).read_all()
-    return IngestResult(**tables)
+    from pipeline.storage import read_arrow  # here, not at the top: workers import this module, not DuckDB
+
+    return IngestResult(**{name: read_arrow(prefix.with_suffix(f".{name}.arrow"))
+                           for name in ("runs", "rejects", "files")})
 
 
 def write_result(result: IngestResult, prefix: Path) -> None:

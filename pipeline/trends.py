@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.frontier import grouped_pareto_frontiers, interpolate
+from pipeline.frontier import float_values, grouped_pareto_frontiers, interpolate
 
 DEFAULT_TARGET_INTVTY = 35.0
 GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding")
@@ -69,8 +69,8 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     n = len(keys)
     new_group = np.fromiter((i == 0 or keys[i] != keys[i - 1] for i in range(n)), dtype=bool, count=n)
     group = np.cumsum(new_group) - 1
-    x = _floats(table["median_intvty"])
-    points = grouped_pareto_frontiers(group, x, _floats(table["tput_per_gpu"]))  # by group, then x
+    x = float_values(table["median_intvty"])
+    points = grouped_pareto_frontiers(group, x, float_values(table["tput_per_gpu"]))  # by group, then x
     runs_per_group = np.bincount(group)
     points_per_group = np.bincount(group[points], minlength=runs_per_group.size)
     first_point = np.cumsum(points_per_group) - points_per_group
@@ -78,7 +78,7 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     in_range = (x_min <= target_intvty) & (target_intvty <= x_max)
 
     metric_columns = [table["conc" if m == "concurrency" else m] for m in TREND_METRICS]
-    metric_values = np.column_stack([_floats(column) for column in metric_columns])
+    metric_values = np.column_stack([float_values(column) for column in metric_columns])
     metric_present = np.column_stack([column.is_valid().to_numpy(zero_copy_only=False) for column in metric_columns])
     values = np.full((runs_per_group.size, len(TREND_METRICS)), np.nan)
     known = np.zeros(values.shape, dtype=bool)
@@ -98,8 +98,3 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
         "frontier_intvty_min": x_min, "frontier_intvty_max": x_max, "in_range": in_range,
         **{m: pa.array(values[:, i], mask=~known[:, i]) for i, m in enumerate(TREND_METRICS)},
     }).select(TREND_SCHEMA.names).cast(TREND_SCHEMA)
-
-
-def _floats(column: pa.ChunkedArray) -> np.ndarray:
-    """A numeric column as float64 numpy, nulls as NaN."""
-    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)

@@ -80,8 +80,7 @@ def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run],
         return pc.invert(_any(pc.and_(pc.is_finite(value), pc.greater(value, 0))))
 
     rule.__doc__ = f"{code_name} must be present, finite and > 0 (metrics and interactivity divide by it)."
-    rule.screen = screen  # type: ignore[attr-defined]
-    return rule
+    return _screen(screen)(rule)
 
 
 @_screen(lambda t: _any(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], 0.5e-3)),
