@@ -1,5 +1,5 @@
 """Write N realistic raw logs for the performance harness (benchmarks/run.py): mixed formats, metadata in runs.csv
-manifests and sidecars, ~360 frontier groups, values from pipeline.sample_data's serving model.
+manifests and sidecars, ~360 frontier groups, values from pipeline.ingest.sample_data's serving model.
 
     python benchmarks/generate.py --runs 100000 --out /tmp/bench-raw
 """
@@ -14,7 +14,7 @@ import random
 import shutil
 from pathlib import Path
 
-from pipeline.sample_data import Config, inferencex_agg_doc, sglang_doc, simulate, trtllm_doc, vllm_doc
+from pipeline.ingest.sample_data import Config, inferencex_agg_doc, sglang_doc, simulate, trtllm_doc, vllm_doc
 
 MODELS = (("dsr1", 1024, 1024), ("dsr1", 8192, 1024), ("qwen3.5-397b-a17b", 8192, 1024))
 HW = {"h200": 19.0, "b200": 13.0, "mi355x": 17.5, "mi300x": 24.0, "b300": 11.0}

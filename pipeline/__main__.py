@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pipeline.reference import DEFAULT_PRICE_BOOK
-from pipeline.storage import read_mart
+from pipeline.io.storage import read_mart
+from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 # The stages, in dependency order; each is one Dagster run over these assets and their checks.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -61,10 +61,14 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
     """
     import dagster as dg
 
-    from pipeline.defs.partitions import (RUN_DATE_PARTITIONS, all_partitions_tags, discover_partition_keys,
-                                          register_partitions)
     from pipeline.definitions import defs
-    from pipeline.paths import env_path, parse_cache_dir
+    from pipeline.defs.partitions import (
+        RUN_DATE_PARTITIONS,
+        all_partitions_tags,
+        discover_partition_keys,
+        register_partitions,
+    )
+    from pipeline.io.paths import env_path, parse_cache_dir
 
     definitions = defs()
     job = definitions.resolve_job_def("refresh_all")
@@ -90,7 +94,7 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
 
 
 def _run(_: argparse.Namespace) -> int:
-    from pipeline.paths import env_path
+    from pipeline.io.paths import env_path
 
     started = time.perf_counter()
     # WARNING keeps the terminal for the progress bar; every event is still in the run's log.
@@ -126,7 +130,7 @@ def _report(_: argparse.Namespace) -> int:
     import dagster as dg
 
     from pipeline.definitions import defs
-    from pipeline.paths import env_path
+    from pipeline.io.paths import env_path
 
     result = defs().resolve_job_def("refresh_all").execute_in_process(
         instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["marts", "report"])],
@@ -146,8 +150,10 @@ def _side(text: str) -> dict[str, str]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pipeline.comparisons import POOLED, Side, build_frontiers, compare, frontiers_by_side, make_comparison
-    from pipeline.paths import env_path
+    from pipeline.comparisons.compare import compare
+    from pipeline.frontiers.points import build_frontiers, frontiers_by_side
+    from pipeline.frontiers.sides import POOLED, Side, make_comparison
+    from pipeline.io.paths import env_path
 
     out_dir = Path(env_path("PIPELINE_OUT_DIR"))
     try:
@@ -245,7 +251,7 @@ def format_comparison(rows: list[dict], comparison_id: str) -> str:
 
 
 def _sample(_: argparse.Namespace) -> int:
-    from pipeline.sample_data import main as generate
+    from pipeline.ingest.sample_data import main as generate
 
     generate()
     return 0

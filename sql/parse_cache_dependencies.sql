@@ -1,4 +1,4 @@
--- What a file's parse depends on besides itself (pipeline/metadata.py): its sidecar `<name>.meta.json` and its
+-- What a file's parse depends on besides itself (pipeline/ingest/metadata.py): its sidecar `<name>.meta.json` and its
 -- folder's runs.csv. Input: file_shas(source_file, sha256), one row per listed file. Output: each file with the
 -- sha256 of both (null when there is none). A dependency of unknown content carries whatever sha256 the input
 -- gives it (the caller's '<changed>' marker), so it never matches a recorded one.

@@ -1,4 +1,4 @@
--- Builds run_gpu_counts: GPUs each validated run used (DESIGN.md §3), the one place this rule lives.
+-- Builds run_gpu_counts: GPUs each validated run used (docs/metrics.md), the one place this rule lives.
 --   single node: tp × pp × pcp (pp, pcp default 1); disaggregated: num_prefill_gpu + num_decode_gpu
 create or replace view run_gpu_counts as
 select

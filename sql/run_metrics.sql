@@ -1,5 +1,5 @@
 -- Builds run_metrics: one row per validated run, with per-GPU throughput, interactivity, $/M tokens, tok/s/MW, J/token.
--- Formulas: DESIGN.md §3, following InferenceX utils/process_result.py and the dashboard.
+-- Formulas: docs/metrics.md, following InferenceX utils/process_result.py and the dashboard.
 --   num_gpus            from the run_gpu_counts view (sql/run_gpu_counts.sql)
 --   tput_per_gpu        total tok/s / num_gpus (InferenceX rows: their reported per-GPU value)
 --   output_tput_per_gpu output tok/s / num_gpus (disaggregated: / num_decode_gpu)

@@ -7,8 +7,8 @@ import shutil
 
 import dagster as dg
 import duckdb
-
 from conftest import SAMPLE_DIR
+
 from pipeline.defs.automation import nightly_refresh, raw_logs_sensor
 from pipeline.defs.resources import PipelinePaths
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.ingest import ingest_folder
-from pipeline.reference import load_gpu_reference
-from pipeline.validation import validate_table
+from pipeline.ingest.folder import ingest_folder
+from pipeline.metrics.reference import load_gpu_reference
+from pipeline.validate.rules import validate_table
 
 HERE = Path(__file__).parent
 BAD, GOOD = HERE / "bad_inputs", HERE / "good_inputs"
@@ -113,7 +113,7 @@ def test_200_mb_detailed_result_ingests_under_1_gib(tmp_path):
     script = textwrap.dedent(f"""
         import resource, sys
         from pathlib import Path
-        from pipeline.ingest import ingest_folder
+        from pipeline.ingest.folder import ingest_folder
         result = ingest_folder(Path({str(raw)!r}))
         run = result.runs.to_pylist()[0]
         print(result.runs.num_rows, run["median_tpot_s"], run["completed"],

@@ -1,6 +1,7 @@
 """The command line: `compare` prints the same numbers as the comparisons mart; bad sides get a clear message."""
 
 from conftest import SAMPLE_DIR
+
 from pipeline.__main__ import main
 
 

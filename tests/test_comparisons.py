@@ -1,8 +1,10 @@
-"""Sides, frontiers per side and comparison rows on hand-built runs (DESIGN.md §4)."""
+"""Sides, frontiers per side and comparison rows on hand-built runs (docs/metrics.md)."""
 
 import pytest
 
-from pipeline.comparisons import build_frontiers, compare, enumerate_comparisons, frontiers_by_side
+from pipeline.comparisons.compare import compare
+from pipeline.frontiers.points import build_frontiers, frontiers_by_side
+from pipeline.frontiers.sides import enumerate_comparisons
 
 H = 1.48  # mi355x hyperscaler $/GPU-h
 

@@ -1,19 +1,11 @@
-"""Frontier, interpolation, band and target rules against hand-computed cases (DESIGN.md §4)."""
+"""Frontier, interpolation, band and target rules against hand-computed cases (docs/metrics.md)."""
 
 import numpy as np
 import pytest
 
-from pipeline.frontier import (
-    band_phrase,
-    default_targets,
-    displayed_band,
-    interactivity_band,
-    interpolate,
-    grouped_pareto_frontiers,
-    pareto_frontier,
-    round_half_up,
-    steffen_tangents,
-)
+from pipeline.comparisons.band import band_phrase, default_targets, displayed_band, interactivity_band, round_half_up
+from pipeline.frontiers.pareto import grouped_pareto_frontiers, pareto_frontier
+from pipeline.frontiers.spline import interpolate, steffen_tangents
 
 
 def _points(x, y):

@@ -1,4 +1,4 @@
-"""Hive-partitioned run-level marts (pipeline/storage.py): a write replaces the given dates' files only, removes
+"""Hive-partitioned run-level marts (pipeline/io/storage.py): a write replaces the given dates' files only, removes
 partitions whose runs are gone, and the folder reads in place with DuckDB and PyArrow."""
 
 import datetime as dt
@@ -7,7 +7,7 @@ import os
 import duckdb
 import pyarrow as pa
 
-from pipeline.storage import HIVE_NULL, read_mart, replace_hive_partitions
+from pipeline.io.storage import HIVE_NULL, read_mart, replace_hive_partitions
 
 D1, D2 = dt.date(2026, 7, 1), dt.date(2026, 7, 2)
 

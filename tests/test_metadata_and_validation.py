@@ -1,13 +1,13 @@
-"""Metadata precedence and normalization (DESIGN.md §2) and the row rules (reason codes, DESIGN.md §5)."""
+"""Metadata precedence and normalization (docs/inputs.md) and the row rules (reason codes, docs/inputs.md)."""
 
 import datetime as dt
 
 import pytest
 
-from pipeline.keys import model_key_from_id, normalize_hw, normalize_precision, normalize_spec
-from pipeline.metadata import MetadataError, resolve
-from pipeline.reference import load_gpu_reference
-from pipeline.validation import check_run, rules
+from pipeline.ingest.keys import model_key_from_id, normalize_hw, normalize_precision, normalize_spec
+from pipeline.ingest.metadata import MetadataError, resolve
+from pipeline.metrics.reference import load_gpu_reference
+from pipeline.validate.rules import check_run, rules
 
 
 @pytest.mark.parametrize(

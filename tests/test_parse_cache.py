@@ -1,4 +1,4 @@
-"""The parse cache (pipeline/parse_cache.py): a cached scan returns exactly what a full parse returns, and parses
+"""The parse cache (pipeline/ingest/parse_cache.py): a cached scan returns exactly what a full parse returns, and parses
 only the files whose content, sidecar or runs.csv changed."""
 
 import json
@@ -8,11 +8,10 @@ import sys
 import time
 
 import pytest
-
 from conftest import REAL_LOGS, SAMPLE_DIR
-from pipeline.ingest import ingest_folder
-from pipeline.parse_cache import ingest_folder_cached
-from pipeline.storage import content_hash, read_arrow, write_arrow_atomic
+
+from pipeline.ingest.folder import ingest_folder, ingest_folder_cached
+from pipeline.io.storage import content_hash, read_arrow, write_arrow_atomic
 
 VLLM_DIR = "vllm/mi355x"
 VLLM_RUN = "vllm/mi355x/qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json"
@@ -160,10 +159,10 @@ def _delayed(start_worker):
 def test_failed_parse_worker_is_an_error_naming_its_files(monkeypatch, tmp_path):
     """A worker that dies before claiming anything, and one that dies after claiming a block: each is an error
     naming the worker and the files it had taken."""
-    import pipeline.ingest
+    import pipeline.ingest.parse
 
     python = sys.executable
-    monkeypatch.setattr(pipeline.ingest.sys, "executable", "/bin/false")
+    monkeypatch.setattr(pipeline.ingest.parse.sys, "executable", "/bin/false")
     with pytest.raises(RuntimeError, match=r"parse worker worker1 exited with 1, before claiming any file"):
         ingest_folder(SAMPLE_DIR, workers=2)
 
@@ -172,7 +171,7 @@ def test_failed_parse_worker_is_an_error_naming_its_files(monkeypatch, tmp_path)
                      "with open(os.path.join(sys.argv[6], '0'), 'x') as claim: claim.write('worker1')\n"
                      "sys.exit(3)\n")
     crash.chmod(0o755)
-    monkeypatch.setattr(pipeline.ingest, "_start_worker", _delayed(pipeline.ingest._start_worker))
-    monkeypatch.setattr(pipeline.ingest.sys, "executable", str(crash))
+    monkeypatch.setattr(pipeline.ingest.parse, "_start_worker", _delayed(pipeline.ingest.parse._start_worker))
+    monkeypatch.setattr(pipeline.ingest.parse.sys, "executable", str(crash))
     with pytest.raises(RuntimeError, match=r"parse worker worker1 exited with 3, \d+ files \(.+ … .+\)"):
         ingest_folder(SAMPLE_DIR, workers=2)

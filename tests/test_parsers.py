@@ -4,9 +4,9 @@ import datetime as dt
 import json
 
 import pytest
-
 from conftest import load_json
-from pipeline.parsers import read_file
+
+from pipeline.ingest.parsers import read_file
 
 
 def _read(path):

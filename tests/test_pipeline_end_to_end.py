@@ -5,10 +5,10 @@ from collections import Counter
 
 import duckdb
 import pytest
-
 from conftest import SAMPLE_DIR, load_json
+
 from pipeline.definitions import defs
-from pipeline.ingest import list_files
+from pipeline.ingest.scan import list_files
 
 
 def test_definitions_load():
@@ -136,7 +136,7 @@ def test_running_twice_gives_identical_marts(run_pipeline, tmp_path):
 
 
 def test_sample_generator_is_reproducible(tmp_path):
-    from pipeline.sample_data import generate
+    from pipeline.ingest.sample_data import generate
 
     written = generate(tmp_path / "sample")
     assert {p.relative_to(tmp_path / "sample").as_posix() for p in written} == {
@@ -147,15 +147,17 @@ def test_sample_generator_is_reproducible(tmp_path):
 
 
 def test_parallel_parse_gives_identical_content(real_logs):
-    """The parallel path (this process plus `python -m pipeline.parse_worker`, claiming blocks in turn), the
+    """The parallel path (this process plus `python -m pipeline.ingest.worker`, claiming blocks in turn), the
     serial path, and the serial path that tries every sidecar on disk instead of looking it up in the scan's
     listing produce the same tables, row for row and in the same order."""
-    from pipeline.ingest import ingest_folder, ingest_paths, scan_folder
-    from pipeline.storage import content_hash
+    from pipeline.ingest.folder import ingest_folder
+    from pipeline.ingest.parse import parse_files
+    from pipeline.ingest.scan import scan_folder
+    from pipeline.io.storage import content_hash
 
     for folder in (SAMPLE_DIR, real_logs):
         serial, parallel = ingest_folder(folder, workers=1), ingest_folder(folder, workers=2)
-        probing = ingest_paths(folder, scan_folder(folder).rel, workers=1, listed=None)
+        probing = parse_files(folder, scan_folder(folder).rel, workers=1, listed=None)
         for other in (parallel, probing):
             for part in ("runs", "rejects", "files"):
                 assert content_hash(getattr(serial, part)) == content_hash(getattr(other, part)), (folder, part)

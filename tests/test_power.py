@@ -5,8 +5,16 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from pipeline.power import (EPOCH, LOCAL, PowerFormatError, PowerSamples, integrate_window, measure_runs,
-                            read_power_csv, run_window)
+from pipeline.metrics.power import (
+    EPOCH,
+    LOCAL,
+    PowerFormatError,
+    PowerSamples,
+    integrate_window,
+    measure_runs,
+    read_power_csv,
+    run_window,
+)
 
 
 def _samples(per_gpu: dict[str, list[tuple[float, float]]], clock=EPOCH) -> PowerSamples:

@@ -1,11 +1,13 @@
 """Cost scenarios (price books) and speculative-decoding acceptance columns."""
 
 import pytest
-
 from conftest import SAMPLE_DIR
-from pipeline.comparisons import build_frontiers, compare, enumerate_comparisons, frontiers_by_side
-from pipeline.parsers import read_file
-from pipeline.reference import DEFAULT_PRICE_BOOK, build_price_books, load_gpu_reference
+
+from pipeline.comparisons.compare import compare
+from pipeline.frontiers.points import build_frontiers, frontiers_by_side
+from pipeline.frontiers.sides import enumerate_comparisons
+from pipeline.ingest.parsers import read_file
+from pipeline.metrics.reference import DEFAULT_PRICE_BOOK, build_price_books, load_gpu_reference
 
 COST_COLUMNS = {"cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud", "cost_per_mtok_rental"}
 
@@ -76,8 +78,8 @@ def test_vllm_acceptance_percent_becomes_fraction():
 def test_acceptance_metrics_without_a_named_method_are_not_called_none(tmp_path):
     import json
 
-    from pipeline.ingest import ingest_folder
-    from pipeline.validation import check_run, rules
+    from pipeline.ingest.folder import ingest_folder
+    from pipeline.validate.rules import check_run, rules
 
     doc = {"date": "20260701-101500", "backend": "vllm", "model_id": "m", "num_prompts": 8, "duration": 10.0,
            "completed": 8, "max_concurrency": 8, "total_token_throughput": 100.0, "output_throughput": 50.0, "median_tpot_ms": 10.0,

@@ -7,7 +7,6 @@ import shutil
 import threading
 
 import pytest
-
 from conftest import SAMPLE_DIR
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -1,14 +1,14 @@
-"""sql/run_metrics.sql on hand-built runs: the seed-page arithmetic and the GPU-count rules (DESIGN.md §3)."""
+"""sql/run_metrics.sql on hand-built runs: the seed-page arithmetic and the GPU-count rules (docs/metrics.md)."""
 
 import duckdb
 import pyarrow as pa
 import pytest
 
-from pipeline.power import POWER_SCHEMA
-from pipeline.paths import sql_text
-from pipeline.reference import build_price_books, load_gpu_reference
-from pipeline.schema import RUN_COLUMNS, RUN_SCHEMA
-from pipeline.storage import write_table
+from pipeline.ingest.schema import RUN_COLUMNS, RUN_SCHEMA
+from pipeline.io.paths import sql_text
+from pipeline.io.storage import write_table
+from pipeline.metrics.power import POWER_SCHEMA
+from pipeline.metrics.reference import build_price_books, load_gpu_reference
 
 
 def _metrics(*runs: dict, power: list[dict] = ()) -> list[dict]:

@@ -11,11 +11,11 @@ import time
 import dagster as dg
 import duckdb
 import pytest
-
 from conftest import SAMPLE_DIR
+
 from pipeline.defs.metrics.reference import gpu_reference
 from pipeline.defs.resources import Warehouse, WarehouseLockedError
-from pipeline.storage import content_hash, read_mart
+from pipeline.io.storage import content_hash, read_mart
 
 MARTS = ("runs", "trends", "quarantine", "frontiers", "comparisons", "ingest_ledger")
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-
 from conftest import REPO, SAMPLE_DIR
 
 PROFILE = REPO / "deploy" / "postgres" / "dagster.yaml"
@@ -69,8 +68,8 @@ def postgres_url():
 
 
 def test_two_partitions_materialize_in_parallel_on_postgres(postgres_url, tmp_path, monkeypatch):
-    from pipeline.defs.partitions import register_partitions
     from pipeline.definitions import defs
+    from pipeline.defs.partitions import register_partitions
 
     home = tmp_path / "dagster_home"
     home.mkdir()

@@ -1,10 +1,10 @@
-"""The trend mart against hand-computed values (DESIGN.md §4 trend rule: null outside the frontier)."""
+"""The trend mart against hand-computed values (docs/metrics.md trend rule: null outside the frontier)."""
 
 import datetime as dt
 
 import pytest
 
-from pipeline.trends import build_trends
+from pipeline.comparisons.trends import build_trends
 
 D1, D2 = dt.date(2026, 7, 1), dt.date(2026, 7, 2)
 

@@ -1,4 +1,4 @@
-"""The two validation paths (pipeline/validation.py) agree: ``validate_table`` (screens over Arrow columns, what
+"""The two validation paths (pipeline/validate/rules.py) agree: ``validate_table`` (screens over Arrow columns, what
 the ``validated/benchmark_runs`` asset runs) and ``validate_runs`` (every rule on every run, the reference) give
 the same accepted runs and the same quarantine rows, in the same order."""
 
@@ -6,13 +6,13 @@ import shutil
 
 import pyarrow as pa
 import pytest
-
 from conftest import REAL_LOGS, SAMPLE_DIR
-from pipeline.ingest import ingest_folder
-from pipeline.reference import load_gpu_reference
-from pipeline.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
-from pipeline.storage import content_hash
-from pipeline.validation import rules, validate_runs, validate_table
+
+from pipeline.ingest.folder import ingest_folder
+from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.io.storage import content_hash
+from pipeline.metrics.reference import load_gpu_reference
+from pipeline.validate.rules import rules, validate_runs, validate_table
 
 HERE = SAMPLE_DIR.parents[1] / "tests"
 KNOWN_HW = load_gpu_reference().column("hw").to_pylist()

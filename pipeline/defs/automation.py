@@ -10,9 +10,9 @@ import duckdb
 from pipeline.defs.jobs import refresh_all
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, all_partitions_tags, discover_partition_keys
 from pipeline.defs.resources import PipelinePaths
-from pipeline.parse_cache import ingest_folder_cached
-from pipeline.paths import sql_text
-from pipeline.schema import UNDATED
+from pipeline.ingest.folder import ingest_folder_cached
+from pipeline.ingest.schema import UNDATED
+from pipeline.io.paths import sql_text
 
 FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included)
 

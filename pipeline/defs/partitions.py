@@ -33,8 +33,8 @@ def discover_partition_keys(raw_dir: str, cache_dir: str) -> list[str]:
     since the parse cache was written (and updates it, so the ingest that follows parses nothing again)."""
     from pathlib import Path
 
-    from pipeline.parse_cache import ingest_folder_cached
-    from pipeline.schema import UNDATED
+    from pipeline.ingest.folder import ingest_folder_cached
+    from pipeline.ingest.schema import UNDATED
 
     runs = ingest_folder_cached(Path(raw_dir), Path(cache_dir))[0].runs
     return sorted(set(runs.column("run_date_partition").to_pylist()) | {UNDATED})

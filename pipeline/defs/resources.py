@@ -1,5 +1,5 @@
 """Resources shared by every stage: the DuckDB warehouse and the raw/mart folders, configured by env var
-(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``; DESIGN.md §2)."""
+(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``; docs/inputs.md)."""
 
 
 import time
@@ -11,7 +11,7 @@ import dagster as dg
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-from pipeline.paths import env_path, parse_cache_dir
+from pipeline.io.paths import env_path, parse_cache_dir
 
 # Every asset that writes the warehouse runs in this pool; dagster.yaml limits it to 1 (DuckDB has one writer).
 WAREHOUSE_POOL = "duckdb_warehouse"
@@ -23,7 +23,7 @@ class PipelinePaths(dg.ConfigurableResource):
     Attributes:
         raw_dir: scanned recursively for raw logs, sidecars, manifests.
         out_dir: where the Parquet marts (``runs``, ``quarantine``, ``frontiers``, ``comparisons``) are written.
-        cache_dir: the parse cache (``pipeline.parse_cache``): what each raw file gave when last parsed.
+        cache_dir: the parse cache (``pipeline.ingest.parse_cache``): what each raw file gave when last parsed.
     """
 
     raw_dir: str

@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
-from pipeline.storage import markdown_preview, type_name
+from pipeline.io.storage import markdown_preview, type_name
 
 
 def table_metadata(table: pa.Table, *, path: Path | None = None, preview_columns: list[str] | None = None,

@@ -1,43 +1,18 @@
 """Comparisons stage: matched-interactivity comparison tables, the pipeline's main product."""
 
 
-from collections import Counter, defaultdict
+from collections import Counter
 
 import dagster as dg
-import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons import COMPARISON_SCHEMA, compare, enumerate_comparisons, frontiers_by_side
+from pipeline.comparisons.compare import compare_all
+from pipeline.comparisons.report import REPORT_PRICE_BOOK, comparison_tables_markdown
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
-from pipeline.reference import DEFAULT_PRICE_BOOK
-from pipeline.storage import read_table, write_parquet_atomic, write_table
+from pipeline.io.storage import read_table, write_parquet_atomic, write_table
 
 COMPARISONS_KEY = dg.AssetKey(["marts", "comparisons"])
-MAX_TABLES_IN_UI = 60
-
-
-def comparison_tables_markdown(rows: list[dict]) -> str:
-    """One small Markdown table per comparison (the seed pages' Throughput / Cost / tok/s/MW / Concurrency at the
-    targets), the first ``MAX_TABLES_IN_UI`` of them; the rest are in the mart and the HTML report."""
-    by_id: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_id[row["comparison_id"]].append(row)
-    parts = []
-    for comparison_id in sorted(by_id)[:MAX_TABLES_IN_UI]:
-        mine = sorted(by_id[comparison_id], key=lambda r: (r["target_index"], r["side"]))
-        first = mine[0]
-        parts.append(f"**{first['title']}** ({first['model']} {first['isl']}/{first['osl']})\n\n"
-                     "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc |\n|---|---|---|---|---|---|")
-        parts += [f"| {r['target_intvty']:g} | {r['side_label']} | {r['tput_per_gpu']:,.1f} | "
-                  f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} |"
-                  for r in mine]
-        parts.append(f"\n{mine[-1]['cost_sentence']}; {mine[-1]['tput_sentence']} (at {mine[-1]['target_intvty']:g})\n")
-    if len(by_id) > MAX_TABLES_IN_UI:
-        parts.append(f"… {len(by_id) - MAX_TABLES_IN_UI} more comparisons in comparisons.parquet and the report")
-    return "\n".join(parts)
-
-
 @dg.asset(
     key=COMPARISONS_KEY,
     group_name="comparisons",
@@ -61,20 +36,14 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         runs = conn.sql(
             "select distinct model, isl, osl, hw, precision, spec_decoding, framework from run_metrics"
         ).to_arrow_table().to_pylist()
-        frontier_rows = read_table(conn, "frontiers").to_pylist()
-        books: dict[str, list[dict]] = defaultdict(list)
-        for row in frontier_rows:
-            books[row["price_book"]].append(row)
-        comparisons_found = enumerate_comparisons(runs)
-        rows = [row for book in sorted(books) for by_side in [frontiers_by_side(books[book])]
-                for c in comparisons_found for row in compare(c, by_side)]
-        table = pa.Table.from_pylist(rows, schema=COMPARISON_SCHEMA)
+        table = compare_all(runs, read_table(conn, "frontiers").to_pylist())
         write_table(conn, "comparisons", table)
     path = write_parquet_atomic(table, paths.mart("comparisons"))
     n_comparisons = len(set(table.column("comparison_id").to_pylist()))
     context.log.info(f"{n_comparisons} comparisons, {table.num_rows} rows -> {path}")
+    rows = table.to_pylist()
     kinds = Counter(r["kind"] for r in rows if r["side"] == "a" and r["target_index"] == 1)
-    default_rows = [r for r in rows if r["price_book"] == DEFAULT_PRICE_BOOK]
+    default_rows = [r for r in rows if r["price_book"] == REPORT_PRICE_BOOK]
     return dg.MaterializeResult(metadata={
         **table_metadata(table, path=path, preview_rows=24, preview_columns=[
             "title", "model", "side_label", "target_intvty", "tput_per_gpu", "cost_per_mtok_hyperscaler",

@@ -6,14 +6,13 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report
+from pipeline.comparisons.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
-from pipeline.reference import DEFAULT_PRICE_BOOK
-from pipeline.report import build_report
-from pipeline.storage import replace_hive_partitions, replace_partitions
-from pipeline.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
+from pipeline.io.storage import replace_hive_partitions, replace_partitions
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
@@ -34,7 +33,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     book and ``run_date``, that day's frontier read at ``target_intvty`` (default 35 tok/s/user, run config):
     ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens), ``tok_s_per_mw``,
     ``concurrency``; null with ``in_range`` false when the target lies outside that day's frontier
-    (DESIGN.md §4 trend rule: no clamping, no extrapolation). Mart: ``trends/``, Hive-partitioned
+    (docs/metrics.md trend rule: no clamping, no extrapolation). Mart: ``trends/``, Hive-partitioned
     ``model=…/run_date=…``.
 
     Partitioned by run date like ``run_metrics``: a day's row depends on that day's runs alone, so a new night
@@ -74,7 +73,7 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     Throughput / Cost / tok/s/MW / Concurrency table at the three targets, the frontier chart (PNG: every run,
     the frontier curve, the targets) and the cross-engine acceptance caveat."""
     with warehouse.get_connection() as conn:
-        book = {"book": DEFAULT_PRICE_BOOK}
+        book = {"book": REPORT_PRICE_BOOK}
         comparisons = conn.sql("select * from comparisons where price_book = $book", params=book).to_arrow_table()
         frontiers = conn.sql("select * from frontiers where price_book = $book", params=book).to_arrow_table()
         runs = conn.sql("select model, isl, osl, hw, precision, spec_decoding, framework, median_intvty, "

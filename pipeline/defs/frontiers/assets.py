@@ -4,10 +4,11 @@
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons import SPLINED_METRICS, build_frontiers, enumerate_comparisons
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
-from pipeline.storage import write_parquet_atomic, write_table
+from pipeline.frontiers.points import SPLINED_METRICS, build_frontiers
+from pipeline.frontiers.sides import enumerate_comparisons
+from pipeline.io.storage import write_parquet_atomic, write_table
 
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 FRONTIER_INPUT_COLUMNS = ("run_id", "price_book", "price_book_version", "spec_metric_source",
@@ -23,7 +24,7 @@ FRONTIER_INPUT_COLUMNS = ("run_id", "price_book", "price_book_version", "spec_me
     pool=WAREHOUSE_POOL,
 )
 def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
-    """Pareto frontiers (x = median interactivity, tok/s/user; y = tok/s/GPU) per side (DESIGN.md §4).
+    """Pareto frontiers (x = median interactivity, tok/s/user; y = tok/s/GPU) per side (docs/metrics.md).
 
     Grain: one row per (side, frontier point), ``point_index`` 0… in ascending interactivity; y strictly decreasing.
     A side is (model, isl, osl, hw, precision, spec_decoding, framework) with ``all`` for pooled keys; each row

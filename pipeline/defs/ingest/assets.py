@@ -5,17 +5,16 @@ from collections import Counter
 from pathlib import Path
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
-
 import pyarrow as pa
 import pyarrow.compute as pc
+from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
-from pipeline.ingest import IngestResult
-from pipeline.parse_cache import ingest_folder_cached
-from pipeline.storage import replace_partitions, write_table
+from pipeline.ingest.folder import ingest_folder_cached
+from pipeline.ingest.parse import IngestResult
+from pipeline.io.storage import replace_partitions, write_table
 
 
 @dg.asset(
@@ -30,7 +29,7 @@ def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths
     """Every run found under ``PIPELINE_RAW_DIR``, parsed and normalized, before validation.
 
     Grain: one row per run (a JSON object, an array element or a JSON Lines line), schema
-    ``pipeline.schema.RUN_SCHEMA``: metadata keys of DESIGN.md §2 resolved from the file, its ``.meta.json``
+    ``pipeline.ingest.schema.RUN_SCHEMA``: metadata keys of docs/inputs.md resolved from the file, its ``.meta.json``
     sidecar or ``runs.csv`` (``metadata_sources`` says which), latencies in seconds (``*_s``), system
     throughputs in tok/s (``*_tput_tok_s``). Formats are detected from content: vLLM ``bench serve`` JSON,
     SGLang ``bench_serving`` JSONL, TRT-LLM ``--report_json`` and serve JSON, InferenceX agg rows and the
@@ -41,7 +40,7 @@ def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths
     ``ingest``) and ``raw_files`` (one row per file: kind, size, sha256, rows read), which are per file, not per
     date; rows of files that no longer exist are dropped from every partition.
 
-    Only files that changed since the last scan are parsed (``pipeline.parse_cache``: content hashes of the file,
+    Only files that changed since the last scan are parsed (``pipeline.ingest.parse_cache``: content hashes of the file,
     its sidecar and its runs.csv); the rest come from the parse cache, with identical rows.
     """
     keys = list(context.partition_keys)

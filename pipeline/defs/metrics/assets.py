@@ -8,13 +8,13 @@ import dagster as dg
 import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
-from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
-from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
-from pipeline.paths import sql_text
-from pipeline.power import POWER_SCHEMA, measure_runs
-from pipeline.storage import replace_hive_partitions, replace_partitions
+from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.io.paths import sql_text
+from pipeline.io.storage import replace_hive_partitions, replace_partitions
+from pipeline.metrics.power import POWER_SCHEMA, measure_runs
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
@@ -23,7 +23,7 @@ VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
 @dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
           pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS, backfill_policy=SINGLE_RUN)
 def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
-    """Measured GPU power per run (``pipeline.power``): energy integrated over the benchmark window from the
+    """Measured GPU power per run (``pipeline.metrics.power``): energy integrated over the benchmark window from the
     telemetry CSV named by the run's ``power_log`` (nvidia-smi, amd-smi watch, pynvml, DCGM/InferenceX samples),
     or the power InferenceX rows report themselves.
 
@@ -76,8 +76,8 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
       telemetry, ``power_invalid_reason`` says why).
 
     Grain: one row per (run, ``price_book``): costs and all-in power come from that book.
-    Formulas: DESIGN.md §3 (InferenceX utils/process_result.py and the dashboard).
-    Mart: ``runs/``, Hive-partitioned ``model=…/run_date=…`` (``pipeline.storage.replace_hive_partitions``):
+    Formulas: docs/metrics.md (InferenceX utils/process_result.py and the dashboard).
+    Mart: ``runs/``, Hive-partitioned ``model=…/run_date=…`` (``pipeline.io.storage.replace_hive_partitions``):
     a run rewrites the files of its dates only (and of dates whose runs' files vanished).
     """
     keys = list(context.partition_keys)

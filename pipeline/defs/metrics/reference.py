@@ -6,9 +6,9 @@ from pydantic import Field
 
 from pipeline.defs.resources import WAREHOUSE_POOL
 from pipeline.defs.ui import table_metadata
-from pipeline.paths import REFERENCE_DIR
-from pipeline.reference import build_price_books, load_gpu_reference, load_overrides_csv
-from pipeline.storage import write_table
+from pipeline.io.paths import REFERENCE_DIR
+from pipeline.io.storage import write_table
+from pipeline.metrics.reference import build_price_books, load_gpu_reference, load_overrides_csv
 
 GPU_REFERENCE_KEY = dg.AssetKey(["reference", "gpu_reference"])
 PRICE_BOOKS_KEY = dg.AssetKey(["reference", "price_books"])
@@ -18,7 +18,7 @@ PRICE_BOOKS_KEY = dg.AssetKey(["reference", "price_books"])
 def gpu_reference(warehouse: DuckDBResource) -> dg.MaterializeResult:
     """GPU reference: one row per GPU key (h100 … mi355x) with all-in ``power_kw`` (kW per GPU) and
     ``{hyperscaler,neocloud,rental}_usd_per_gpu_hour`` ($ per GPU-hour), from
-    ``data/reference/gpu_reference.csv`` (DESIGN.md §3, figures of the seed pages, version 2026-07)."""
+    ``data/reference/gpu_reference.csv`` (docs/metrics.md, figures of the seed pages, version 2026-07)."""
     table = load_gpu_reference()
     with warehouse.get_connection() as conn:
         write_table(conn, "gpu_reference", table)

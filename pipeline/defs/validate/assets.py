@@ -3,15 +3,13 @@
 from collections import Counter
 
 import dagster as dg
-import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
-from pipeline.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
-from pipeline.storage import read_table, replace_partitions, write_parquet_atomic, write_table
-from pipeline.validation import validate_table
+from pipeline.io.storage import read_table, replace_partitions, write_parquet_atomic, write_table
+from pipeline.validate.rules import quarantine_table, validate_table
 
 RAW_KEY = dg.AssetKey(["raw", "benchmark_runs"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
@@ -28,7 +26,7 @@ QUARANTINE_KEY = dg.AssetKey(["validated", "quarantine"])
     backfill_policy=SINGLE_RUN,
 )
 def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> dg.MaterializeResult:
-    """Runs that pass every row rule of ``pipeline.validation`` (failed requests, missing or non-positive
+    """Runs that pass every row rule of ``pipeline.validate.rules`` (failed requests, missing or non-positive
     throughput and TPOT, unit slips, inconsistencies, metadata conflicts, missing metadata, unknown GPU, no GPU
     count) and are not duplicates. Grain: one row per run; schema ``RUN_SCHEMA`` (latencies in s, throughputs in
     tok/s). Partitioned by run date; the rejected rows of the same dates go to ``validation_rejects`` (stage
@@ -39,7 +37,7 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         raw = conn.sql("select * from raw_runs where list_contains($keys, run_date_partition) "
                        "order by source_file, source_row", params={"keys": keys}).to_arrow_table()
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
-        validated, rejects = validate_table(raw.cast(RUN_SCHEMA), known_hw)
+        validated, rejects = validate_table(raw, known_hw)
         replace_partitions(conn, "validated_runs", validated, keys)
         replace_partitions(conn, "validation_rejects", rejects, keys)
         # runs whose files vanished since (ingest dropped them) leave every partition
@@ -61,13 +59,11 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
 def quarantine(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Everything that did not become a run: files and rows rejected at ingest and runs rejected by the row rules,
     across all dates. Grain: one row per rejected file or row; columns ``source_file``, ``source_format``,
-    ``source_row`` (null for a whole file), ``reason_code`` (stable snake_case, DESIGN.md §5), ``detail`` (names
+    ``source_row`` (null for a whole file), ``reason_code`` (stable snake_case, docs/inputs.md), ``detail`` (names
     the file, the field and the reason), ``stage`` (ingest | validate), ``run_date_partition``.
     Mart: ``quarantine.parquet``."""
     with warehouse.get_connection() as conn:
-        table = pa.concat_tables([read_table(conn, "raw_rejects").cast(QUARANTINE_SCHEMA),
-                                  read_table(conn, "validation_rejects").cast(QUARANTINE_SCHEMA)])
-        table = table.sort_by([("source_file", "ascending"), ("source_row", "ascending")])
+        table = quarantine_table(read_table(conn, "raw_rejects"), read_table(conn, "validation_rejects"))
         write_table(conn, "quarantine", table)
     path = write_parquet_atomic(table, paths.mart("quarantine"))
     reasons = Counter(table.column("reason_code").to_pylist())

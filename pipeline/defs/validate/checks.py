@@ -1,7 +1,6 @@
 """Checks of the validate stage. Structural checks are blocking (ERROR): downstream numbers would be wrong."""
 
 
-from collections import Counter
 from pathlib import Path
 
 import dagster as dg
@@ -10,14 +9,13 @@ from dagster_duckdb import DuckDBResource
 from pipeline.defs.resources import PipelinePaths
 from pipeline.defs.validate.assets import QUARANTINE_KEY
 from pipeline.defs.validate.ledger import LEDGER_KEY
-from pipeline.ingest import list_files
+from pipeline.validate.ledger import account_for_files
 
 
 @dg.asset_check(asset=LEDGER_KEY, blocking=True, description=(
     "Blocking: every file under the raw dir appears exactly once in the ledger, and for every file rows read = "
     "accepted runs + quarantined rows (nothing the user gave is lost or counted twice)."))
 def every_file_accounted_for(warehouse: DuckDBResource, paths: PipelinePaths) -> dg.AssetCheckResult:
-    on_disk = {p.relative_to(paths.raw_dir).as_posix() for p in list_files(Path(paths.raw_dir))}
     with warehouse.get_connection() as conn:
         ledger = conn.execute("select source_file, rows_read, accepted_rows, quarantined_rows from ingest_ledger")\
             .fetchall()
@@ -25,24 +23,21 @@ def every_file_accounted_for(warehouse: DuckDBResource, paths: PipelinePaths) ->
             select (select count(*) from raw_runs), (select count(*) from raw_rejects),
                    (select count(*) from validated_runs), (select count(*) from quarantine)
         """).fetchone()
-    in_ledger = [row[0] for row in ledger]
-    repeated = sorted(f for f, n in Counter(in_ledger).items() if n > 1)
-    missing, extra = sorted(on_disk - set(in_ledger)), sorted(set(in_ledger) - on_disk)
-    unbalanced = [row for row in ledger if row[1] != row[2] + row[3] or row[1] == 0]
+    accounting = account_for_files(Path(paths.raw_dir), ledger)
     raw_runs, raw_rejects, validated, quarantined = totals
     balanced = raw_runs + raw_rejects == validated + quarantined
     return dg.AssetCheckResult(
-        passed=not (repeated or missing or extra or unbalanced) and balanced,
+        passed=accounting.complete and balanced,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={
-            "files_on_disk": len(on_disk),
-            "files_in_ledger": len(in_ledger),
+            "files_on_disk": accounting.files_on_disk,
+            "files_in_ledger": len(ledger),
             "rows_read": raw_runs + raw_rejects,
             "accepted_plus_quarantined": validated + quarantined,
-            "missing_from_ledger": dg.MetadataValue.json(missing[:10]),
-            "not_on_disk": dg.MetadataValue.json(extra[:10]),
-            "listed_twice": dg.MetadataValue.json(repeated[:10]),
-            "unbalanced_files": dg.MetadataValue.json([list(r) for r in unbalanced[:10]]),
+            "missing_from_ledger": dg.MetadataValue.json(accounting.missing[:10]),
+            "not_on_disk": dg.MetadataValue.json(accounting.extra[:10]),
+            "listed_twice": dg.MetadataValue.json(accounting.repeated[:10]),
+            "unbalanced_files": dg.MetadataValue.json([list(r) for r in accounting.unbalanced[:10]]),
         },
     )
 

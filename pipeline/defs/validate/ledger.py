@@ -8,8 +8,8 @@ from dagster_duckdb import DuckDBResource
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.defs.validate.assets import QUARANTINE_KEY, VALIDATED_KEY
-from pipeline.paths import sql_text
-from pipeline.storage import read_table, write_parquet_atomic
+from pipeline.io.paths import sql_text
+from pipeline.io.storage import read_table, write_parquet_atomic
 
 LEDGER_KEY = dg.AssetKey(["validated", "ingest_ledger"])
 

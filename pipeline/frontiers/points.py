@@ -1,0 +1,128 @@
+"""Frontier points of every side: the ``frontiers`` mart's rows (``FRONTIER_SCHEMA``), one per side, price book
+and Pareto point, with the metrics that comparisons spline along the frontier.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.frontiers.pareto import float_values, pareto_frontier
+from pipeline.frontiers.sides import POOLED, Side
+
+# Metrics splined along each frontier, each on its own values at the frontier points (docs/metrics.md).
+SPLINED_METRICS = (
+    "tput_per_gpu",
+    "cost_per_mtok_hyperscaler",
+    "cost_per_mtok_neocloud",
+    "cost_per_mtok_rental",
+    "tok_s_per_mw",
+    "concurrency",
+)
+# Metrics some sources lack (an export row without output_tput_per_gpu, a run without telemetry): splined only
+# when every frontier point of the side has a value, else null. Never interpolated across a hole.
+OPTIONAL_METRICS = ("output_tput_per_gpu", "input_tput_per_gpu", "measured_tok_s_per_mw")
+
+
+FRONTIER_SCHEMA = pa.schema(
+    [
+        ("side_id", pa.string()),
+        ("price_book", pa.string()),
+        ("price_book_version", pa.string()),
+        ("model", pa.string()),
+        ("isl", pa.int32()),
+        ("osl", pa.int32()),
+        ("hw", pa.string()),
+        ("precision", pa.string()),
+        ("spec_decoding", pa.string()),
+        ("framework", pa.string()),
+        ("side_runs", pa.int32()),
+        ("side_intvty_min", pa.float64()),
+        ("side_intvty_max", pa.float64()),
+        ("point_index", pa.int32()),
+        ("run_id", pa.string()),
+        ("source_file", pa.string()),
+        ("point_framework", pa.string()),
+        ("point_spec_decoding", pa.string()),
+        ("point_spec_metric_source", pa.string()),
+        ("median_intvty", pa.float64()),
+        *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
+    ]
+)
+
+
+def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side]) -> pa.Table:
+    """Pareto frontier points of every side in every price book (``FRONTIER_SCHEMA``: one row per side, price
+    book and frontier point). The points are the same in every book; costs and tok/s/MW differ.
+
+    Column work: the runs are indexed once by their keys, each side's frontier is ``pareto_frontier`` over numpy
+    arrays, and the point rows are taken from the input table, not rebuilt row by row.
+
+    Args:
+        runs: ``run_metrics`` rows, an Arrow table or dicts (need ``run_id``, ``source_file``, ``price_book``,
+            ``price_book_version``, the side keys, ``conc``, ``median_intvty``, ``tput_per_gpu`` and the other
+            splined metrics; ``spec_metric_source`` and the optional metrics may be absent). Ties on a frontier
+            resolve to the earlier row.
+        sides: the sides to build; a side without runs yields no rows.
+    Raises:
+        ValueError: a member run's interactivity or tok/s/GPU is NaN (``pareto_frontier``).
+    """
+    table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
+    if table.num_rows == 0:
+        return FRONTIER_SCHEMA.empty_table()
+    for name, kind in (("spec_metric_source", pa.string()), *((m, pa.float64()) for m in OPTIONAL_METRICS)):
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, kind))
+    key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")
+    keys = [table[name].to_pylist() for name in key_names]
+    x_all, y_all = float_values(table["median_intvty"]), float_values(table["tput_per_gpu"])
+    # run positions by (book, model, isl, osl, hw, precision) and then (spec_decoding, framework): a side takes
+    # one sub-list, or several when a key is pooled; members keep the input order
+    index: dict[tuple, dict[tuple, list[int]]] = {}
+    for position, (book, model, isl, osl, hw, precision, spec, framework) in enumerate(zip(*keys)):
+        index.setdefault((book, model, isl, osl, hw, precision), {}).setdefault((spec, framework), []).append(position)
+    side_columns: dict[str, list] = {name: [] for name in (
+        "side_id", "price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
+        "side_runs", "side_intvty_min", "side_intvty_max", "point_index")}
+    points: list[np.ndarray] = []
+    for book, side in itertools.product(sorted(set(keys[0])), sorted(set(sides), key=lambda s: s.side_id)):
+        by_stack = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision), {})
+        members = np.array(sorted(p for (spec, framework), stack in by_stack.items()
+                                  if side.spec_decoding in (POOLED, spec) and side.framework in (POOLED, framework)
+                                  for p in stack), dtype=np.int64)
+        if members.size == 0:
+            continue
+        x, y = x_all[members], y_all[members]
+        on_frontier = members[pareto_frontier(x, y)]
+        points.append(on_frontier)
+        n = on_frontier.size
+        for name, value in (("side_id", side.side_id), ("price_book", book), ("model", side.model),
+                            ("isl", side.isl), ("osl", side.osl), ("hw", side.hw), ("precision", side.precision),
+                            ("spec_decoding", side.spec_decoding), ("framework", side.framework),
+                            ("side_runs", members.size), ("side_intvty_min", float(x.min())),
+                            ("side_intvty_max", float(x.max()))):
+            side_columns[name].extend([value] * n)
+        side_columns["point_index"].extend(range(n))
+    taken = table.take(pa.array(np.concatenate(points) if points else np.zeros(0, np.int64)))
+    from_runs = {
+        "price_book_version": taken["price_book_version"], "run_id": taken["run_id"],
+        "source_file": taken["source_file"], "point_framework": taken["framework"],
+        "point_spec_decoding": taken["spec_decoding"], "point_spec_metric_source": taken["spec_metric_source"],
+        "median_intvty": taken["median_intvty"],
+        **{m: taken["conc" if m == "concurrency" else m] for m in SPLINED_METRICS + OPTIONAL_METRICS},
+    }
+    columns = {**{name: pa.array(values, FRONTIER_SCHEMA.field(name).type) for name, values in side_columns.items()},
+               **{name: column.cast(FRONTIER_SCHEMA.field(name).type) for name, column in from_runs.items()}}
+    return pa.table([columns[name] for name in FRONTIER_SCHEMA.names], schema=FRONTIER_SCHEMA)
+
+
+def frontiers_by_side(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Frontier rows (``FRONTIER_SCHEMA``, one price book) grouped by ``side_id``, each in point order: the shape
+    ``compare`` reads."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row["side_id"], []).append(row)
+    return {side: sorted(points, key=lambda p: p["point_index"]) for side, points in grouped.items()}

@@ -1,0 +1,138 @@
+"""Sides and the comparisons that pair them, over ``run_metrics`` rows.
+
+A side is every run with the same (model, isl, osl) and the side's fixed keys; a key not fixed by the comparison
+kind is pooled (written ``all``) into one union frontier ("best available serving configuration"):
+- spec_decoding: (hw, precision, spec = m) vs (hw, precision, spec = none), for each method m; frameworks pooled;
+- precision: (hw, fp4) vs (hw, fp8); spec and frameworks pooled;
+- hardware: (hw A, p) vs (hw B, p) for each pair of GPUs, in GPU-reference order; spec and frameworks pooled;
+- framework: (hw, p, framework A) vs (hw, p, framework B) for each pair, alphabetical; spec pooled.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
+
+POOLED = "all"
+GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's fixed keys; ``spec_decoding``/``framework`` are ``all`` when pooled."""
+
+    model: str
+    isl: int
+    osl: int
+    hw: str
+    precision: str
+    spec_decoding: str = POOLED
+    framework: str = POOLED
+
+    @property
+    def side_id(self) -> str:
+        """Stable id, e.g. ``dsr1|1024/1024|mi355x|fp4|spec=mtp|framework=all``."""
+        return (
+            f"{self.model}|{self.isl}/{self.osl}|{self.hw}|{self.precision}"
+            f"|spec={self.spec_decoding}|framework={self.framework}"
+        )
+
+    def matches(self, run: Mapping[str, Any]) -> bool:
+        """Whether a run (``run_metrics`` row) belongs to this side."""
+        return (
+            run["model"] == self.model
+            and run["isl"] == self.isl
+            and run["osl"] == self.osl
+            and run["hw"] == self.hw
+            and run["precision"] == self.precision
+            and (self.spec_decoding == POOLED or run["spec_decoding"] == self.spec_decoding)
+            and (self.framework == POOLED or run["framework"] == self.framework)
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two sides of one kind, with their display labels; ``a`` is the challenger (MTP, FP4, …)."""
+
+    kind: str
+    a: Side
+    b: Side
+    label_a: str
+    label_b: str
+
+    @property
+    def comparison_id(self) -> str:
+        """Stable id ``<kind>:<side a id>~<side b id>``."""
+        return f"{self.kind}:{self.a.side_id}~{self.b.side_id}"
+
+    @property
+    def title(self) -> str:
+        """Seed-page title, e.g. "MI355X FP4: MTP vs Off"."""
+        if self.kind == "spec_decoding":
+            return f"{hw_label(self.a.hw)} {precision_label(self.a.precision)}: {self.label_a} vs {self.label_b}"
+        if self.kind == "precision":
+            return f"{hw_label(self.a.hw)}: {self.label_a} vs {self.label_b}"
+        if self.kind == "hardware":
+            return f"{self.label_a} vs {self.label_b} {precision_label(self.a.precision)}"
+        return f"{hw_label(self.a.hw)} {precision_label(self.a.precision)}: {self.label_a} vs {self.label_b}"
+
+
+def side_label(kind: str, side: Side) -> str:
+    """The label of a side in a comparison of ``kind``: the key that differs (MTP/Off, FP4, H200, SGLang)."""
+    if kind == "spec_decoding":
+        return spec_label(side.spec_decoding)
+    if kind == "framework":
+        return framework_label(side.framework)
+    if kind == "precision":
+        return precision_label(side.precision)
+    return hw_label(side.hw)
+
+
+def make_comparison(kind: str, a: Side, b: Side) -> Comparison:
+    """A comparison of two sides, labelled by ``side_label``."""
+    return Comparison(kind, a, b, side_label(kind, a), side_label(kind, b))
+
+
+def enumerate_comparisons(runs: Iterable[Mapping[str, Any]]) -> list[Comparison]:
+    """Every comparison for which both sides have runs, sorted by kind then id.
+
+    Args:
+        runs: rows with ``model, isl, osl, hw, precision, spec_decoding, framework``.
+    """
+    present = {
+        (r["model"], r["isl"], r["osl"], r["hw"], r["precision"], r["spec_decoding"], r["framework"]) for r in runs
+    }
+    out: list[Comparison] = []
+    by_config: dict[tuple, set[tuple[str, str]]] = {}
+    for model, isl, osl, hw, precision, spec, framework in present:
+        by_config.setdefault((model, isl, osl, hw, precision), set()).add((spec, framework))
+
+    for (model, isl, osl, hw, precision), combos in by_config.items():
+        specs = {s for s, _ in combos}
+        frameworks = sorted({f for _, f in combos})
+        if "none" in specs:
+            for method in sorted(specs - {"none"}):
+                out.append(make_comparison("spec_decoding",
+                                           Side(model, isl, osl, hw, precision, spec_decoding=method),
+                                           Side(model, isl, osl, hw, precision, spec_decoding="none")))
+        for fa, fb in itertools.combinations(frameworks, 2):
+            out.append(make_comparison("framework", Side(model, isl, osl, hw, precision, framework=fa),
+                                       Side(model, isl, osl, hw, precision, framework=fb)))
+
+    configs = set(by_config)
+    for model, isl, osl, hw in sorted({(m, i, o, h) for m, i, o, h, _ in configs}):
+        if (model, isl, osl, hw, "fp4") in configs and (model, isl, osl, hw, "fp8") in configs:
+            out.append(make_comparison("precision", Side(model, isl, osl, hw, "fp4"), Side(model, isl, osl, hw, "fp8")))
+    for model, isl, osl, precision in sorted({(m, i, o, p) for m, i, o, _, p in configs}):
+        hws = sorted({h for m, i, o, h, p in configs if (m, i, o, p) == (model, isl, osl, precision)}, key=_gpu_rank)
+        for ha, hb in itertools.combinations(hws, 2):
+            out.append(make_comparison("hardware", Side(model, isl, osl, ha, precision),
+                                       Side(model, isl, osl, hb, precision)))
+    return sorted(out, key=lambda c: (c.kind, c.comparison_id))
+
+
+def _gpu_rank(hw: str) -> tuple[int, str]:
+    return (GPU_ORDER.index(hw) if hw in GPU_ORDER else len(GPU_ORDER), hw)

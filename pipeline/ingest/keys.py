@@ -1,0 +1,227 @@
+"""Normalization of run-metadata values to the lowercase keys of docs/inputs.md, and their display labels.
+
+One place for the key logic (the dashboard copies its hardware-key logic three times; we keep one).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+
+# GPU keys of the reference table, longest first so "gb200" is tried before "b200".
+GPU_KEYS = ("gb200", "gb300", "mi300x", "mi325x", "mi355x", "h100", "h200", "b200", "b300")
+_GPU_ALIASES = {"mi355": "mi355x", "mi325": "mi325x", "mi300": "mi300x"}
+# Marketing names as nvidia-smi / TRT-LLM `machine.name` print them, e.g. "NVIDIA H100 80GB HBM3".
+_GPU_NAME_RE = re.compile(r"\b(gb200|gb300|h100|h200|b200|b300|mi300x|mi325x|mi355x)\b", re.IGNORECASE)
+
+PRECISION_ALIASES = {
+    "nvfp4": "fp4",
+    "mxfp4": "fp4",
+    "fp4": "fp4",
+    "modelopt_fp4": "fp4",
+    "w4a4_mxfp4": "fp4",
+    "fp8": "fp8",
+    "fp8_e4m3": "fp8",
+    "e4m3": "fp8",
+    "modelopt": "fp8",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "int4": "int4",
+    "w4a16": "int4",
+    "awq": "int4",
+    "int8": "int8",
+}
+
+SPEC_ALIASES = {
+    "": "none",
+    "none": "none",
+    "off": "none",
+    "false": "none",
+    "no": "none",
+    "mtp": "mtp",
+    "nextn": "mtp",
+    "eagle": "eagle",
+    "eagle3": "eagle3",
+    "ngram": "ngram",
+    "medusa": "medusa",
+    "draft_model": "draft_model",
+}
+
+_FRAMEWORK_LABELS = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "trtllm": "TRT-LLM",
+    "trt": "TRT-LLM",
+    "dynamo-trt": "Dynamo TRT-LLM",
+    "dynamo-sglang": "Dynamo SGLang",
+    "dynamo-vllm": "Dynamo vLLM",
+    "mori-sglang": "MoRI SGLang",
+    "atom": "ATOM",
+}
+
+
+def normalize_hw(value: object) -> str | None:
+    """GPU key for a hardware name, or the cleaned raw name when it is not a known GPU.
+
+    Accepts runner names with suffixes (``mi355x-amds_0`` → ``mi355x``, ``b200-dgxc`` → ``b200``), cluster prefixes
+    (``cluster:mi355x-amds`` → ``mi355x``) and marketing names (``NVIDIA H100 80GB HBM3`` → ``h100``). An unknown name
+    comes back lowercased and stripped so the quarantine can say which name was not mapped. Empty → ``None``.
+    """
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if not text:
+        return None
+    if ":" in text:
+        text = text.rsplit(":", 1)[1]
+    for key in GPU_KEYS:
+        if text == key or text.startswith(key + "-") or text.startswith(key + "_"):
+            return key
+    head = re.split(r"[-_ ]", text, maxsplit=1)[0]
+    if head in _GPU_ALIASES:
+        return _GPU_ALIASES[head]
+    match = _GPU_NAME_RE.search(text)
+    if match:
+        return match.group(1).lower()
+    return text
+
+
+def normalize_precision(value: object) -> str | None:
+    """Precision key: ``nvfp4``/``mxfp4`` → ``fp4``, ``bfloat16`` → ``bf16``; unknown values lowercased; empty → None."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if not text:
+        return None
+    return PRECISION_ALIASES.get(text, text)
+
+
+def normalize_spec(value: object) -> str | None:
+    """Spec-decoding key: ``none`` for off/empty/false, ``mtp``, ``eagle``, ``eagle3`` …; unknown values lowercased."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    return SPEC_ALIASES.get(text, text)
+
+
+def normalize_framework(value: object) -> str | None:
+    """Framework key, lowercased (``vllm``, ``sglang``, ``trtllm``, ``dynamo-trt`` …; ``trt`` → ``trtllm``);
+    empty → None."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if not text:
+        return None
+    # InferenceX calls single-node TensorRT-LLM "trt"; its Dynamo variant stays "dynamo-trt".
+    return {"trt": "trtllm", "trt-llm": "trtllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}.get(text, text)
+
+
+def model_key_from_id(model_id: object) -> str | None:
+    """Model key derived from an engine's model id or path when no metadata names the model.
+
+    ``zai-org/GLM-5-FP8`` → ``glm-5-fp8``; a Hugging Face cache path
+    ``/root/.cache/huggingface/hub/models--openai--gpt-oss-120b/snapshots/<sha>`` → ``gpt-oss-120b``.
+    """
+    if model_id is None:
+        return None
+    text = str(model_id).strip().rstrip("/")
+    if not text or text.lower() == "none":
+        return None
+    cache = re.search(r"models--[^/]+--([^/]+)", text)
+    if cache:
+        return cache.group(1).lower()
+    return text.rsplit("/", 1)[-1].lower()
+
+
+def normalize_model(value: object) -> str | None:
+    """Model key: lowercased, surrounding space removed; empty → None."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    return text or None
+
+
+def to_bool(value: object) -> bool | None:
+    """``True``/``False`` from bools, 0/1 and the strings true/false/yes/no (any case); empty → None.
+
+    Raises:
+        ValueError: a value that is not a recognizable boolean.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "y", "t"):
+        return True
+    if text in ("false", "0", "no", "n", "f"):
+        return False
+    if text == "":
+        return None
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+def to_int(value: object) -> int | None:
+    """Integer from an int, an integral float or a numeric string; empty → None.
+
+    Raises:
+        ValueError: non-integral or non-numeric values (``"abc"``, ``2.5``), or booleans.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"not an integer: {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value != value or not value.is_integer():
+            raise ValueError(f"not an integer: {value!r}")
+        return int(value)
+    text = str(value).strip()
+    if text == "":
+        return None
+    number = float(text)
+    if not number.is_integer():
+        raise ValueError(f"not an integer: {value!r}")
+    return int(number)
+
+
+def to_date(value: object) -> date | None:
+    """Run date from ``YYYY-MM-DD``, vLLM's ``YYYYMMDD-HHMMSS``, or an ISO 8601 timestamp; empty → None.
+
+    Raises:
+        ValueError: a string in none of these forms.
+    """
+    if value is None or isinstance(value, date):
+        return value
+    text = str(value).strip()
+    if not text:
+        return None
+    for fmt in ("%Y-%m-%d", "%Y%m%d-%H%M%S", "%Y%m%d"):
+        try:
+            return datetime.strptime(text, fmt).date()
+        except ValueError:
+            pass
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+
+
+def hw_label(hw: str) -> str:
+    """Display label of a GPU key (``mi355x`` → ``MI355X``)."""
+    return hw.upper()
+
+
+def precision_label(precision: str) -> str:
+    """Display label of a precision key (``fp4`` → ``FP4``)."""
+    return precision.upper()
+
+
+def spec_label(spec: str) -> str:
+    """Display label of a spec-decoding key as the seed pages write it (``none`` → ``Off``, ``mtp`` → ``MTP``)."""
+    return "Off" if spec == "none" else spec.upper()
+
+
+def framework_label(framework: str) -> str:
+    """Display label of a framework key (``sglang`` → ``SGLang``, ``dynamo-trt`` → ``Dynamo TRT-LLM``)."""
+    return _FRAMEWORK_LABELS.get(framework, framework)

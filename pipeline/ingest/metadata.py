@@ -1,0 +1,162 @@
+"""Run metadata: the sources of docs/inputs.md, their precedence, and normalization of values to keys.
+
+Precedence, first match wins per key: fields inside the file itself → sidecar ``<log file name>.meta.json`` →
+``runs.csv`` manifest in the same folder (matched on its ``file`` column) → values implied by the engine output
+(framework of the client, model key from the model path, precision from the quantization flag) → defaults
+(``spec_decoding`` none, ``dp_attention``/``disagg`` false). When the file and a sidecar/manifest both give a key
+and disagree, the run keeps the file's value and records the conflict (``metadata_conflicts``); validation
+quarantines it as ``metadata_conflict:<key>``.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import orjson
+
+from pipeline.ingest.keys import (
+    normalize_framework,
+    normalize_hw,
+    normalize_model,
+    normalize_precision,
+    normalize_spec,
+    to_bool,
+    to_date,
+    to_int,
+)
+from pipeline.ingest.schema import METADATA_KEYS
+
+_INT_KEYS = ("tp", "pp", "pcp", "ep", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc")
+_NORMALIZERS: dict[str, Callable[[Any], Any]] = {
+    "model": normalize_model,
+    "hw": normalize_hw,
+    "framework": normalize_framework,
+    "precision": normalize_precision,
+    "spec_decoding": normalize_spec,
+    "dp_attention": to_bool,
+    "disagg": to_bool,
+    "run_date": to_date,
+    "image": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
+    "power_log": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
+    "start_time_unix": lambda v: None if v is None or str(v).strip() == "" else float(v),
+    **{key: to_int for key in _INT_KEYS},
+}
+DEFAULTS: dict[str, Any] = {"spec_decoding": "none", "dp_attention": False, "disagg": False}
+# Keys whose in-file value may legitimately differ from a manifest (vLLM's `date` is local time after the run).
+_NO_CONFLICT_KEYS = ("run_date",)
+
+
+class MetadataError(ValueError):
+    """A metadata value that cannot be normalized; ``reason_code`` is ``invalid_metadata:<key>``."""
+
+    def __init__(self, key: str, value: Any, source: str, why: str):
+        super().__init__(f"{key}={value!r} from {source}: {why}")
+        self.reason_code = f"invalid_metadata:{key}"
+        self.detail = f"metadata {key}={value!r} from {source}: {why}"
+
+
+def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Normalize the metadata keys of ``raw`` (other keys ignored); values that normalize to None are dropped.
+
+    Raises:
+        MetadataError: a value of the wrong type (e.g. ``tp="eight"``), naming the key and the source.
+    """
+    out: dict[str, Any] = {}
+    for key in METADATA_KEYS:
+        if key not in raw:
+            continue
+        given = raw[key]
+        try:
+            value = _normalize_text(key, given) if type(given) is str else _NORMALIZERS[key](given)
+        except (TypeError, ValueError) as exc:
+            raise MetadataError(key, raw[key], source, str(exc)) from exc
+        if value is not None:
+            out[key] = value
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _normalize_text(key: str, text: str) -> Any:
+    """``_NORMALIZERS[key](text)``, remembered: a fleet's logs repeat the same few hundred strings (GPU names,
+    model paths, dates) across 100,000 runs. Errors are not cached; the results are immutable."""
+    return _NORMALIZERS[key](text)
+
+
+def load_sidecar(path: Path | str) -> dict[str, Any] | None:
+    """The JSON object of a ``*.meta.json`` sidecar, or None when there is none.
+
+    Raises:
+        MetadataError: ``invalid_metadata:sidecar`` when the sidecar is not a JSON object.
+    """
+    try:  # one open instead of a stat then an open: most runs have no sidecar
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise MetadataError("sidecar", os.path.basename(path), "sidecar", f"invalid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise MetadataError("sidecar", os.path.basename(path), "sidecar", "sidecar is not a JSON object")
+    return doc
+
+
+def load_manifest(folder: Path) -> dict[str, dict[str, str]]:
+    """``runs.csv`` of ``folder`` as {file name: row}; empty when the folder has none. Cells that are empty are
+    dropped so they do not mask other sources."""
+    path = folder / "runs.csv"
+    if not path.is_file():
+        return {}
+    rows: dict[str, dict[str, str]] = {}
+    with io.open(path, encoding="utf-8-sig", newline="") as handle:
+        for row in csv.DictReader(handle):
+            name = (row.get("file") or "").strip()
+            if name:
+                rows[name] = {k.strip(): v.strip() for k, v in row.items() if k and v is not None and v.strip() != ""}
+    return rows
+
+
+def resolve(
+    in_file: Mapping[str, Any],
+    sidecar: Mapping[str, Any] | None,
+    manifest_row: Mapping[str, Any] | None,
+    fallback: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Merge the sources by precedence.
+
+    Returns:
+        (metadata, source per key, conflicts): metadata normalized per docs/inputs.md; sources are ``file``,
+        ``sidecar``, ``runs.csv``, ``engine`` or ``default``; conflicts read ``"conc: file=16 sidecar=32"``.
+
+    Raises:
+        MetadataError: a value in any source that cannot be normalized.
+    """
+    layers = [
+        ("file", normalize(in_file, "the file")),
+        ("sidecar", normalize(sidecar or {}, "the sidecar")),
+        ("runs.csv", normalize(manifest_row or {}, "runs.csv")),
+        ("engine", normalize({k: v for k, v in fallback.items() if v is not None}, "the engine output")),
+        ("default", dict(DEFAULTS)),
+    ]
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    conflicts: list[str] = []
+    for name, layer in layers:
+        for key, value in layer.items():
+            if key not in merged:
+                merged[key] = value
+                sources[key] = name
+            elif (
+                sources[key] == "file"
+                and name in ("sidecar", "runs.csv")
+                and value != merged[key]
+                and key not in _NO_CONFLICT_KEYS
+            ):
+                conflicts.append(f"{key}: file={merged[key]} {name}={value}")
+    return merged, sources, conflicts

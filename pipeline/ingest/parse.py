@@ -1,0 +1,278 @@
+"""Parse listed files into run rows, reject rows and one ledger row per file, in this process or in workers.
+
+Every file ends in exactly one place per row read: a run row (``RUN_SCHEMA``) or a reject row
+(``QUARANTINE_SCHEMA``, stage ``ingest``). Each run's metadata is resolved from the file, its sidecar and its
+folder's ``runs.csv`` (``pipeline.ingest.metadata.resolve``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.ingest.metadata import MetadataError, load_manifest, load_sidecar, resolve
+from pipeline.ingest.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
+from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
+
+FILE_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("kind", pa.string()),
+        ("source_format", pa.string()),
+        ("size_bytes", pa.int64()),
+        ("sha256", pa.string()),
+        ("rows_read", pa.int32()),
+        ("runs", pa.int32()),
+        ("rejected", pa.int32()),
+    ]
+)
+
+
+@dataclass
+class IngestResult:
+    """Arrow tables of one scan: ``runs`` (RUN_SCHEMA), ``rejects`` (QUARANTINE_SCHEMA) and ``files`` (FILE_SCHEMA,
+    one row per file found: its kind, size, content hash and how many rows it gave)."""
+
+    runs: pa.Table
+    rejects: pa.Table
+    files: pa.Table
+
+
+# From this many files on, the parse is split over one process per core: this process and
+# `python -m pipeline.ingest.worker` processes (fresh interpreters that import only the parsers, not the caller's
+# program, and share no DuckDB or gRPC threads) take blocks of files in turn, each claiming the next free block,
+# so a worker that starts late or meets slower files simply takes fewer. Rows are put back in scan order, so the
+# result is identical to the serial path. Below it, starting a worker (~0.3 s) costs more than it saves.
+PARALLEL_MIN_FILES = 6000
+PARALLEL_BLOCK_FILES = 200
+
+
+def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
+                 listed: Iterable[str] | None = None) -> IngestResult:
+    """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
+    and file rows, in the order of ``rels``.
+
+    Args:
+        raw_dir: the folder ``rels`` are relative to (sidecars and ``runs.csv`` are looked up beside each file).
+        rels: the files to parse.
+        workers: processes to parse in (this one included); default one per core when there are
+            ``PARALLEL_MIN_FILES`` files or more, else 1. The output does not depend on it.
+        listed: every file of the scan that found ``rels`` (``scan_folder``), when known: a run log's sidecar is
+            then read only if the scan listed it, instead of tried on disk for every log (most have none).
+    Raises:
+        RuntimeError: a worker process failed (its stderr is quoted).
+    """
+    sidecars = None if listed is None else {rel for rel in listed if rel.endswith(SIDECAR_SUFFIX)}
+    if workers is None:
+        workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
+    if workers <= 1 or len(rels) < 2:
+        return parse_serial(raw_dir, rels, sidecars)
+    # the rows are put back in scan order after, with a stable sort on each row's file position
+    block = max(1, min(PARALLEL_BLOCK_FILES, len(rels) // (4 * workers)))
+    with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as tmp:
+        work = Path(tmp)
+        (work / "claims").mkdir()
+        write_rels(work / "all.rels", rels)
+        if sidecars is not None:
+            write_rels(work / "sidecars.rels", sorted(sidecars))
+        started = [_start_worker(raw_dir, work, block, work / f"worker{w}") for w in range(1, workers)]
+        parts = [parse_serial(raw_dir, claimed_files(rels, block, work / "claims", "main"), sidecars)]
+        parts += [_finish_worker(*worker, rels, block) for worker in started]
+    order = pa.array(rels, pa.string())
+    return IngestResult(**{name: in_scan_order(pa.concat_tables([getattr(p, name) for p in parts]), order)
+                           for name in ("runs", "rejects", "files")})
+
+
+def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
+    """``table``'s rows sorted by the position of their ``source_file`` in ``order`` (stable: rows of one file
+    keep their relative order)."""
+    if table.num_rows == 0:
+        return table
+    position = pc.index_in(table["source_file"], value_set=order)
+    return table.take(pc.sort_indices(pa.table({"position": position}), sort_keys=[("position", "ascending")]))
+
+
+def write_rels(path: Path, rels: Iterable[str]) -> None:
+    """Write relative paths NUL-separated (the parse worker's input; NUL is the one byte no path contains)."""
+    path.write_bytes("\0".join(rels).encode("utf-8", "surrogateescape"))
+
+
+def read_rels(path: Path) -> list[str] | None:
+    """The paths ``write_rels`` wrote, or None when ``path`` does not exist."""
+    if not path.exists():
+        return None
+    text = path.read_bytes().decode("utf-8", "surrogateescape")
+    return text.split("\0") if text else []
+
+
+def claimed_files(rels: list[str], block: int, claims: Path, owner: str) -> Iterator[str]:
+    """The files of every block of ``block`` files of ``rels`` that this process claims first: a block is
+    claimed by creating ``<claims>/<block number>`` exclusively (atomic on every local file system) and writing
+    ``owner`` into it, so each block goes to exactly one of the processes walking the same list and a failed
+    worker's files can be named."""
+    for number, start in enumerate(range(0, len(rels), block)):
+        try:
+            claim = os.open(os.path.join(claims, str(number)), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            continue
+        os.write(claim, owner.encode())
+        os.close(claim)
+        yield from rels[start:start + block]
+
+
+def _start_worker(raw_dir: Path, work: Path, block: int, prefix: Path) -> tuple[subprocess.Popen, Path]:
+    """Start ``python -m pipeline.ingest.worker`` on the files of ``<work>/all.rels`` (with the sidecars of
+    ``<work>/sidecars.rels`` when present), claiming blocks in ``<work>/claims``."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    with prefix.with_suffix(".stderr").open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "pipeline.ingest.worker", os.fspath(raw_dir),
+                                    os.fspath(work / "all.rels"), str(block), os.fspath(work / "claims"),
+                                    os.fspath(prefix)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=stderr, env=env)
+    return process, prefix
+
+
+def _finish_worker(process: subprocess.Popen, prefix: Path, rels: list[str], block: int) -> IngestResult:
+    """Wait for a worker and read its three Arrow IPC files.
+
+    Raises:
+        RuntimeError: the worker failed; names the files it had claimed and quotes the end of its stderr.
+    """
+    code = process.wait()
+    if code != 0:
+        claims = prefix.parent / "claims"
+        mine = sorted(int(c.name) for c in claims.iterdir() if c.read_bytes() == prefix.name.encode())
+        files = [rel for number in mine for rel in rels[number * block:(number + 1) * block]]
+        which = f"{len(files)} files ({files[0]} … {files[-1]})" if files else "before claiming any file"
+        tail = prefix.with_suffix(".stderr").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"parse worker {prefix.name} exited with {code}, {which}:\n{tail}")
+    from pipeline.io.storage import read_arrow  # here, not at the top: workers import this module, not DuckDB
+
+    return IngestResult(**{name: read_arrow(prefix.with_suffix(f".{name}.arrow"))
+                           for name in ("runs", "rejects", "files")})
+
+
+def write_result(result: IngestResult, prefix: Path) -> None:
+    """Write ``result`` as ``<prefix>.{runs,rejects,files}.arrow`` (Arrow IPC files; the parse worker's output)."""
+    for name in ("runs", "rejects", "files"):
+        table = getattr(result, name)
+        with pa.OSFile(os.fspath(prefix.with_suffix(f".{name}.arrow")), "wb") as sink:
+            with pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+
+
+def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None = None) -> IngestResult:
+    """Parse ``rels`` in this process (``parse_files`` without workers; a worker's own loop).
+
+    Args:
+        raw_dir: the folder ``rels`` are relative to.
+        rels: the files to parse, in order.
+        sidecars: the sidecar files the scan listed (``<log>.meta.json``, relative paths); None to try each
+            log's sidecar on disk.
+    """
+    root = os.fspath(raw_dir)
+    runs: list[dict[str, Any]] = []
+    rejects: list[dict[str, Any]] = []
+    files: list[dict[str, Any]] = []
+    manifests: dict[str, dict[str, dict[str, str]]] = {}
+    for rel in rels:
+        path = os.path.join(root, rel)
+        readout = _read(path)
+        for reject in readout.rejects:
+            rejects.append(_reject_row(rel, reject.source_format or readout.source_format, reject.row,
+                                       reject.reason_code, reject.detail))
+        n_runs = 0
+        if readout.runs:
+            folder, name = posixpath.split(rel)
+            if folder not in manifests:
+                manifests[folder] = load_manifest(Path(root, folder))
+            try:  # read once per file; a bad sidecar rejects each of the file's runs
+                listed = sidecars is None or rel + SIDECAR_SUFFIX in sidecars
+                sidecar, sidecar_error = (load_sidecar(path + SIDECAR_SUFFIX) if listed else None), None
+            except MetadataError as exc:
+                sidecar, sidecar_error = None, exc
+            for row, fmt, parsed in readout.runs:
+                try:
+                    if sidecar_error is not None:
+                        raise sidecar_error
+                    meta, sources, conflicts = resolve(
+                        parsed.in_file_meta, sidecar, manifests[folder].get(name), parsed.fallback_meta)
+                except MetadataError as exc:
+                    rejects.append(_reject_row(rel, fmt, row, exc.reason_code, exc.detail))
+                    continue
+                if sources.get("spec_decoding") == "default" and parsed.values.get("spec_accept_length") is not None:
+                    # the engine measured draft acceptance: "none" would be a guess, and a wrong one
+                    meta["spec_decoding"], sources["spec_decoding"] = None, "unknown"
+                runs.append(_run_row(rel, fmt, row, parsed, meta, sources, conflicts))
+                n_runs += 1
+        files.append(_file_row(rel, readout, n_runs, len(readout.rejects) + len(readout.runs) - n_runs))
+    return IngestResult(
+        # column lists, then one array per column: half the cost of from_pylist on 100,000 wide rows
+        runs=pa.Table.from_pydict({name: [run[name] for run in runs] for name in RUN_COLUMNS}, schema=RUN_SCHEMA),
+        rejects=pa.Table.from_pylist(rejects, schema=QUARANTINE_SCHEMA),
+        files=pa.Table.from_pylist(files, schema=FILE_SCHEMA),
+    )
+
+
+def _read(path: str) -> FileReadout:
+    """``read_path`` plus the cases that are not content: symlinked folders and files that cannot be opened."""
+    try:
+        return read_path(path)
+    except IsADirectoryError as exc:
+        if os.path.islink(path):
+            return FileReadout("symlinked_folder", rejects=[Reject(
+                None, "symlink_not_followed",
+                f"symlink to folder {os.readlink(path)!r} not followed (loops and double counting)")])
+        return _unreadable(exc)
+    except OSError as exc:
+        return _unreadable(exc)
+
+
+def _unreadable(exc: OSError) -> FileReadout:
+    return FileReadout("unreadable", rejects=[Reject(None, "unreadable_file", f"{type(exc).__name__}: {exc}")])
+
+
+def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dict, conflicts: list) -> dict:
+    record = dict.fromkeys(RUN_COLUMNS)
+    record.update(parsed.values)
+    record.update(meta)
+    record.update(
+        source_file=rel,
+        source_format=fmt,
+        source_row=row,
+        run_id=hashlib.sha1(f"{rel}#{row}".encode()).hexdigest()[:16],
+        run_date_partition=partition_key(meta.get("run_date")),
+        metadata_sources=";".join(f"{k}={v}" for k, v in sorted(sources.items())),
+        metadata_conflicts="; ".join(conflicts) or None,
+        derivations="; ".join(parsed.derivations) or None,
+    )
+    return record
+
+
+def _reject_row(rel: str, fmt: str | None, row: int | None, code: str, detail: str) -> dict:
+    return {"source_file": rel, "source_format": fmt, "source_row": row, "reason_code": code,
+            "detail": f"{rel}: {detail}", "stage": "ingest"}
+
+
+def _file_row(rel: str, readout: FileReadout, n_runs: int, n_rejected: int) -> dict:
+    return {
+        "source_file": rel,
+        "kind": readout.kind,
+        "source_format": readout.source_format,
+        "size_bytes": readout.size_bytes,
+        "sha256": readout.sha256,
+        "rows_read": n_runs + n_rejected,
+        "runs": n_runs,
+        "rejected": n_rejected,
+    }

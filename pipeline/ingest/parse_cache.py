@@ -1,0 +1,235 @@
+"""The parse cache, so a run parses only the files that changed since the last scan (``load_cache`` →
+``look_up`` → ``merge_in_scan_order`` → ``save_cache``, in that order in ``pipeline.ingest.folder``).
+
+What a file gives (its runs, rejects and ledger row) depends on its own bytes, its sidecar ``<name>.meta.json``,
+its folder's ``runs.csv`` and the parser code, nothing else (power logs are read later, by ``run_power``). The
+cache records, per file (key: path relative to the raw folder), those rows with the sha256 of the file, of its
+sidecar and of its manifest as they were when parsed. A file is reused when all three are unchanged and
+``PARSER_VERSION`` (a hash of the parsing code) is the same; anything else is parsed again.
+
+A file's sha256 is taken from the cache without reading the file when its size and ``st_mtime_ns`` are the cached
+ones and its mtime is older than the cached scan by more than ``RACY_WINDOW_NS`` (git's "racy clean" rule: a file
+written in the same instant as the scan could change again without its mtime moving); otherwise it is hashed.
+A touched but unchanged file is therefore hashed, never re-parsed.
+
+The cache is three Arrow IPC files (``files``, ``runs``, ``rejects``) under ``cache_dir``, each written atomically
+and stamped with one generation id; a reader that finds mixed generations (two writers at once, a writer killed
+between files), another raw folder or another parser version ignores the cache and parses everything. So the cache
+can only cost time, never change a result: ``ingest_folder_cached`` returns exactly what ``ingest_folder`` does
+(tested by content hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, in_scan_order
+from pipeline.ingest.scan import Listing
+from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.io.paths import sql_text
+from pipeline.io.storage import read_arrow, write_arrow_atomic
+
+CACHE_FILE_SCHEMA = pa.schema([
+    *FILE_SCHEMA,
+    ("mtime_ns", pa.int64()),
+    ("sidecar_sha256", pa.string()),
+    ("manifest_sha256", pa.string()),
+])
+RACY_WINDOW_NS = 2_000_000_000
+_METADATA_KEY = b"inference_frontier.parse_cache"
+_CHANGED = "<changed>"  # a dependency whose content is not known yet: never equal to a recorded sha256
+
+
+def _parser_version() -> str:
+    """sha256 of the code that turns bytes into rows (parsers, metadata, keys, schema, parse, this module)."""
+    package = Path(__file__).resolve().parent
+    sources = sorted((package / "parsers").glob("*.py")) + [
+        package / name for name in ("metadata.py", "keys.py", "schema.py", "parse.py", "parse_cache.py")]
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+PARSER_VERSION = _parser_version()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What one cached scan did. ``files`` = ``reused`` + ``parsed``; ``hashed`` files had a new size or mtime
+    (or a racy one) and were read to compare content; ``removed`` cached files are gone from disk; ``cache_used``
+    is False when there was no valid cache (first run, other folder, other parser version, torn write)."""
+
+    files: int
+    reused: int
+    parsed: int
+    hashed: int
+    removed: int
+    cache_used: bool
+
+
+@dataclass
+class Cache:
+    """A loaded parse cache: the rows of every cached file (``files`` in ``CACHE_FILE_SCHEMA``, ``runs``,
+    ``rejects``), in the scan order they were saved in, and when that scan started (ns since the epoch)."""
+
+    files: pa.Table
+    runs: pa.Table
+    rejects: pa.Table
+    scan_started_ns: int
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What the cache answers for one listing: ``to_parse`` (the files to parse, in scan order), ``kept`` (the
+    cached rows of every other file, still in scan order; ``files`` in ``FILE_SCHEMA``) and the counts that
+    ``CacheStats`` reports."""
+
+    to_parse: list[str]
+    kept: IngestResult
+    reused: int
+    hashed: int
+    removed: int
+
+
+def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
+    """Decide, per listed file, whether the cached rows can be reused: the file, its sidecar and its folder's
+    ``runs.csv`` must have the content they had when it was parsed.
+
+    The bookkeeping is column work in DuckDB (``sql/parse_cache_stat.sql``, ``…_dependencies.sql``,
+    ``…_reuse.sql``); Python reads only files whose stat moved since the cached scan (to hash them).
+
+    Args:
+        cache: ``load_cache``'s answer (None: parse everything).
+        listing: this scan (``scan_folder``).
+        raw_dir: the folder ``listing`` is relative to.
+    """
+    cached_files = cache.files if cache else CACHE_FILE_SCHEMA.empty_table()
+    with duckdb.connect() as conn:
+        conn.register("listing", _listing_table(listing))
+        conn.register("cached_files", cached_files)
+        known = conn.sql(sql_text("parse_cache_stat"),
+                         params={"racy_before": (cache.scan_started_ns if cache else 0) - RACY_WINDOW_NS}
+                         ).to_arrow_table()
+        # content now: from the cache when the stat is clean, by hashing when a cached file's stat moved
+        sha_now = known.column("cached_sha256").to_pylist()
+        to_hash = pc.and_(pc.and_(known["cached"], known["regular_file"]), pc.invert(known["stat_clean"]))
+        hashed = 0
+        for index in pc.indices_nonzero(to_hash).to_pylist():
+            sha_now[index] = _sha256_file(raw_dir / listing.rel[index])
+            hashed += 1
+        unknown = pc.invert(pc.or_(known["stat_clean"], to_hash)).to_pylist()
+        sha_now = [_CHANGED if u or sha is None else sha for sha, u in zip(sha_now, unknown)]
+        conn.register("file_shas", pa.table({"source_file": pa.array(listing.rel, pa.string()), "sha256": sha_now}))
+        conn.execute(f"create temp view current_dependencies as {sql_text('parse_cache_dependencies')}")
+        reused = conn.sql(sql_text("parse_cache_reuse")).to_arrow_table().column("source_file")
+    reused_set = set(reused.to_pylist())
+    # cached files not reused (changed or gone): usually few, so their rows are dropped by a small lookup
+    stale = pa.array([rel for rel in cached_files["source_file"].to_pylist() if rel not in reused_set], pa.string())
+    kept = IngestResult(
+        runs=_rows_kept(cache and cache.runs, stale, RUN_SCHEMA),
+        rejects=_rows_kept(cache and cache.rejects, stale, QUARANTINE_SCHEMA),
+        files=_rows_kept(cache and cache.files, stale, CACHE_FILE_SCHEMA).select(FILE_SCHEMA.names).cast(FILE_SCHEMA),
+    )
+    return Lookup(to_parse=[rel for rel in listing.rel if rel not in reused_set], kept=kept, reused=len(reused_set),
+                  hashed=hashed, removed=cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0))
+
+
+def _listing_table(listing: Listing) -> pa.Table:
+    return pa.table({
+        "source_file": pa.array(listing.rel, pa.string()),
+        "position": pa.array(range(len(listing.rel)), pa.int64()),
+        "size_bytes": pa.array(listing.size, pa.int64()),
+        "mtime_ns": pa.array(listing.mtime_ns, pa.int64()),
+    })
+
+
+def _sha256_file(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _rows_kept(table: pa.Table | None, stale: pa.Array, schema: pa.Schema) -> pa.Table:
+    """The rows of ``table`` whose file is not in ``stale`` (empty table of ``schema`` when there is no cache)."""
+    if table is None:
+        return schema.empty_table()
+    if len(stale) == 0:
+        return table
+    return table.filter(pc.invert(pc.is_in(table["source_file"], stale)))
+
+
+def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listing) -> IngestResult:
+    """Cached and freshly parsed rows together, in the order a full parse gives (``listing``'s). The cache is
+    saved in scan order, so cached rows alone need no sort; each file's rows come wholly from one side."""
+    order = pa.array(listing.rel, pa.string())
+
+    def merged(cached: pa.Table, new: pa.Table) -> pa.Table:
+        if new.num_rows == 0:
+            return cached.cast(new.schema)
+        return in_scan_order(pa.concat_tables([cached.cast(new.schema), new]), order)
+
+    return IngestResult(**{name: merged(getattr(kept, name), getattr(fresh, name))
+                           for name in ("runs", "rejects", "files")})
+
+
+def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
+    return table.replace_schema_metadata({_METADATA_KEY: orjson.dumps(stamp)})
+
+
+def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing) -> None:
+    """Write the three cache files, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
+    (taken before parsing: a file changed meanwhile is caught by the next scan) and the sidecar and manifest
+    sha256 it was parsed with.
+
+    Args:
+        cache_dir: the cache's folder (created when missing).
+        raw_dir: the folder scanned (recorded: a cache of another folder is never used).
+        scan_started_ns: when the scan of ``listing`` started.
+        result: the merged result of that scan (``merge_in_scan_order``).
+        listing: that scan.
+    """
+    with duckdb.connect() as conn:
+        conn.register("listing", _listing_table(listing))
+        conn.register("file_shas", result.files.select(["source_file", "sha256"]))
+        dependencies = conn.sql(f"select * from ({sql_text('parse_cache_dependencies')}) "
+                                "join listing using (source_file) order by position").to_arrow_table()
+    stamp = {"generation": uuid.uuid4().hex, "parser_version": PARSER_VERSION,
+             "raw_dir": str(raw_dir.resolve()), "scan_started_ns": scan_started_ns}
+    files = result.files
+    for name in ("mtime_ns", "sidecar_sha256", "manifest_sha256"):
+        files = files.append_column(name, dependencies[name])
+    for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files.cast(CACHE_FILE_SCHEMA))):
+        write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
+    for name in ("runs", "rejects", "files"):  # the Parquet cache of earlier versions
+        (cache_dir / f"{name}.parquet").unlink(missing_ok=True)
+
+
+def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:
+    """The cache, or None when it is missing, torn (mixed generations), for another folder or parser version."""
+    tables, stamps = {}, []
+    for name, schema in (("files", CACHE_FILE_SCHEMA), ("runs", RUN_SCHEMA), ("rejects", QUARANTINE_SCHEMA)):
+        try:
+            table = read_arrow(cache_dir / f"{name}.arrow")
+            stamps.append(orjson.loads((table.schema.metadata or {})[_METADATA_KEY]))
+            tables[name] = table.replace_schema_metadata(None).cast(schema)
+        except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
+            return None
+    first = stamps[0]
+    if any(s.get("generation") != first.get("generation") for s in stamps) \
+            or first.get("parser_version") != PARSER_VERSION or first.get("raw_dir") != str(raw_dir.resolve()):
+        return None
+    return Cache(tables["files"], tables["runs"], tables["rejects"], int(first["scan_started_ns"]))

@@ -1,0 +1,131 @@
+"""What every format parser returns, and the typed field readers they share.
+
+A parser turns one decoded run object (a dict) into a :class:`ParsedRun`: normalized values of
+``pipeline.ingest.schema.RUN_SCHEMA`` plus the metadata it found. Bad values raise :class:`FieldError`, which the
+registry turns into a quarantine row naming the field and the reason; the rest of the file goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from pipeline.ingest.schema import LATENCY_METRICS, LATENCY_STATS
+
+
+class FieldError(ValueError):
+    """A field of a run that cannot be read: missing where required, wrong type, or impossible value.
+
+    ``reason_code`` is the stable quarantine code, ``"<reason>:<field>"`` (docs/inputs.md), e.g.
+    ``missing_field:total_token_throughput`` or ``not_a_number:duration``.
+    """
+
+    def __init__(self, reason: str, field_name: str, detail: str):
+        super().__init__(f"{field_name}: {detail}")
+        self.reason_code = f"{reason}:{field_name}"
+        self.detail = f"field {field_name!r}: {detail}"
+
+
+class RowRejected(ValueError):
+    """A run object that is well formed but not a run this pipeline can use (e.g. an agentic-benchmark row)."""
+
+    def __init__(self, reason_code: str, detail: str):
+        super().__init__(detail)
+        self.reason_code = reason_code
+        self.detail = detail
+
+
+@dataclass
+class ParsedRun:
+    """One run read from a file.
+
+    Attributes:
+        values: normalized metric fields (names of ``RUN_SCHEMA``; latencies in s, throughputs in tok/s).
+        in_file_meta: metadata the file states explicitly (keys of docs/inputs.md); wins over sidecar and runs.csv.
+        fallback_meta: metadata implied by the engine output (framework from the client, model key from the model
+            path, precision from the quantization flag); used only when no other source names the key.
+        derivations: human-readable notes on values derived rather than read (e.g. total = input + output).
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    in_file_meta: dict[str, Any] = field(default_factory=dict)
+    fallback_meta: dict[str, Any] = field(default_factory=dict)
+    derivations: list[str] = field(default_factory=list)
+
+
+def number(doc: Mapping[str, Any], key: str, *, label: str | None = None) -> float | None:
+    """The float at ``doc[key]``; ``None`` when absent or null. NaN/Infinity are kept (validation rejects them).
+
+    Raises:
+        FieldError: ``not_a_number:<key>`` for strings, lists, dicts or booleans.
+    """
+    value = doc.get(key)
+    if value is None:
+        return None
+    if type(value) is float:  # the common case first: this runs ~30 times per run
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "nan", "-inf"):
+            return float(value.strip().lower().replace("infinity", "inf"))
+        raise FieldError("not_a_number", label or key, f"expected a number, got {type(value).__name__} {value!r:.40}")
+    return float(value)
+
+
+def integer(doc: Mapping[str, Any], key: str, *, label: str | None = None) -> int | None:
+    """The integer at ``doc[key]`` (integral floats accepted); ``None`` when absent or null.
+
+    Raises:
+        FieldError: ``not_an_integer:<key>`` for non-integral or non-numeric values.
+    """
+    value = doc.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise FieldError("not_an_integer", label or key, f"expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    raise FieldError("not_an_integer", label or key, f"expected an integer, got {value!r:.40}")
+
+
+def require(value: Any, key: str) -> Any:
+    """``value`` unless it is None.
+
+    Raises:
+        FieldError: ``missing_field:<key>``.
+    """
+    if value is None:
+        raise FieldError("missing_field", key, "required and absent (or null)")
+    return value
+
+
+def latency_block(doc: Mapping[str, Any], pattern: str, scale: float,
+                  renames: tuple[tuple[str, str], ...] = ()) -> dict[str, float | None]:
+    """Latency columns ``{stat}_{metric}_s`` read from the keys ``pattern.format(stat=…, metric=…)``, multiplied
+    by ``scale`` (1e-3 for millisecond keys, 1.0 for second keys). ``renames`` maps our metric names to the
+    engine's where they differ (SGLang: ``(("e2el", "e2e_latency"),)``).
+
+    Raises:
+        FieldError: a present latency value that is not a number.
+    """
+    out: dict[str, float | None] = {}
+    for column, key in _latency_keys(pattern, renames):
+        value = number(doc, key)
+        out[column] = None if value is None else value * scale
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _latency_keys(pattern: str, renames: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """(column, engine key) pairs of one naming pattern, built once per pattern rather than once per run."""
+    names = dict(renames)
+    return tuple((f"{stat}_{metric}_s", pattern.format(stat=stat, metric=names.get(metric, metric)))
+                 for metric in LATENCY_METRICS for stat in LATENCY_STATS)
+
+
+def metadata_keys_in(doc: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The subset of ``doc`` whose keys are metadata keys, skipping nulls and empty strings."""
+    return {k: doc[k] for k in keys if k in doc and doc[k] is not None and doc[k] != ""}

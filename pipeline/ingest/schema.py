@@ -1,0 +1,100 @@
+"""The normalized run schema every parser writes to, and the quarantine schema.
+
+Grain of ``RUN_SCHEMA``: one benchmark run (one client invocation at one concurrency). Units: latencies in
+seconds (``*_s``), throughputs in tok/s for the whole deployment (``*_tput_tok_s``), or per GPU as the source
+reported them (``reported_*_per_gpu``, InferenceX rows only; the metric SQL prefers system totals).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
+LATENCY_STATS = ("mean", "median", "std", "p90", "p95", "p99")
+LATENCY_COLUMNS = tuple(f"{stat}_{metric}_s" for metric in LATENCY_METRICS for stat in LATENCY_STATS)
+
+# Metadata keys of docs/inputs.md with their Arrow types, in mart order.
+METADATA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
+    ("model", pa.string()),
+    ("hw", pa.string()),
+    ("framework", pa.string()),
+    ("precision", pa.string()),
+    ("spec_decoding", pa.string()),
+    ("tp", pa.int32()),
+    ("pp", pa.int32()),
+    ("pcp", pa.int32()),
+    ("ep", pa.int32()),
+    ("dp_attention", pa.bool_()),
+    ("disagg", pa.bool_()),
+    ("num_prefill_gpu", pa.int32()),
+    ("num_decode_gpu", pa.int32()),
+    ("isl", pa.int32()),
+    ("osl", pa.int32()),
+    ("conc", pa.int32()),
+    ("image", pa.string()),
+    ("run_date", pa.date32()),
+    ("power_log", pa.string()),
+    ("start_time_unix", pa.float64()),
+)
+METADATA_KEYS = tuple(name for name, _ in METADATA_FIELDS)
+
+RUN_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("source_format", pa.string()),
+        ("source_row", pa.int32()),
+        ("run_id", pa.string()),
+        ("run_date_partition", pa.string()),
+        ("content_sha256", pa.string()),
+        ("model_id", pa.string()),
+        *METADATA_FIELDS,
+        ("metadata_sources", pa.string()),
+        ("metadata_conflicts", pa.string()),
+        ("num_prompts", pa.int64()),
+        ("completed", pa.int64()),
+        ("failed", pa.int64()),
+        ("duration_s", pa.float64()),
+        ("total_input_tokens", pa.int64()),
+        ("total_output_tokens", pa.int64()),
+        ("request_throughput_req_s", pa.float64()),
+        ("total_tput_tok_s", pa.float64()),
+        ("output_tput_tok_s", pa.float64()),
+        ("input_tput_tok_s", pa.float64()),
+        ("reported_tput_per_gpu", pa.float64()),
+        ("reported_output_tput_per_gpu", pa.float64()),
+        ("reported_input_tput_per_gpu", pa.float64()),
+        ("reported_median_intvty", pa.float64()),
+        *[(name, pa.float64()) for name in LATENCY_COLUMNS],
+        ("latency_unit_in_file", pa.string()),
+        ("percentile_method", pa.string()),
+        ("bench_start_unix", pa.float64()),
+        ("bench_end_unix", pa.float64()),
+        ("bench_end_local", pa.timestamp("s")),
+        ("reported_avg_power_w_per_gpu", pa.float64()),
+        ("reported_energy_j", pa.float64()),
+        ("spec_accept_length", pa.float64()),
+        ("spec_accept_rate", pa.float64()),
+        ("spec_metric_source", pa.string()),
+        ("derivations", pa.string()),
+    ]
+)
+RUN_COLUMNS = tuple(RUN_SCHEMA.names)
+UNDATED = "undated"
+
+
+def partition_key(run_date: object) -> str:
+    """The daily partition a run belongs to: its ``run_date`` as YYYY-MM-DD, or ``undated`` when no source dates it
+    (InferenceX agg rows, SGLang and TRT-LLM files without a sidecar date)."""
+    return UNDATED if run_date is None else run_date.isoformat()  # type: ignore[attr-defined]
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("source_format", pa.string()),
+        ("source_row", pa.int32()),
+        ("reason_code", pa.string()),
+        ("detail", pa.string()),
+        ("stage", pa.string()),
+        ("run_date_partition", pa.string()),
+    ]
+)

@@ -1,0 +1,54 @@
+"""Where things live: the project root, the SQL folder, and the three paths users configure by env var.
+
+Environment variables (docs/inputs.md), defaults relative to the project root:
+- ``PIPELINE_RAW_DIR`` [data/sample]   folder scanned recursively for raw logs
+- ``PIPELINE_OUT_DIR`` [data/marts]    where the Parquet marts are written
+- ``PIPELINE_DB_PATH`` [data/warehouse.duckdb]
+- ``PIPELINE_CACHE_DIR`` [<PIPELINE_DB_PATH>.parse_cache]  the parse cache (pipeline/ingest/parse_cache.py)
+A relative value given in the environment is taken relative to the current directory, as a shell user expects.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SQL_DIR = PROJECT_ROOT / "sql"
+REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
+
+_DEFAULTS = {
+    "PIPELINE_RAW_DIR": PROJECT_ROOT / "data" / "sample",
+    "PIPELINE_OUT_DIR": PROJECT_ROOT / "data" / "marts",
+    "PIPELINE_DB_PATH": PROJECT_ROOT / "data" / "warehouse.duckdb",
+}
+
+
+def env_path(name: str) -> str:
+    """Absolute path for one of the ``PIPELINE_*`` variables (its value, else the documented default).
+
+    Raises:
+        KeyError: ``name`` is not one of the three documented variables.
+    """
+    value = os.environ.get(name)
+    if value:
+        return str(Path(value).expanduser().resolve())
+    return str(_DEFAULTS[name])
+
+
+def parse_cache_dir() -> str:
+    """Absolute path of the parse cache: ``PIPELINE_CACHE_DIR``, else ``<PIPELINE_DB_PATH>.parse_cache`` beside
+    the warehouse (a second warehouse, e.g. a test's, gets its own cache)."""
+    value = os.environ.get("PIPELINE_CACHE_DIR")
+    if value:
+        return str(Path(value).expanduser().resolve())
+    return env_path("PIPELINE_DB_PATH") + ".parse_cache"
+
+
+def sql_text(name: str) -> str:
+    """The text of ``sql/<name>.sql`` (one statement per file, parameters bound by DuckDB).
+
+    Raises:
+        FileNotFoundError: no such SQL file.
+    """
+    return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")

@@ -1,0 +1,152 @@
+"""The Great Expectations (1.x) suite over validated runs: what a trustworthy run table looks like.
+
+Each expectation has a check name, a blocking flag and the reason for that flag. Blocking expectations mean
+"downstream numbers would be wrong" (a frontier built on them would publish false tok/s/GPU or $/M tokens), so
+Dagster stops the metrics stage when one fails; the row rules of ``pipeline.validate.rules`` are designed so that they
+always pass, and a failure means a new kind of bad input got past the rules. Warnings flag runs that are valid
+but surprising (measured lengths far from nominal, a source whose interactivity disagrees with its own TPOT).
+
+GX runs in an ephemeral context over a pandas DataFrame (``dagster-ge`` supports only GX < 1.0).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import pandas as pd
+import pyarrow as pa
+
+from pipeline.ingest.schema import RUN_COLUMNS
+from pipeline.validate.rules import NATURAL_KEY
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One expectation of the suite: its Dagster check name, whether it blocks, why, and the GX object."""
+
+    name: str
+    blocking: bool
+    why: str
+    gx: Any
+
+
+@dataclass
+class Outcome:
+    """One expectation's result: pass/fail and GX's statistics (element and unexpected counts, examples)."""
+
+    name: str
+    blocking: bool
+    success: bool
+    element_count: int
+    unexpected_count: int
+    unexpected_percent: float
+    examples: list
+
+
+def build_suite(known_hw: Iterable[str]) -> list[Expectation]:
+    """The expectation suite ``validated_runs`` (names double as Dagster check names)."""
+    import great_expectations as gx
+
+    e = gx.expectations
+    known = sorted(set(known_hw))
+    blocking = [
+        Expectation("columns_match_schema", True, "downstream SQL reads these columns by name",
+                    e.ExpectTableColumnsToMatchSet(column_set=list(RUN_COLUMNS), exact_match=False)),
+        Expectation("run_id_unique", True, "a run counted twice doubles its weight on a frontier",
+                    e.ExpectColumnValuesToBeUnique(column="run_id")),
+        Expectation("no_duplicate_runs", True, "the same measurement twice is not two measurements",
+                    e.ExpectCompoundColumnsToBeUnique(column_list=list(NATURAL_KEY), ignore_row_if="never")),
+        Expectation("hw_in_gpu_reference", True, "cost and power come from the GPU reference",
+                    e.ExpectColumnValuesToBeInSet(column="hw", value_set=known)),
+        *[
+            Expectation(f"{col}_present", True, f"sides are keyed by {col}",
+                        e.ExpectColumnValuesToNotBeNull(column=col))
+            for col in ("model", "framework", "precision", "spec_decoding", "isl", "osl", "conc")
+        ],
+        Expectation("median_tpot_positive", True, "interactivity = 1000 / TPOT",
+                    e.ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=0, strict_min=True)),
+        Expectation("throughput_positive", True, "tok/s/GPU and $/M tokens divide by it",
+                    e.ExpectColumnValuesToBeBetween(column="throughput_for_metrics", min_value=0, strict_min=True)),
+        Expectation("completed_positive", True, "a run without completed requests measured nothing",
+                    e.ExpectColumnValuesToBeBetween(column="completed", min_value=1)),
+        Expectation("output_le_total_throughput", True, "output tokens are part of total tokens",
+                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                        column_A="total_tput_tok_s", column_B="output_tput_tok_s", or_equal=True,
+                        ignore_row_if="either_value_is_missing")),
+        Expectation("ttft_le_e2el", True, "the first token cannot arrive after the last",
+                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                        column_A="median_e2el_s", column_B="median_ttft_s", or_equal=True,
+                        ignore_row_if="either_value_is_missing")),
+        Expectation("tpot_in_plausible_range", True, "outside 0.5 ms–5 s per token a unit slipped",
+                    e.ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=0.5e-3, max_value=5.0)),
+    ]
+    warnings = [
+        Expectation("no_failed_requests", False, "failed requests inflate nothing but hide errors",
+                    e.ExpectColumnValuesToBeBetween(column="failed_ratio", min_value=0, max_value=0.01)),
+        Expectation("measured_isl_near_nominal", False, "random range ratio and templates move ISL a little",
+                    e.ExpectColumnValuesToBeBetween(column="isl_ratio", min_value=0.5, max_value=1.5)),
+        Expectation("measured_osl_near_nominal", False, "early EOS shortens outputs; far off means a wrong OSL",
+                    e.ExpectColumnValuesToBeBetween(column="osl_ratio", min_value=0.5, max_value=1.5)),
+        Expectation("reported_intvty_matches_tpot", False, "sources that report interactivity must agree with TPOT",
+                    e.ExpectColumnValuesToBeBetween(column="intvty_x_tpot", min_value=0.99, max_value=1.01)),
+        Expectation("p99_tpot_ge_median", False, "percentiles out of order suggest a mangled file",
+                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                        column_A="p99_tpot_s", column_B="median_tpot_s", or_equal=True,
+                        ignore_row_if="either_value_is_missing")),
+        Expectation("precision_known", False, "an unfamiliar precision key is usually a typo",
+                    e.ExpectColumnValuesToBeInSet(column="precision",
+                                                  value_set=["fp4", "fp8", "bf16", "fp16", "int4", "int8"])),
+    ]
+    return blocking + warnings
+
+
+def with_derived_columns(runs: pa.Table) -> pd.DataFrame:
+    """``runs`` as pandas plus the helper columns some expectations read (ratios are null when an input is)."""
+    df = runs.to_pandas(types_mapper=None)
+    completed = df["completed"].astype("float64")
+    failed = df["failed"].astype("float64").fillna(0.0)
+    df["throughput_for_metrics"] = df["total_tput_tok_s"].fillna(df["reported_tput_per_gpu"])
+    df["failed_ratio"] = failed / (completed + failed)
+    df["isl_ratio"] = df["total_input_tokens"].astype("float64") / completed / df["isl"].astype("float64")
+    df["osl_ratio"] = df["total_output_tokens"].astype("float64") / completed / df["osl"].astype("float64")
+    df["intvty_x_tpot"] = df["reported_median_intvty"] * df["median_tpot_s"]
+    return df
+
+
+def run_suite(runs: pa.Table, known_hw: Iterable[str]) -> list[Outcome]:
+    """Validate ``runs`` (``RUN_SCHEMA``) against the suite in an ephemeral GX context.
+
+    Returns:
+        One Outcome per expectation, in suite order.
+    """
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    suite_items = build_suite(known_hw)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch = (
+        context.data_sources.add_pandas("warehouse")
+        .add_dataframe_asset("validated_runs")
+        .add_batch_definition_whole_dataframe("all_rows")
+        .get_batch(batch_parameters={"dataframe": with_derived_columns(runs)})
+    )
+    suite = context.suites.add(gx.ExpectationSuite(name="validated_runs", expectations=[i.gx for i in suite_items]))
+    by_id = {result.expectation_config.id: result for result in batch.validate(suite).results}
+    outcomes = []
+    for item in suite_items:
+        result = by_id[item.gx.id]
+        stats = result.result or {}
+        outcomes.append(Outcome(
+            name=item.name,
+            blocking=item.blocking,
+            success=bool(result.success),
+            element_count=int(stats.get("element_count") or len(runs)),
+            unexpected_count=int(stats.get("unexpected_count") or 0),
+            unexpected_percent=float(stats.get("unexpected_percent") or 0.0),
+            examples=[str(x) for x in (stats.get("partial_unexpected_list") or [])[:5]],
+        ))
+    return outcomes

@@ -1,0 +1,338 @@
+"""Row-level rules that move a parsed run to quarantine instead of failing the materialization.
+
+Each rule looks at one run (a dict of ``RUN_SCHEMA`` values) and returns ``(reason_code, detail)`` or None. Rules
+run in ``rules()`` order and every failing rule is reported; the first one is the run's ``reason_code``, the
+``detail`` lists them all. Reason codes are stable snake_case (docs/inputs.md); field names in codes use the
+engine's canonical key (``total_token_throughput``, ``median_tpot_ms``) whatever the source format called it.
+
+Two paths, one outcome: ``validate_runs`` applies every rule to every run (the reference), ``validate_table``
+(what the asset runs) first asks each rule's ``screen``, a column expression over the whole Arrow table that is
+True wherever the rule might fire, and applies the rules only to the rows some screen flags. A screen may flag
+too much, never too little; a rule without a screen is applied to every row. Tests hold both paths to the same
+output on the sample, the bad-input corpus and the real logs.
+To add a rule, append a function to ``rules()`` and, for speed, give it a ``screen``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import reduce
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+
+Run = Mapping[str, Any]
+Finding = tuple[str, str]
+Rule = Callable[[Run], "Finding | None"]
+Screen = Callable[[pa.Table], pa.ChunkedArray]
+
+REQUIRED_METADATA = ("model", "hw", "framework", "precision", "spec_decoding", "isl", "osl", "conc")
+
+
+def _screen(screen: Screen) -> Callable[[Rule], Rule]:
+    """Give a rule its ``screen``: a column expression over a ``RUN_SCHEMA`` table, True on every row where the
+    rule might fire (``validate_table`` applies the rule to those rows only)."""
+    def attach(rule: Rule) -> Rule:
+        rule.screen = screen  # type: ignore[attr-defined]
+        return rule
+    return attach
+
+
+def _any(*conditions: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Rows where any condition holds. A null condition (a value that is absent, which the rules never read as a
+    failure on its own) does not."""
+    return reduce(pc.or_, (pc.fill_null(condition, False) for condition in conditions))
+
+
+@_screen(lambda t: _any(pc.less_equal(t["completed"], 0), pc.not_equal(t["failed"], 0),
+                        pc.less(t["completed"], t["num_prompts"])))
+def _failed_requests(run: Run) -> Finding | None:
+    """A run whose requests failed still writes a file; it must never reach a frontier (docs/metrics.md)."""
+    completed, failed, prompts = run.get("completed"), run.get("failed"), run.get("num_prompts")
+    if completed is not None and completed <= 0:
+        return "no_completed_requests", f"completed={completed} (failed={failed}, num_prompts={prompts})"
+    if failed:
+        total = (completed or 0) + failed
+        return "failed_requests", f"{failed} of {total} requests failed ({failed / total:.1%})"
+    if completed is not None and prompts and completed < prompts:
+        return "failed_requests", f"completed {completed} of num_prompts {prompts} ({1 - completed / prompts:.1%} lost)"
+    return None
+
+
+def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run], Finding | None]:
+    def rule(run: Run) -> Finding | None:
+        value = next((run.get(f) for f in (field, *alternatives) if run.get(f) is not None), None)
+        if value is None:
+            return f"missing_field:{code_name}", f"{code_name} is absent"
+        if not math.isfinite(value):
+            return f"non_finite:{code_name}", f"{code_name} = {value}"
+        if value <= 0:
+            return f"non_positive:{code_name}", f"{code_name} = {value}"
+        return None
+
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        value = pc.coalesce(*(table[f] for f in (field, *alternatives) if f in table.column_names))
+        return pc.invert(_any(pc.and_(pc.is_finite(value), pc.greater(value, 0))))
+
+    rule.__doc__ = f"{code_name} must be present, finite and > 0 (metrics and interactivity divide by it)."
+    return _screen(screen)(rule)
+
+
+@_screen(lambda t: _any(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], 0.5e-3)),
+                        pc.and_(pc.equal(t["latency_unit_in_file"], "s"), pc.greater(t["median_tpot_s"], 5.0))))
+def _unit_mismatch(run: Run) -> Finding | None:
+    """Latencies written in the wrong unit (docs/inputs.md ``unit_mismatch``), quarantined rather than guessed.
+
+    Evidence: a median TPOT no LLM server reaches (< 0.5 ms/token, i.e. > 2000 tok/s/user, for a ``*_ms`` key;
+    > 5 s/token for a seconds key), confirmed by Little's law: in a closed-loop benchmark
+    completed × mean E2EL ≈ conc × duration, so the E2EL column's unit is the one that makes that ratio ≈ 1
+    (for per-GPU rows without totals: output tok/s per user ≈ OSL / E2EL). Without the evidence to confirm, an
+    impossible TPOT is ``implausible_value:median_tpot_ms``.
+    """
+    tpot = run.get("median_tpot_s")
+    unit = run.get("latency_unit_in_file")
+    if tpot is None or not math.isfinite(tpot) or tpot <= 0 or unit not in ("ms", "s"):
+        return None
+    suspicious = (unit == "ms" and tpot < 0.5e-3) or (unit == "s" and tpot > 5.0)
+    if not suspicious:
+        return None
+    wrong_scale = 1e3 if unit == "ms" else 1e-3  # what the value becomes if the other unit was meant
+    e2el, completed = run.get("mean_e2el_s") or run.get("median_e2el_s"), run.get("completed")
+    duration, conc = run.get("duration_s"), run.get("conc")
+    shown = f"median TPOT {tpot * 1e3:.4g} ms as read from {unit!r} keys"
+    other = "s" if unit == "ms" else "ms"
+    evidence = None
+    if e2el and completed and duration and conc:
+        evidence = ("completed×E2EL/(conc×duration)", completed * e2el / (conc * duration))
+    elif e2el and conc and run.get("osl") and run.get("reported_output_tput_per_gpu") and run.get("tp") \
+            and not run.get("disagg"):
+        # per-user output rate from throughput vs from latency: (out/GPU × GPUs / conc) / (OSL / E2EL) ≈ 1
+        gpus = run["tp"] * (run.get("pp") or 1) * (run.get("pcp") or 1)
+        evidence = ("(output tok/s per user)/(OSL/E2EL)",
+                    run["reported_output_tput_per_gpu"] * gpus / conc / (run["osl"] / e2el))
+    if evidence and evidence[1] > 0:
+        name, as_read = evidence
+        as_other = as_read * wrong_scale
+        if abs(math.log10(as_other)) < abs(math.log10(as_read)):
+            return "unit_mismatch", (
+                f"{shown}; {name} = {as_read:.3g} as read, {as_other:.3g} if the file meant {other}")
+    return "implausible_value:median_tpot_ms", f"{shown} is outside what any LLM server does"
+
+
+@_screen(lambda t: _any(
+    pc.greater(t["output_tput_tok_s"], pc.multiply(t["total_tput_tok_s"], 1 + 1e-9)),
+    pc.and_(pc.greater(t["median_e2el_s"], 0), pc.greater(t["median_ttft_s"], pc.multiply(t["median_e2el_s"], 1 + 1e-9)))))
+def _consistency(run: Run) -> Finding | None:
+    """Relations every real run satisfies: output ≤ total throughput, median TTFT ≤ median E2EL."""
+    total, output = run.get("total_tput_tok_s"), run.get("output_tput_tok_s")
+    if total is not None and output is not None and output > total * (1 + 1e-9):
+        return "inconsistent:output_throughput", f"output_throughput {output} > total_token_throughput {total}"
+    ttft, e2el = run.get("median_ttft_s"), run.get("median_e2el_s")
+    if ttft is not None and e2el is not None and e2el > 0 and ttft > e2el * (1 + 1e-9):
+        return "inconsistent:ttft_ms", f"median TTFT {ttft} s > median E2EL {e2el} s"
+    return None
+
+
+@_screen(lambda t: _any(pc.not_equal(t["metadata_conflicts"], "")))
+def _metadata_conflict(run: Run) -> Finding | None:
+    """The file and its sidecar/runs.csv disagree: we cannot tell which is right, so neither is guessed."""
+    conflicts = run.get("metadata_conflicts")
+    if conflicts:
+        key = conflicts.split(":", 1)[0]
+        return f"metadata_conflict:{key}", conflicts
+    return None
+
+
+@_screen(lambda t: _any(*(pc.is_null(t[key]) for key in REQUIRED_METADATA)))
+def _missing_metadata(run: Run) -> Finding | None:
+    """Sides and per-GPU metrics need these keys; no file, sidecar or runs.csv gave them."""
+    missing = [key for key in REQUIRED_METADATA if run.get(key) is None]
+    if missing:
+        return f"missing_metadata:{missing[0]}", (
+            f"no value for {', '.join(missing)} in the file, a <file>.meta.json sidecar or a runs.csv row"
+        )
+    return None
+
+
+def _no_gpu_count(table: pa.Table) -> pa.ChunkedArray:
+    def falsy(name: str) -> pa.ChunkedArray:  # None or 0, as ``not run.get(name)``
+        return pc.fill_null(pc.equal(table[name], 0), True)
+
+    disagg = pc.fill_null(table["disagg"], False)
+    missing = pc.if_else(disagg, pc.or_(falsy("num_prefill_gpu"), falsy("num_decode_gpu")), falsy("tp"))
+    return _any(pc.and_(pc.is_null(table["reported_tput_per_gpu"]), missing))
+
+
+@_screen(_no_gpu_count)
+def _gpu_count(run: Run) -> Finding | None:
+    """Per-GPU throughput needs a GPU count unless the source reported per-GPU values itself."""
+    if run.get("reported_tput_per_gpu") is not None:
+        return None
+    if run.get("disagg"):
+        missing = [k for k in ("num_prefill_gpu", "num_decode_gpu") if not run.get(k)]
+    else:
+        missing = [] if run.get("tp") else ["tp"]
+    if missing:
+        return f"missing_metadata:{missing[0]}", f"GPU count needs {', '.join(missing)}"
+    return None
+
+
+def unknown_hw_rule(known_hw: Iterable[str]) -> Callable[[Run], Finding | None]:
+    """Rule: ``hw`` must be a key of the GPU reference table (costs and power come from it)."""
+    known = frozenset(known_hw)
+
+    def rule(run: Run) -> Finding | None:
+        hw = run.get("hw")
+        if hw is not None and hw not in known:
+            return "unknown_hw", f"hw {hw!r} is not in the GPU reference ({', '.join(sorted(known))})"
+        return None
+
+    rule.__doc__ = unknown_hw_rule.__doc__
+    # a null hw is flagged too (the rule lets it pass; missing_metadata rejects it)
+    return _screen(lambda t: pc.invert(_any(pc.is_in(t["hw"], value_set=pa.array(sorted(known), pa.string())))))(rule)
+
+
+def rules(known_hw: Iterable[str]) -> list[Callable[[Run], Finding | None]]:
+    """The rule list, in reporting order: failures and numbers first (the strongest reason), metadata after."""
+    return [
+        _failed_requests,
+        _positive("total_tput_tok_s", "total_token_throughput", "reported_tput_per_gpu"),
+        _positive("median_tpot_s", "median_tpot_ms"),
+        _unit_mismatch,
+        _consistency,
+        _metadata_conflict,
+        unknown_hw_rule(known_hw),
+        _missing_metadata,
+        _gpu_count,
+    ]
+
+
+def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Finding | None:
+    """The first failing rule's reason code and a detail naming every failing rule, or None when the run passes."""
+    findings = [f for f in (rule(run) for rule in rule_list) if f is not None]
+    if not findings:
+        return None
+    detail = "; ".join(f"{code}: {text}" for code, text in findings)
+    return findings[0][0], detail
+
+
+# The natural key of a run (issue "duplicate runs"): two accepted runs with equal keys measure the same thing.
+NATURAL_KEY = ("model", "hw", "framework", "precision", "spec_decoding", "tp", "pp", "pcp", "ep", "dp_attention",
+               "disagg", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc", "run_date")
+
+
+def find_duplicates(runs: list[Mapping[str, Any]]) -> dict[int, Finding]:
+    """Duplicate runs among ``runs`` (rows that passed every rule), by index → (``duplicate_run``, detail).
+
+    A run is a duplicate when an earlier run has the same content (``content_sha256``: the same run object,
+    whatever the file name or key order) or the same ``NATURAL_KEY``. Keep rule: runs are ordered by
+    (``source_file``, ``source_row``) and the first of each group is kept, so the outcome depends only on the
+    folder's content and re-ingesting the same folder changes nothing.
+    """
+    order = sorted(range(len(runs)), key=lambda i: (runs[i]["source_file"], runs[i]["source_row"]))
+    seen_content: dict[str, int] = {}
+    seen_key: dict[tuple, int] = {}
+    found: dict[int, Finding] = {}
+    for i in order:
+        run = runs[i]
+        where = lambda j: f"{runs[j]['source_file']} row {runs[j]['source_row']}"  # noqa: E731
+        content = run.get("content_sha256")
+        key = tuple(run.get(k) for k in NATURAL_KEY)
+        if content and content in seen_content:
+            found[i] = ("duplicate_run", f"same content as {where(seen_content[content])} (kept)")
+        elif key in seen_key:
+            found[i] = ("duplicate_run", f"same natural key ({', '.join(f'{k}={run.get(k)}' for k in NATURAL_KEY if run.get(k) is not None)}) "
+                                         f"as {where(seen_key[key])} (kept)")
+        else:
+            if content:
+                seen_content[content] = i
+            seen_key[key] = i
+    return found
+
+
+def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tuple[list[Mapping[str, Any]], list[dict]]:
+    """Split parsed runs into accepted runs and quarantine rows (stage ``validate``).
+
+    Row rules first (``rules``), then duplicates among the runs that passed (so a bad copy never displaces a
+    good one). Quarantine rows follow ``pipeline.ingest.schema.QUARANTINE_SCHEMA``; details start with the file name.
+    """
+    rule_list = rules(known_hw)
+    passing, rejected = [], []
+    for run in runs:
+        finding = check_run(run, rule_list)
+        if finding is None:
+            passing.append(run)
+        else:
+            rejected.append(_quarantine_row(run, *finding))
+    duplicates = find_duplicates(passing)
+    accepted = [run for i, run in enumerate(passing) if i not in duplicates]
+    rejected += [_quarantine_row(passing[i], *finding) for i, finding in sorted(duplicates.items())]
+    return accepted, rejected
+
+
+def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, pa.Table]:
+    """``validate_runs`` over an Arrow table, in column operations where they decide: the same accepted runs and
+    the same quarantine rows, in the same order (tested against ``validate_runs``).
+
+    The rules run in Python only on the rows some rule's ``screen`` flags (all rows when a rule has none); the
+    duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a natural key
+    with another passing run, since a run that shares neither is never a duplicate nor the kept copy of one.
+
+    Args:
+        runs: ``RUN_SCHEMA`` rows (cast to it), in any order (the outputs keep it; which copy of a duplicate is
+            kept does not depend on it).
+        known_hw: the GPU reference's ``hw`` keys.
+    Returns:
+        (accepted runs, ``RUN_SCHEMA``; quarantine rows, ``QUARANTINE_SCHEMA``, stage ``validate``: rule
+        rejections in input order, then duplicates in input order, as ``validate_runs``).
+    Raises:
+        KeyError: ``runs`` lacks a ``RUN_SCHEMA`` column a screen reads.
+    """
+    runs = runs.cast(RUN_SCHEMA)
+    rule_list = rules(known_hw)
+    screens = [getattr(rule, "screen", None) for rule in rule_list]
+    if runs.num_rows == 0 or None in screens:
+        flagged = pa.array([True] * runs.num_rows, pa.bool_())
+    else:
+        flagged = reduce(pc.or_, (screen(runs) for screen in screens))
+    flagged_at = pc.indices_nonzero(flagged)
+    rejected, passes = [], np.ones(runs.num_rows, dtype=bool)
+    for at, run in zip(flagged_at.to_pylist(), runs.take(flagged_at).to_pylist()):
+        finding = check_run(run, rule_list)
+        if finding is not None:
+            rejected.append(_quarantine_row(run, *finding))
+            passes[at] = False
+    passing = runs.filter(pa.array(passes))
+
+    columns = {name: passing[name].to_pylist() for name in ("content_sha256", *NATURAL_KEY)}
+    keys = list(zip(*(columns[name] for name in NATURAL_KEY)))
+    contents = columns["content_sha256"]
+    key_count, content_count = Counter(keys), Counter(c for c in contents if c)
+    shared = [i for i, (key, content) in enumerate(zip(keys, contents))
+              if key_count[key] > 1 or content_count[content] > 1]
+    candidates = passing.take(pa.array(shared, pa.int64())).select(
+        ["source_file", "source_format", "source_row", "run_date_partition", "content_sha256", *NATURAL_KEY]).to_pylist()
+    duplicates = find_duplicates(candidates)
+    kept = np.ones(passing.num_rows, dtype=bool)
+    for local in duplicates:
+        kept[shared[local]] = False
+    rejected += [_quarantine_row(candidates[local], *finding) for local, finding in sorted(duplicates.items())]
+    return passing.filter(pa.array(kept)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
+
+
+def _quarantine_row(run: Mapping[str, Any], code: str, detail: str) -> dict:
+    return {"source_file": run["source_file"], "source_format": run["source_format"], "source_row": run["source_row"],
+            "reason_code": code, "detail": f"{run['source_file']} row {run['source_row']}: {detail}",
+            "stage": "validate", "run_date_partition": run.get("run_date_partition")}
+
+
+def quarantine_table(ingest_rejects: pa.Table, rule_rejects: pa.Table) -> pa.Table:
+    """Everything that did not become a run, as the ``quarantine`` mart holds it: the rejects of ingest (files and
+    rows) and of the row rules together, ``QUARANTINE_SCHEMA``, sorted by ``source_file`` then ``source_row``."""
+    table = pa.concat_tables([ingest_rejects.cast(QUARANTINE_SCHEMA), rule_rejects.cast(QUARANTINE_SCHEMA)])
+    return table.sort_by([("source_file", "ascending"), ("source_row", "ascending")])

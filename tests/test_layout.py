@@ -1,0 +1,92 @@
+"""The layout rule: one library package per stage, named as its Dagster group and its ``defs/`` folder, and the
+data flow visible in the imports.
+
+- A stage's library package (``pipeline/<stage>/``) imports only ``pipeline.io`` and its own or earlier stages.
+- A stage's Dagster wiring (``pipeline/defs/<stage>/``) imports only its own stage's library, ``pipeline.io``, the
+  shared wiring at ``pipeline/defs/*.py`` and the wiring of its own or earlier stages (for their asset keys).
+- ``pipeline.io`` imports no stage.
+"""
+
+import ast
+import importlib
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
+STAGES = ("ingest", "validate", "metrics", "frontiers", "comparisons")
+
+
+def pipeline_imports(path: Path) -> list[str]:
+    """Every ``pipeline.…`` module a file imports (top level or inside functions)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pipeline":
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.split(".")[0] == "pipeline"]
+    return found
+
+
+def violations(folder: Path, allowed) -> list[str]:
+    """``"<file> imports <module>"`` for every import under ``folder`` that ``allowed(module)`` refuses."""
+    return [f"{path.relative_to(folder.parent)} imports {module}"
+            for path in sorted(folder.rglob("*.py")) for module in pipeline_imports(path) if not allowed(module)]
+
+
+def stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_every_stage_has_a_library_package_and_a_defs_folder():
+    for stage in STAGES:
+        assert (PACKAGE / stage / "__init__.py").is_file(), stage
+        assert (PACKAGE / "defs" / stage / "__init__.py").is_file(), stage
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert flat == ["__init__.py", "__main__.py", "definitions.py"], "stage logic belongs in a stage package"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_library_imports_only_io_and_earlier_stages(stage):
+    earlier = STAGES[:STAGES.index(stage) + 1]
+    assert violations(PACKAGE / stage, lambda m: stage_of(m) in ("io", *earlier)) == []
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_defs_import_only_their_stage_io_and_wiring(stage):
+    earlier_defs = {f"pipeline.defs.{s}" for s in STAGES[:STAGES.index(stage) + 1]}
+    shared_wiring = {f"pipeline.defs.{p.stem}" for p in (PACKAGE / "defs").glob("*.py") if p.stem != "__init__"}
+
+    def allowed(module: str) -> bool:
+        if stage_of(module) == "defs":
+            return module in shared_wiring or ".".join(module.split(".")[:3]) in earlier_defs
+        return stage_of(module) in ("io", stage)
+
+    assert violations(PACKAGE / "defs" / stage, allowed) == []
+
+
+def test_io_imports_no_stage():
+    assert violations(PACKAGE / "io", lambda m: stage_of(m) == "io") == []
+
+
+def test_rule_finds_a_stage_importing_a_later_one(tmp_path):
+    """The checker itself can fail: a library module reaching into a later stage, even inside a function."""
+    bad = tmp_path / "ingest" / "peek.py"
+    bad.parent.mkdir()
+    bad.write_text("import os\n\ndef f():\n    from pipeline.frontiers.pareto import pareto_frontier\n")
+    assert violations(tmp_path / "ingest", lambda m: stage_of(m) in ("io", "ingest")) == [
+        "ingest/peek.py imports pipeline.frontiers.pareto"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_assets_of_a_defs_folder_are_in_the_group_of_that_name(stage):
+    """From a group in the UI to its folder in one hop: every asset defined under ``defs/<stage>/`` is in group
+    ``<stage>``."""
+    modules = [importlib.import_module(f"pipeline.defs.{stage}.{p.stem}")
+               for p in sorted((PACKAGE / "defs" / stage).glob("*.py")) if p.stem != "__init__"]
+    assets = [value for module in modules for value in vars(module).values()
+              if isinstance(value, dg.AssetsDefinition) and value.keys]
+    assert assets, stage
+    assert {group for asset in assets for group in asset.group_names_by_key.values()} == {stage}
