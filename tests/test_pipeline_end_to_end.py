@@ -51,6 +51,23 @@ def test_sample_end_to_end(run_pipeline):
     titles = {r["title"] for r in rows}
     assert "MI355X FP4: MTP vs Off" in titles and "MI355X: FP4 vs FP8" in titles
 
+    # every metric the comparison schema names is carried through: a frontier point has the value its run has,
+    # and a comparison cell is null only where some frontier point of its side lacks the metric
+    metrics = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "tok_s_per_mw", "measured_tok_s_per_mw",
+               *(f"{p}cost_per_mtok_{t}" for p in ("", "output_", "input_") for t in ("hyperscaler", "neocloud", "rental")))
+    by_run = {(r["run_id"], r["price_book"]): r for r in runs.to_pylist()}
+    points = run.mart("frontiers").to_pylist()
+    for point in points:
+        source = by_run[(point["run_id"], point["price_book"])]
+        assert {m: point[m] for m in metrics} == {m: source[m] for m in metrics}, point["side_id"]
+    assert all(p["output_tput_per_gpu"] is not None and p["input_cost_per_mtok_rental"] is not None for p in points)
+    side_has = {}
+    for point in points:
+        key = (point["side_id"], point["price_book"])
+        side_has[key] = {m for m in metrics if point[m] is not None} & side_has.get(key, set(metrics))
+    for row in rows:
+        assert {m for m in metrics if row[m] is not None} == side_has[(row["side_id"], row["price_book"])], row["side_id"]
+
 
 def test_sample_values_trace_back_to_files(run_pipeline):
     run = run_pipeline(SAMPLE_DIR)

@@ -9,7 +9,8 @@ from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.ingest.parsers import read_file
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK, build_price_books, load_gpu_reference
 
-COST_COLUMNS = {"cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud", "cost_per_mtok_rental"}
+COST_COLUMNS = {f"{prefix}cost_per_mtok_{tier}" for prefix in ("", "output_", "input_")
+                for tier in ("hyperscaler", "neocloud", "rental")}
 
 
 def test_build_price_books_applies_overrides_and_versions():
@@ -53,7 +54,13 @@ def test_price_override_changes_costs_and_nothing_else(run_pipeline):
         # costs move (and the sentences quoting them); targets, throughput, tok/s/MW, concurrency do not
         assert differing <= COST_COLUMNS | {"cost_sentence"}, (k, differing)
         if a["hw"] == "mi355x":
-            assert a["cost_per_mtok_hyperscaler"] == pytest.approx(b["cost_per_mtok_hyperscaler"] * 1.48 / 1.0)
+            # every cost column (total, output, input × three tiers) scales by the tier's price ratio
+            for tier, seed_price, new_price in (("hyperscaler", 1.48, 1.0), ("neocloud", 1.90, 1.2),
+                                                ("rental", 2.10, 1.5)):
+                for prefix in ("", "output_", "input_"):
+                    column = f"{prefix}cost_per_mtok_{tier}"
+                    assert a[column] is not None and b[column] is not None, column
+                    assert a[column] == pytest.approx(b[column] * seed_price / new_price), column
             changed += 1
         else:
             assert not differing & COST_COLUMNS
@@ -127,6 +134,8 @@ def _run(i, spec, framework, x, y):
             "hw": "b200", "precision": "fp4", "spec_decoding": spec, "framework": framework, "conc": 4,
             "median_intvty": x, "tput_per_gpu": y, "output_tput_per_gpu": y, "input_tput_per_gpu": 0.0,
             "cost_per_mtok_hyperscaler": 1 / y, "cost_per_mtok_neocloud": 1 / y, "cost_per_mtok_rental": 1 / y,
+            **{f"output_cost_per_mtok_{t}": 1 / y for t in ("hyperscaler", "neocloud", "rental")},
+            **{f"input_cost_per_mtok_{t}": None for t in ("hyperscaler", "neocloud", "rental")},
             "tok_s_per_mw": y}
 
 

@@ -22,9 +22,22 @@ SPLINED_METRICS = (
     "tok_s_per_mw",
     "concurrency",
 )
-# Metrics some sources lack (an export row without output_tput_per_gpu, a run without telemetry): splined only
-# when every frontier point of the side has a value, else null. Never interpolated across a hole.
-OPTIONAL_METRICS = ("output_tput_per_gpu", "input_tput_per_gpu", "measured_tok_s_per_mw")
+# Metrics some sources lack (an export row without output_tput_per_gpu, a run without telemetry, an input cost
+# where no input throughput was measured): splined only when every frontier point of the side has a value, else
+# null. Never interpolated across a hole.
+OPTIONAL_METRICS = (
+    "output_tput_per_gpu",
+    "input_tput_per_gpu",
+    "measured_tok_s_per_mw",
+    *(f"{direction}_cost_per_mtok_{tier}" for direction in ("output", "input")
+      for tier in ("hyperscaler", "neocloud", "rental")),
+)
+# The run_metrics columns build_frontiers reads (concurrency is the run's conc).
+FRONTIER_INPUT_COLUMNS = (
+    "run_id", "source_file", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision",
+    "spec_decoding", "framework", "spec_metric_source", "conc", "median_intvty",
+    *(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"),
+)
 
 
 FRONTIER_SCHEMA = pa.schema(
@@ -62,20 +75,20 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     arrays, and the point rows are taken from the input table, not rebuilt row by row.
 
     Args:
-        runs: ``run_metrics`` rows, an Arrow table or dicts (need ``run_id``, ``source_file``, ``price_book``,
-            ``price_book_version``, the side keys, ``conc``, ``median_intvty``, ``tput_per_gpu`` and the other
-            splined metrics; ``spec_metric_source`` and the optional metrics may be absent). Ties on a frontier
-            resolve to the earlier row.
+        runs: ``run_metrics`` rows, an Arrow table or dicts, with every column of ``FRONTIER_INPUT_COLUMNS``
+            (a metric a run lacks is null in its row, never an absent column). Ties on a frontier resolve to the
+            earlier row.
         sides: the sides to build; a side without runs yields no rows.
     Raises:
-        ValueError: a member run's interactivity or tok/s/GPU is NaN (``pareto_frontier``).
+        ValueError: a column of ``FRONTIER_INPUT_COLUMNS`` is missing (named), or a member run's interactivity or
+            tok/s/GPU is NaN (``pareto_frontier``).
     """
     table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
     if table.num_rows == 0:
         return FRONTIER_SCHEMA.empty_table()
-    for name, kind in (("spec_metric_source", pa.string()), *((m, pa.float64()) for m in OPTIONAL_METRICS)):
-        if name not in table.column_names:
-            table = table.append_column(name, pa.nulls(table.num_rows, kind))
+    missing = [name for name in FRONTIER_INPUT_COLUMNS if name not in table.column_names]
+    if missing:  # a left-out column would reach the marts as nulls that look like "not measured"
+        raise ValueError(f"build_frontiers: runs lack column(s) {', '.join(missing)}")
     key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")
     keys = [table[name].to_pylist() for name in key_names]
     x_all, y_all = float_values(table["median_intvty"]), float_values(table["tput_per_gpu"])

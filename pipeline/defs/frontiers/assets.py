@@ -6,14 +6,11 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
-from pipeline.frontiers.points import SPLINED_METRICS, build_frontiers
+from pipeline.frontiers.points import FRONTIER_INPUT_COLUMNS, build_frontiers
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.io.storage import write_parquet_atomic, write_table
 
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
-FRONTIER_INPUT_COLUMNS = ("run_id", "price_book", "price_book_version", "spec_metric_source",
-                          "measured_tok_s_per_mw", "source_file", "model", "isl", "osl", "hw", "precision", "spec_decoding",
-                          "framework", "conc", "median_intvty", *[m for m in SPLINED_METRICS if m != "concurrency"])
 
 
 @dg.asset(
@@ -29,7 +26,8 @@ def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     Grain: one row per (side, frontier point), ``point_index`` 0… in ascending interactivity; y strictly decreasing.
     A side is (model, isl, osl, hw, precision, spec_decoding, framework) with ``all`` for pooled keys; each row
     carries the side's run count and interactivity range over all its runs (for bands) and the metrics splined
-    by the comparisons: tok/s/GPU (total/output/input), $/M tokens (three tiers), tok/s/MW, concurrency.
+    by the comparisons: tok/s/GPU (total/output/input), $/M tokens (three tiers; total, output and input), tok/s/MW
+    (all-in and measured), concurrency.
     Mart: ``frontiers.parquet``.
     """
     columns = ", ".join(FRONTIER_INPUT_COLUMNS)
