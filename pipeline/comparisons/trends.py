@@ -1,8 +1,8 @@
 """Historical trends: for each frontier group and run date, the frontier's metrics at one target interactivity.
 
 A frontier group is (model, isl, osl, hw, framework, precision, spec_decoding) — one serving stack — and one
-``run_date``; its Pareto frontier is built from that day's runs alone. Values follow the trend rule of docs/metrics.md
-§4: monotone cubic interpolation inside the frontier's interactivity range, **null outside it** (no clamping, no
+``run_date``; its Pareto frontier is built from that day's runs alone. Values follow the trend rule (docs/metrics.md,
+"Trends"): monotone cubic interpolation inside the frontier's interactivity range, **null outside it** (no clamping, no
 extrapolation), so a date whose runs never reached the target shows a gap, not a made-up number.
 """
 
