@@ -24,7 +24,7 @@ select
     case
         when coalesce(a.accepted_rows, 0) > 0 and coalesce(q.quarantined_rows, 0) = 0 then 'accepted'
         when coalesce(a.accepted_rows, 0) > 0 then 'partially_accepted'
-        when f.kind not in ('run_log', 'unreadable', 'unrecognized', 'symlinked_folder') then 'not_a_run_log'
+        when f.kind not in ('run_log', 'unreadable', 'unrecognized', 'symlinked_folder', 'refused') then 'not_a_run_log'
         else 'quarantined'
     end as outcome
 from raw_files as f

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import stat
 import subprocess
 import sys
 import tempfile
@@ -182,13 +183,14 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
             log's sidecar on disk.
     """
     root = os.fspath(raw_dir)
+    real_root = os.path.realpath(root)
     runs: list[dict[str, Any]] = []
     rejects: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
     manifests: dict[str, dict[str, dict[str, str]]] = {}
     for rel in rels:
         path = os.path.join(root, rel)
-        readout = _read(path)
+        readout = _read(path, real_root)
         for reject in readout.rejects:
             rejects.append(_reject_row(rel, reject.source_format or readout.source_format, reject.row,
                                        reject.reason_code, reject.detail))
@@ -225,18 +227,44 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
     )
 
 
-def _read(path: str) -> FileReadout:
-    """``read_path`` plus the cases that are not content: symlinked folders and files that cannot be opened."""
+def _read(path: str, root: str) -> FileReadout:
+    """``read_path`` plus the cases that are not content, decided before anything is opened: symlinked folders,
+    anything that is not a regular file (a FIFO would block ``open`` forever, a device never ends), symlinks that
+    leave the raw folder (their target is never read, so nothing outside the folder reaches a mart), and files
+    that cannot be opened.
+
+    Args:
+        path: the file, under ``root``.
+        root: the raw folder with every symlink resolved (``os.path.realpath``).
+    """
     try:
-        return read_path(path)
-    except IsADirectoryError as exc:
+        mode = os.stat(path).st_mode
+    except OSError as exc:  # a broken symlink, a file removed since the scan
+        return _unreadable(exc)
+    if stat.S_ISDIR(mode):
         if os.path.islink(path):
             return FileReadout("symlinked_folder", rejects=[Reject(
                 None, "symlink_not_followed",
                 f"symlink to folder {os.readlink(path)!r} not followed (loops and double counting)")])
-        return _unreadable(exc)
+        return _unreadable(IsADirectoryError(f"{path} is a folder"))
+    if not stat.S_ISREG(mode):
+        return FileReadout("refused", rejects=[Reject(
+            None, "not_a_regular_file", f"a {_special_kind(mode)}, not a regular file: not opened")])
+    if os.path.islink(path) and os.path.commonpath([root, os.path.realpath(path)]) != root:
+        return FileReadout("refused", rejects=[Reject(
+            None, "symlink_outside_raw_dir", "symlink to a file outside the raw folder: not followed, not read")])
+    try:
+        return read_path(path)
     except OSError as exc:
         return _unreadable(exc)
+
+
+def _special_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "special file"
 
 
 def _unreadable(exc: OSError) -> FileReadout:

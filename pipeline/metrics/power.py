@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -260,7 +261,14 @@ def measure_runs(runs: list[dict], raw_dir: Path) -> list[dict]:
 def _measure_from_log(run: dict, raw_dir: Path, cache: dict) -> dict:
     log_dir = (raw_dir / run["source_file"]).parent
     candidates = [log_dir / run["power_log"], raw_dir / run["power_log"]]
-    path = next((p for p in candidates if p.is_file()), None)
+    found = [p for p in candidates if p.is_file()]
+    # telemetry is read only from inside the raw folder (after symlinks and '..' are resolved): a power_log that
+    # points elsewhere is refused unread, so no outside file's text can reach a mart
+    root = Path(os.path.realpath(raw_dir))
+    path = next((p for p in found if Path(os.path.realpath(p)).is_relative_to(root)), None)
+    if path is None and found:
+        return _invalid("power_log_outside_raw_dir",
+                        f"power_log {run['power_log']!r} resolves outside the raw folder: not read")
     if path is None:
         return _invalid("power_log_missing", f"power_log {run['power_log']!r} not found next to the log or in the raw dir")
     if path not in cache:
