@@ -36,7 +36,7 @@ from pipeline.defs.comparisons.assets import comparisons  # noqa: E402
 from pipeline.defs.comparisons.report import TrendConfig, trends  # noqa: E402
 from pipeline.defs.frontiers.assets import frontiers  # noqa: E402
 from pipeline.defs.frontiers.checks import frontier_strictly_monotone  # noqa: E402
-from pipeline.defs.ingest.assets import raw_runs  # noqa: E402
+from pipeline.defs.ingest.assets import IngestConfig, raw_runs  # noqa: E402
 from pipeline.defs.metrics.assets import run_metrics, run_power  # noqa: E402
 from pipeline.defs.metrics.checks import metrics_finite_and_positive  # noqa: E402
 from pipeline.defs.metrics.reference import PriceBooksConfig, gpu_reference, price_books  # noqa: E402
@@ -88,7 +88,7 @@ def materialize(table: Table, label: str, instance: dg.DagsterInstance, keys: li
     whole = dg.build_asset_context(instance=instance)
     res = {"warehouse": wh, "paths": paths}
     steps = [
-        ("raw/benchmark_runs", lambda: raw_runs(partitioned, **res)),
+        ("raw/benchmark_runs", lambda: raw_runs(partitioned, config=IngestConfig(), **res)),
         ("validated/benchmark_runs", lambda: validated_runs(partitioned, warehouse=wh)),
         ("validated/quarantine", lambda: quarantine(whole, **res)),
         ("validated/ingest_ledger", lambda: ingest_ledger(whole, **res)),

@@ -93,25 +93,32 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
     return results
 
 
-def _run(_: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from pipeline.io.paths import env_path
 
     started = time.perf_counter()
-    # WARNING keeps the terminal for the progress bar; every event is still in the run's log.
-    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    results = materialize_all(_instance(), run_config, on_stage=lambda i, label, seconds, _: print(
-        _progress(i, len(STAGES), label, seconds), flush=True))
+    # CRITICAL keeps the terminal for the progress bar and the one-line causes printed below; every event,
+    # tracebacks included, is still in the run's log.
+    run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
+                  "ops": {"raw__benchmark_runs": {"config": {"allow_shrink": bool(getattr(args, "allow_shrink", False))}}}}
+    try:
+        results = materialize_all(_instance(), run_config, on_stage=lambda i, label, seconds, _: print(
+            _progress(i, len(STAGES), label, seconds), flush=True))
+    except (FileNotFoundError, PermissionError) as exc:  # the raw folder is missing or cannot be listed
+        print(f"pipeline stopped before any stage, nothing published: {exc}", file=sys.stderr)
+        return 1
     evaluations = [e.event_specific_data for r in results for e in r.all_events
                    if e.event_type_value == "ASSET_CHECK_EVALUATION"]
     blocking = [ev for ev in evaluations if not ev.passed and ev.severity.value == "ERROR"]
     if not results[-1].success or blocking or len(results) < len(STAGES):
         for event in results[-1].all_events:
-            if event.is_failure:
-                print(event.message, file=sys.stderr)
+            if event.is_step_failure:
+                print(f"{event.step_key}: {_root_cause(event.event_specific_data.error)}", file=sys.stderr)
         for ev in blocking:
             print(f"BLOCKING check failed: {ev.asset_key.to_user_string()} {ev.check_name}", file=sys.stderr)
+        why = "downstream numbers would be wrong" if blocking else "nothing after it was published"
         print(f"pipeline stopped in stage {STAGES[len(results) - 1][0]} after "
-              f"{time.perf_counter() - started:.1f} s: downstream numbers would be wrong", file=sys.stderr)
+              f"{time.perf_counter() - started:.1f} s: {why}", file=sys.stderr)
         return 2 if blocking else 1
     elapsed = time.perf_counter() - started
     out_dir = Path(env_path("PIPELINE_OUT_DIR"))
@@ -124,6 +131,17 @@ def _run(_: argparse.Namespace) -> int:
     print(f"report:          {out_dir / 'report' / 'index.html'}")
     print(f"wall time {elapsed:.1f} s; warehouse {env_path('PIPELINE_DB_PATH')}")
     return 0
+
+
+def _root_cause(error) -> str:
+    """The first line of the innermost error Dagster wrapped (the user code's own message, e.g. "raw folder … is
+    empty"), not Dagster's "Error occurred while executing op …" wrapper."""
+    while error.cause is not None:
+        error = error.cause
+    lines = error.message.strip().splitlines()
+    if not lines:
+        return error.cls_name or "unknown error"
+    return lines[-1].split(": ", 1)[1] if lines[-1].split(": ", 1)[0].endswith(error.cls_name or "\0") else lines[-1]
 
 
 def _report(_: argparse.Namespace) -> int:
@@ -261,8 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary").set_defaults(
-        func=_run)
+    run = sub.add_parser("run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary")
+    run.add_argument("--allow-shrink", action="store_true",
+                     help="accept a scan with over 20%% fewer runs than the last one (logs removed on purpose); "
+                          "without it such a run stops before publishing")
+    run.set_defaults(func=_run)
     cmp = sub.add_parser("compare", help="print one comparison table for two sides at chosen targets",
                          description="Example: python -m pipeline compare --model dsr1 --isl 1024 --osl 1024 "
                                      "--a hw=mi355x,precision=fp4,spec_decoding=mtp "

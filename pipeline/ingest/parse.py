@@ -246,7 +246,14 @@ def _read(path: str, root: str) -> FileReadout:
             return FileReadout("symlinked_folder", rejects=[Reject(
                 None, "symlink_not_followed",
                 f"symlink to folder {os.readlink(path)!r} not followed (loops and double counting)")])
-        return _unreadable(IsADirectoryError(f"{path} is a folder"))
+        # the scan lists a real folder only when it could not list its contents
+        try:
+            os.scandir(path).close()
+            why = "listed by the scan but readable now: its files are read by the next run"
+        except OSError as exc:
+            why = f"{type(exc).__name__}: {exc.strerror or exc}"
+        return FileReadout("unreadable", rejects=[Reject(
+            None, "unreadable_folder", f"folder cannot be listed, its files are not read ({why})")])
     if not stat.S_ISREG(mode):
         return FileReadout("refused", rejects=[Reject(
             None, "not_a_regular_file", f"a {_special_kind(mode)}, not a regular file: not opened")])

@@ -16,7 +16,8 @@ from pathlib import Path
 class Listing:
     """The files under a raw folder in scan order: ``rel`` POSIX paths relative to it, and per file ``size`` and
     ``mtime_ns`` from ``stat`` (symlinks followed), both None for entries that are not regular files (symlinked
-    folders, broken symlinks)."""
+    folders, broken symlinks, special files, and sub-folders that could not be listed: those are entries of their
+    own, so their loss is a ledger row, never a silent gap)."""
 
     rel: list[str]
     size: list[int | None]
@@ -30,19 +31,25 @@ def scan_folder(raw_dir: Path) -> Listing:
 
     Raises:
         FileNotFoundError: ``raw_dir`` does not exist or is not a folder.
+        PermissionError: ``raw_dir`` itself cannot be listed (one line naming it and the cause).
     """
     if not Path(raw_dir).is_dir():
         raise FileNotFoundError(f"raw folder {raw_dir} does not exist (set PIPELINE_RAW_DIR)")
+    try:
+        entries = _sorted_entries(os.fspath(raw_dir))
+    except OSError as exc:
+        raise PermissionError(f"raw folder {raw_dir} cannot be listed: {exc.strerror or exc}") from exc
     listing = Listing([], [], [])
-    _scan_into(os.fspath(raw_dir), "", listing)
+    _scan_into(entries, "", listing)
     return listing
 
 
-def _scan_into(folder: str, prefix: str, listing: Listing) -> None:
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:  # an unreadable sub-folder: nothing to list (os.walk's default)
-        return
+def _sorted_entries(folder: str) -> list[os.DirEntry]:
+    with os.scandir(folder) as scan:
+        return sorted(scan, key=lambda e: e.name)
+
+
+def _scan_into(entries: list[os.DirEntry], prefix: str, listing: Listing) -> None:
     subfolders = []
     for entry in entries:
         try:
@@ -61,7 +68,14 @@ def _scan_into(folder: str, prefix: str, listing: Listing) -> None:
         listing.size.append(st.st_size if regular else None)
         listing.mtime_ns.append(st.st_mtime_ns if regular else None)
     for entry in subfolders:
-        _scan_into(entry.path, f"{prefix}{entry.name}/", listing)
+        try:
+            children = _sorted_entries(entry.path)
+        except OSError:  # an unreadable sub-folder is listed itself: ingest records it with a reason
+            listing.rel.append(prefix + entry.name)
+            listing.size.append(None)
+            listing.mtime_ns.append(None)
+            continue
+        _scan_into(children, f"{prefix}{entry.name}/", listing)
 
 
 def list_files(raw_dir: Path) -> list[Path]:

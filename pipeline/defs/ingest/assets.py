@@ -13,8 +13,16 @@ from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.ingest.folder import ingest_folder_cached
+from pipeline.ingest.input_loss import DEFAULT_MAX_RUN_LOSS_SHARE, check_input_loss
 from pipeline.ingest.parse import IngestResult
 from pipeline.io.storage import replace_partitions, write_table
+
+
+class IngestConfig(dg.Config):
+    """Run config of ``raw/benchmark_runs``: how much input a scan may lose before the run stops unpublished."""
+
+    allow_shrink: bool = False
+    max_run_loss_share: float = DEFAULT_MAX_RUN_LOSS_SHARE
 
 
 @dg.asset(
@@ -25,7 +33,8 @@ from pipeline.io.storage import replace_partitions, write_table
     partitions_def=RUN_DATE_PARTITIONS,
     backfill_policy=SINGLE_RUN,
 )
-def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
+def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse: DuckDBResource,
+             paths: PipelinePaths) -> dg.MaterializeResult:
     """Every run found under ``PIPELINE_RAW_DIR``, parsed and normalized, before validation.
 
     Grain: one row per run (a JSON object, an array element or a JSON Lines line), schema
@@ -42,11 +51,19 @@ def raw_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths
 
     Only files that changed since the last scan are parsed (``pipeline.ingest.parse_cache``: content hashes of the file,
     its sidecar and its runs.csv); the rest come from the parse cache, with identical rows.
+
+    Fails closed, before writing anything (``pipeline.ingest.input_loss``): a missing, unreadable or empty raw
+    folder, or a scan with more than ``max_run_loss_share`` (run config, default 20 %) fewer runs than the last
+    one, raises with a one-line cause and every mart stays as it was; ``allow_shrink: true`` accepts a
+    deliberate shrink.
     """
     keys = list(context.partition_keys)
     result, cache = ingest_folder_cached(Path(paths.raw_dir), Path(paths.cache_dir))
     mine = result.runs.filter(pc.is_in(result.runs["run_date_partition"], pa.array(keys)))
     with warehouse.get_connection() as conn:
+        known = conn.execute("select count(*) from information_schema.tables where table_name = 'raw_runs'").fetchall()
+        previous = conn.execute("select count(*) from raw_runs").fetchall()[0][0] if known[0][0] else None
+        check_input_loss(Path(paths.raw_dir), result, previous, config.max_run_loss_share, config.allow_shrink)
         replace_partitions(conn, "raw_runs", mine, keys)
         conn.register("_files", result.files)
         conn.execute("delete from raw_runs where source_file not in (select source_file from _files)")
