@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from pipeline.comparisons.plots import frontier_chart
 from pipeline.frontiers.sides import Side
+from pipeline.io.storage import markdown_text
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 KIND_SUFFIX = {"spec_decoding": "Speculative Decoding", "precision": "Precision", "hardware": "Hardware",
@@ -36,7 +37,8 @@ MAX_TABLES_IN_UI = 60
 
 def comparison_tables_markdown(rows: list[dict]) -> str:
     """One small Markdown table per comparison (the seed pages' Throughput / Cost / tok/s/MW / Concurrency at the
-    targets), the first ``MAX_TABLES_IN_UI`` of them; the rest are in the mart and the HTML report."""
+    targets), the first ``MAX_TABLES_IN_UI`` of them; the rest are in the mart and the HTML report. Text values
+    (title, model, side label, sentences) pass ``markdown_text``, so they show literally in the Dagster UI."""
     by_id: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_id[row["comparison_id"]].append(row)
@@ -44,12 +46,14 @@ def comparison_tables_markdown(rows: list[dict]) -> str:
     for comparison_id in sorted(by_id)[:MAX_TABLES_IN_UI]:
         mine = sorted(by_id[comparison_id], key=lambda r: (r["target_index"], r["side"]))
         first = mine[0]
-        parts.append(f"**{first['title']}** ({first['model']} {first['isl']}/{first['osl']})\n\n"
+        parts.append(f"**{markdown_text(first['title'])}** ({markdown_text(first['model'])} "
+                     f"{first['isl']}/{first['osl']})\n\n"
                      "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc |\n|---|---|---|---|---|---|")
-        parts += [f"| {r['target_intvty']:g} | {r['side_label']} | {r['tput_per_gpu']:,.1f} | "
+        parts += [f"| {r['target_intvty']:g} | {markdown_text(r['side_label'])} | {r['tput_per_gpu']:,.1f} | "
                   f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} |"
                   for r in mine]
-        parts.append(f"\n{mine[-1]['cost_sentence']}; {mine[-1]['tput_sentence']} (at {mine[-1]['target_intvty']:g})\n")
+        parts.append(f"\n{markdown_text(mine[-1]['cost_sentence'])}; {markdown_text(mine[-1]['tput_sentence'])} "
+                     f"(at {mine[-1]['target_intvty']:g})\n")
     if len(by_id) > MAX_TABLES_IN_UI:
         parts.append(f"… {len(by_id) - MAX_TABLES_IN_UI} more comparisons in comparisons.parquet and the report")
     return "\n".join(parts)
