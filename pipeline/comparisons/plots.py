@@ -1,15 +1,30 @@
-"""Frontier charts: throughput vs interactivity per side, with every run, the frontier curve and the targets."""
+"""Frontier charts: throughput vs interactivity per side, with every run, the frontier curve and the targets.
+
+The title and side labels come from user-supplied run metadata; ``literal_text`` makes matplotlib draw them as
+typed (no mathtext, no LaTeX), so ``$...$`` in a framework name neither renders as math nor fails the chart.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from pipeline.frontiers.spline import interpolate
 
+if TYPE_CHECKING:
+    from matplotlib.text import Text
+
 SIDE_COLORS = ("#d9480f", "#1c7ed6")
+
+
+def literal_text(*texts: Text) -> None:
+    """Make matplotlib draw each text artist's string exactly as given: mathtext off (``parse_math=False``: ``$``
+    and ``\\`` are ordinary characters) and LaTeX off (``usetex=False``, whatever ``text.usetex`` says)."""
+    for text in texts:
+        text.set_parse_math(False)
+        text.set_usetex(False)
 
 
 def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequence[float], path: Path) -> Path:
@@ -27,14 +42,18 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
 
     fig = Figure(figsize=(9.6, 5.4), dpi=100)
     ax = fig.subplots()
+    # Legend entries are passed explicitly: matplotlib would drop an automatic entry whose label starts with "_".
+    handles, labels = [], []
     for color, side in zip(SIDE_COLORS, sides):
         runs = np.asarray(side["runs"], dtype=float).reshape(-1, 2)
-        ax.scatter(runs[:, 0], runs[:, 1], s=18, color=color, alpha=0.35, label=f"{side['label']} runs")
+        handles.append(ax.scatter(runs[:, 0], runs[:, 1], s=18, color=color, alpha=0.35))
+        labels.append(f"{side['label']} runs")
         frontier = np.asarray(side["frontier"], dtype=float).reshape(-1, 2)
         if len(frontier) > 1:
             grid = np.linspace(frontier[0, 0], frontier[-1, 0], 200)
-            ax.plot(grid, interpolate(frontier[:, 0], frontier[:, 1], grid, clamp=False), color=color, lw=2,
-                    label=f"{side['label']} frontier")
+            handles += ax.plot(grid, interpolate(frontier[:, 0], frontier[:, 1], grid, clamp=False), color=color,
+                               lw=2)
+            labels.append(f"{side['label']} frontier")
         ax.scatter(frontier[:, 0], frontier[:, 1], s=36, color=color, edgecolor="black", linewidth=0.5, zorder=3)
     for target in targets:
         ax.axvline(target, color="#495057", ls="--", lw=1)
@@ -44,7 +63,8 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
     ax.set_ylabel("Throughput (tok/s/GPU)")
     ax.set_title(title, pad=18)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", fontsize=9)
+    legend = ax.legend(handles, labels, loc="upper right", fontsize=9)
+    literal_text(ax.title, *legend.get_texts())
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")

@@ -1,9 +1,14 @@
 """The static comparison report: ``<out_dir>/report/index.html`` and one page per comparison, read like the
 InferenceX seed pages ("MI355X FP4: MTP vs Off Speculative Decoding"): three sentences, the table Throughput /
-Cost / tok/s/MW / Concurrency at the three targets, the frontier chart, and the cross-engine caveat."""
+Cost / tok/s/MW / Concurrency at the three targets, the frontier chart, and the cross-engine caveat.
+
+Labels, titles and model names come from user-supplied run metadata, so every value written into the HTML passes
+``html_text`` and every value written into the UI's Markdown passes ``markdown_text``, at the point of output.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from collections import defaultdict
@@ -12,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from pipeline.comparisons.plots import frontier_chart
 from pipeline.frontiers.sides import Side
+from pipeline.io.storage import markdown_text
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 KIND_SUFFIX = {"spec_decoding": "Speculative Decoding", "precision": "Precision", "hardware": "Hardware",
@@ -32,11 +38,22 @@ padding:.6rem 1rem}.headline p{margin:.3rem 0}img{max-width:100%;border:1px soli
 # The price book the report pages and the UI's comparison tables show (every book is in the marts).
 REPORT_PRICE_BOOK = DEFAULT_PRICE_BOOK
 MAX_TABLES_IN_UI = 60
+# Slugs longer than this are cut and given a hash of the whole slug, so a file name stays well under the 255-byte
+# limit of common file systems however long a model or framework name is.
+MAX_SLUG = 120
+
+
+def html_text(value: object) -> str:
+    """``value`` as HTML text or as a quoted attribute value (the report's pages and index): ``&``, ``<``, ``>``,
+    ``"`` and ``'`` escaped (``html.escape`` with ``quote=True``), so a label such as ``<img src=x onerror=…>`` is
+    shown as typed and never parsed as markup."""
+    return html.escape(str(value), quote=True)
 
 
 def comparison_tables_markdown(rows: list[dict]) -> str:
     """One small Markdown table per comparison (the seed pages' Throughput / Cost / tok/s/MW / Concurrency at the
-    targets), the first ``MAX_TABLES_IN_UI`` of them; the rest are in the mart and the HTML report."""
+    targets), the first ``MAX_TABLES_IN_UI`` of them; the rest are in the mart and the HTML report. Text values
+    (title, model, side label, sentences) pass ``markdown_text``, so they show literally in the Dagster UI."""
     by_id: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_id[row["comparison_id"]].append(row)
@@ -44,21 +61,27 @@ def comparison_tables_markdown(rows: list[dict]) -> str:
     for comparison_id in sorted(by_id)[:MAX_TABLES_IN_UI]:
         mine = sorted(by_id[comparison_id], key=lambda r: (r["target_index"], r["side"]))
         first = mine[0]
-        parts.append(f"**{first['title']}** ({first['model']} {first['isl']}/{first['osl']})\n\n"
+        parts.append(f"**{markdown_text(first['title'])}** ({markdown_text(first['model'])} "
+                     f"{first['isl']}/{first['osl']})\n\n"
                      "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc |\n|---|---|---|---|---|---|")
-        parts += [f"| {r['target_intvty']:g} | {r['side_label']} | {r['tput_per_gpu']:,.1f} | "
+        parts += [f"| {r['target_intvty']:g} | {markdown_text(r['side_label'])} | {r['tput_per_gpu']:,.1f} | "
                   f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} |"
                   for r in mine]
-        parts.append(f"\n{mine[-1]['cost_sentence']}; {mine[-1]['tput_sentence']} (at {mine[-1]['target_intvty']:g})\n")
+        parts.append(f"\n{markdown_text(mine[-1]['cost_sentence'])}; {markdown_text(mine[-1]['tput_sentence'])} "
+                     f"(at {mine[-1]['target_intvty']:g})\n")
     if len(by_id) > MAX_TABLES_IN_UI:
         parts.append(f"… {len(by_id) - MAX_TABLES_IN_UI} more comparisons in comparisons.parquet and the report")
     return "\n".join(parts)
 
 
 def slug(row: Mapping[str, Any]) -> str:
-    """A short, unique file name for a comparison: kind, title, model, ISL/OSL ([a-z0-9-] only)."""
+    """A short, unique file name for a comparison: kind, title, model, ISL/OSL ([a-z0-9-] only). A slug longer
+    than ``MAX_SLUG`` keeps its first characters and ends in 12 hex digits of the whole slug's sha256."""
     text = f"{row['kind']} {row['title']} {row['model']} {row['isl']} {row['osl']}"
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if len(name) > MAX_SLUG:
+        name = f"{name[:MAX_SLUG - 13].rstrip('-')}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return name
 
 
 def page_title(row: Mapping[str, Any]) -> str:
@@ -119,15 +142,15 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         pages.append(page)
         first = rows[0]
         index_items[first["kind"]].append(
-            f'<li><a href="{name}.html">{html.escape(page_title(first))}</a> — {html.escape(first["model"])} '
-            f'{first["isl"]}/{first["osl"]}</li>')
+            f'<li><a href="{html_text(name)}.html">{html_text(page_title(first))}</a> — {html_text(first["model"])} '
+            f'{html_text(first["isl"])}/{html_text(first["osl"])}</li>')
     index = out_dir / "index.html"
     sections = "".join(
         f"<h2>{KIND_SUFFIX[kind]}</h2><ul>{''.join(index_items[kind])}</ul>" for kind in KIND_ORDER if index_items[kind])
     book = f"{comparisons[0]['price_book']} ({comparisons[0]['price_book_version']})" if comparisons else "—"
     index.write_text(_document("inference-frontier comparisons",
                                f"<h1>inference-frontier comparisons</h1><p class='sub'>{len(by_comparison)} "
-                               f"comparisons · price book {html.escape(book)}</p>"
+                               f"comparisons · price book {html_text(book)}</p>"
                                f"{sections or '<p>No comparison has runs on both sides.</p>'}"), encoding="utf-8")
     return [index, *pages]
 
@@ -143,37 +166,41 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
     targets = sorted({r["target_index"] for r in rows})
     at = {(r["target_index"], r["side"]): r for r in rows}
     middle = targets[len(targets) // 2]
-    headline = "".join(f"<p>{html.escape(s)}</p>" for s in sentences([at[(middle, "a")], at[(middle, "b")]]))
-    head = "".join(f"<th>{at[(t, 'a')]['target_intvty']:g} tok/s/user · {html.escape(at[(t, s)]['side_label'])}</th>"
+    headline = "".join(f"<p>{html_text(s)}</p>" for s in sentences([at[(middle, "a")], at[(middle, "b")]]))
+    head = "".join(f"<th>{html_text(format(at[(t, 'a')]['target_intvty'], 'g'))} tok/s/user · "
+                   f"{html_text(at[(t, s)]['side_label'])}</th>"
                    for t in targets for s in ("a", "b"))
     metrics = (("Throughput (tok/s/GPU)", "tput_per_gpu", "{:,.1f}"),
                ("Cost ($/M tokens, hyperscaler)", "cost_per_mtok_hyperscaler", "${:.3f}"),
                ("tok/s/MW (all-in power)", "tok_s_per_mw", "{:,.0f}"),
                ("Concurrency", "concurrency", "{:,.1f}"))
     body_rows = "".join(
-        f"<tr><td>{label}</td>" + "".join(f"<td>{fmt.format(at[(t, s)][col])}</td>" for t in targets for s in ("a", "b"))
+        f"<tr><td>{html_text(label)}</td>"
+        + "".join(f"<td>{html_text(fmt.format(at[(t, s)][col]))}</td>" for t in targets for s in ("a", "b"))
         + "</tr>" for label, col, fmt in metrics)
     clamped = [r for r in rows if r["target_clamped"]]
     notes = ""
     if clamped:
         notes += ("<p class='sub'>Clamped to the side's frontier range: "
-                  + ", ".join(sorted({f"{r['side_label']} at {r['target_intvty']:g}" for r in clamped})) + ".</p>")
+                  + html_text(", ".join(sorted({f"{r['side_label']} at {r['target_intvty']:g}" for r in clamped})))
+                  + ".</p>")
     caveat = ""
     if first["kind"] == "spec_decoding" or first["cross_engine"]:
         flagged = " This comparison pools spec-decoding points from several engines." if first["cross_engine"] else ""
-        caveat = f"<p class='caveat'>{html.escape(CAVEAT + flagged)}</p>"
+        caveat = f"<p class='caveat'>{html_text(CAVEAT + flagged)}</p>"
     body = (
-        f"<p><a href='index.html'>← all comparisons</a></p><h1>{html.escape(page_title(first))}</h1>"
-        f"<p class='sub'>{html.escape(first['model'])} · ISL/OSL {first['isl']}/{first['osl']} · band "
-        f"{first['band_display_min']}–{first['band_display_max']} tok/s/user · price book "
-        f"{html.escape(first['price_book'])} ({html.escape(first['price_book_version'])})</p>"
+        f"<p><a href='index.html'>← all comparisons</a></p><h1>{html_text(page_title(first))}</h1>"
+        f"<p class='sub'>{html_text(first['model'])} · ISL/OSL {html_text(first['isl'])}/{html_text(first['osl'])} · "
+        f"band {html_text(first['band_display_min'])}–{html_text(first['band_display_max'])} tok/s/user · price book "
+        f"{html_text(first['price_book'])} ({html_text(first['price_book_version'])})</p>"
         f"<div class='headline'>{headline}</div>"
         f"<table id='comparison-table'><thead><tr><th>Metric</th>{head}</tr></thead><tbody>{body_rows}</tbody></table>"
-        f"{notes}<img id='frontier-chart' src='{chart}' alt='frontier chart: throughput vs interactivity'>{caveat}"
+        f"{notes}<img id='frontier-chart' src='{html_text(chart)}' alt='frontier chart: throughput vs interactivity'>"
+        f"{caveat}"
     )
     return _document(page_title(first), body)
 
 
 def _document(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html_text(title)}</title>"
             f"<link rel='icon' href='data:,'><style>{_STYLE}</style></head><body>{body}</body></html>\n")

@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
-from pipeline.io.storage import markdown_preview, type_name
+from pipeline.io.storage import markdown_preview, markdown_text, type_name
 
 
 def table_metadata(table: pa.Table, *, path: Path | None = None, preview_columns: list[str] | None = None,
@@ -26,7 +26,8 @@ def table_metadata(table: pa.Table, *, path: Path | None = None, preview_columns
 
 
 def counts_markdown(counts: dict[str, int], key_header: str) -> dg.MetadataValue:
-    """A two-column Markdown table of counts, largest first."""
-    lines = [f"| {key_header} | rows |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    """A two-column Markdown table of counts, largest first; the header and every key pass ``markdown_text`` (a
+    key such as a reason code or a format name may carry text from the raw files)."""
+    lines = [f"| {markdown_text(key_header)} | rows |", "|---|---|"]
+    lines += [f"| {markdown_text(k)} | {v} |" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     return dg.MetadataValue.md("\n".join(lines))

@@ -207,6 +207,8 @@ def to_date(value: object) -> date | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
 
 
+# Display labels are plain, unescaped text (keys come from user-supplied files); each output medium escapes them
+# where it writes them (docs/architecture.md, "Untrusted text at the output").
 def hw_label(hw: str) -> str:
     """Display label of a GPU key (``mi355x`` → ``MI355X``)."""
     return hw.upper()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -209,11 +210,31 @@ def content_hash(table: pa.Table) -> str:
     return digest.hexdigest()
 
 
+# Markdown (Dagster UI metadata): a run of whitespace holding a line break, and the characters that would end a
+# table cell (|), open a code span, link or image (` [ ]), start HTML or an entity (< > &), or escape the next
+# character (\).
+_MARKDOWN_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
+_MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]",
+                                   "&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def markdown_text(value: object) -> str:
+    r"""``value`` as literal text for one line or one table cell of Markdown shown in the Dagster UI.
+
+    Whitespace holding a line break becomes one space (a table row stays one line); backslash, pipe, backtick and
+    square brackets are backslash-escaped (no cell split, code span, link or image); ``&``, ``<`` and ``>`` become
+    ``&amp;``, ``&lt;`` and ``&gt;`` (no raw HTML, no autolink). For example ``"a|b\n<i>"`` gives
+    ``"a\|b &lt;i&gt;"``.
+    """
+    return _MARKDOWN_LINE_BREAK.sub(" ", str(value)).translate(_MARKDOWN_ESCAPES)
+
+
 def markdown_preview(table: pa.Table, columns: list[str] | None = None, limit: int = 12) -> str:
-    """A Markdown table of the first ``limit`` rows (floats to 4 significant digits) for asset metadata."""
+    """A Markdown table of the first ``limit`` rows (floats to 4 significant digits) for asset metadata; column
+    names and every other value pass ``markdown_text``."""
     cols = [c for c in (columns or table.column_names) if c in table.column_names]
     rows = table.select(cols).slice(0, limit).to_pylist()
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(markdown_text(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         lines.append("| " + " | ".join(_cell(row[c]) for c in cols) + " |")
     if table.num_rows > limit:
@@ -228,7 +249,7 @@ def _cell(value: Any) -> str:
         if not math.isfinite(value):
             return str(value)
         return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
-    return str(value).replace("|", "\\|")
+    return markdown_text(value)
 
 
 def type_name(dtype: pa.DataType) -> str:
