@@ -9,6 +9,7 @@ import http.server
 import json
 import re
 import threading
+from collections import Counter
 from pathlib import Path
 
 import dagster as dg
@@ -24,7 +25,7 @@ from pipeline.defs.ui import counts_markdown
 from pipeline.io.storage import markdown_preview, read_mart
 
 LONG_NAME = "n" * 300
-HOSTILE = [
+SHOWN = [
     "<script>alert(1)</script>",
     "<img src=x onerror=alert(1)>",
     "&lt;img src=x onerror=alert(1)&gt;",
@@ -32,9 +33,11 @@ HOSTILE = [
     "javascript:alert(1)",
     r"$\undefinedcmd{x}$",
     "$x^2$",
-    "a|b\nc",
-    LONG_NAME,
 ]
+# Names no key may hold (a line break, more than 120 characters): their runs are quarantined at ingest as
+# invalid_metadata:<key>, so they never become a label, a file name or a partition folder.
+REFUSED = ["a|b\nc", LONG_NAME]
+HOSTILE = SHOWN + REFUSED
 BASE = "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc{}.json"
 
 
@@ -48,8 +51,8 @@ def hostile_folder(raw: Path) -> Path:
     conc 4 and 8 under framework H (a framework comparison "H vs vLLM"); at FP4 the same with spec_decoding H
     instead (a spec-decoding comparison "H.upper() vs Off"); and FP4 vs FP8 (a precision comparison). The sides
     of the first two do not overlap in interactivity, so targets are clamped and the clamped-target note names
-    the hostile side. The 300-character name is a framework and spec name only: as a model it would be a Hive
-    partition folder name, longer than a file system allows."""
+    the hostile side. A REFUSED name is not used as a model (model ``refused-<i>`` instead, so its plain runs
+    still make a precision comparison); one more run has the 300-character name as its model."""
     source = SAMPLE_DIR / "vllm" / "mi355x"
     raw.mkdir(parents=True)
     for i, name in enumerate(HOSTILE):
@@ -64,8 +67,12 @@ def hostile_folder(raw: Path) -> Path:
                 meta = json.loads((source / f"{BASE.format(conc)}.meta.json").read_text(encoding="utf-8"))
                 for telemetry in ("power_log", "start_time_unix"):
                     meta.pop(telemetry)
-                meta.update(model=f"long-{i}" if name == LONG_NAME else name, **keys)
+                meta.update(model=name if name in SHOWN else f"refused-{i}", **keys)
                 Path(f"{log}.meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    log = raw / "long_model.json"
+    log.write_text((source / BASE.format(32)).read_text(encoding="utf-8"), encoding="utf-8")
+    meta = json.loads((source / f"{BASE.format(32)}.meta.json").read_text(encoding="utf-8"))
+    Path(f"{log}.meta.json").write_text(json.dumps({**meta, "model": LONG_NAME}), encoding="utf-8")
     return raw
 
 
@@ -168,12 +175,20 @@ def test_pipeline_runs_to_the_report_on_hostile_names(hostile_run):
     assert len(results) == len(STAGES) and all(r.success for r in results)
     comparisons = read_mart(out, "comparisons").to_pylist()
     titles = {r["title"] for r in comparisons}
-    for name in HOSTILE:
+    for name in SHOWN:
         assert f"MI355X FP8: {name} vs vLLM" in titles
         assert f"MI355X FP4: {name.upper()} vs Off" in titles
     assert len({r["comparison_id"] for r in comparisons if r["kind"] == "precision"}) == len(HOSTILE)
-    assert len(list((out / "report").glob("*.html"))) == 1 + 3 * len(HOSTILE)
-    assert len(list((out / "report" / "img").glob("*.png"))) == 3 * len(HOSTILE)
+    assert len(list((out / "report").glob("*.html"))) == 1 + 3 * len(SHOWN) + len(REFUSED)
+    assert len(list((out / "report" / "img").glob("*.png"))) == 3 * len(SHOWN) + len(REFUSED)
+    # refused names: each one's two framework runs and two spec runs, and the run whose model is 300 characters
+    reasons = Counter((r["source_file"].split("_")[0], r["source_file"].split("_")[1], r["reason_code"])
+                      for r in read_mart(out, "quarantine").to_pylist() if r["reason_code"].startswith("invalid"))
+    index = {name: i for i, name in enumerate(HOSTILE)}
+    assert reasons == Counter({
+        **{(f"h{index[name]}", "framework", "invalid_metadata:framework"): 2 for name in REFUSED},
+        **{(f"h{index[name]}", "spec", "invalid_metadata:spec_decoding"): 2 for name in REFUSED},
+        ("long", "model.json", "invalid_metadata:model"): 1})
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -222,7 +237,7 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
             browser.close()
     finally:
         server.shutdown()
-    for name in HOSTILE:
+    for name in SHOWN:
         framework_pages = [t for t in texts.values() if f"MI355X FP8: {norm(name)} vs vLLM Framework" in t]
         spec_pages = [t for t in texts.values() if f"MI355X FP4: {norm(name.upper())} vs Off Speculative" in t]
         assert len(framework_pages) == len(spec_pages) == 1, name
@@ -294,10 +309,10 @@ def test_comparison_tables_markdown_keeps_hostile_names_literal(hostile_run):
     rows = [r for r in read_mart(out, "comparisons").to_pylist() if r["price_book"] == REPORT_PRICE_BOOK]
     text = comparison_tables_markdown(rows)
     tables = assert_literal_tables(text, columns=6)
-    assert len(tables) == 3 * len(HOSTILE)
+    assert len(tables) == 3 * len(SHOWN) + len(REFUSED)
     assert all(len(table) == 1 + 6 for table in tables)  # header, 3 targets x 2 sides
     labels = {row[1] for table in tables for row in table[1:]}
-    for name in HOSTILE:
+    for name in SHOWN:
         assert {norm(name), norm(name.upper())} <= labels, name
 
 

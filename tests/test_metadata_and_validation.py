@@ -114,3 +114,16 @@ def test_detail_lists_every_failing_rule():
     code, detail = check_run(_good_run(completed=0, hw=None), RULES)
     assert code == "no_completed_requests"
     assert "missing_metadata:hw" in detail
+
+
+@pytest.mark.parametrize("key", ["model", "framework", "spec_decoding", "image"])
+def test_text_keys_are_bounded_in_length_and_characters(key):
+    """A key becomes a folder name and a label: 120 characters pass, 121 or a control character do not."""
+    from pipeline.ingest.metadata import MetadataError, normalize
+
+    assert len(normalize({key: "a" * 120}, "the sidecar")[key]) == 120
+    for bad, why in (("a" * 121, "121 characters"), ("a\nb", "control characters"), ("a\x00b", "control")):
+        with pytest.raises(MetadataError, match=why) as caught:
+            normalize({key: bad}, "the sidecar")
+        assert caught.value.reason_code == f"invalid_metadata:{key}"
+        assert len(caught.value.detail) < 200  # the value is quoted shortened, not whole

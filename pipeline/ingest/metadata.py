@@ -47,6 +47,10 @@ _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     **{key: to_int for key in _INT_KEYS},
 }
 DEFAULTS: dict[str, Any] = {"spec_decoding": "none", "dp_attention": False, "disagg": False}
+# Text keys become partition folder names (model), file names and chart labels: bounded in length (a path
+# component has 255 bytes) and free of control characters, or the run is quarantined as invalid_metadata:<key>.
+MAX_TEXT_CHARS = 120
+_CONTROL = frozenset(chr(c) for c in (*range(32), 127))
 # Keys whose in-file value may legitimately differ from a manifest (vLLM's `date` is local time after the run).
 _NO_CONFLICT_KEYS = ("run_date",)
 
@@ -64,7 +68,8 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Normalize the metadata keys of ``raw`` (other keys ignored); values that normalize to None are dropped.
 
     Raises:
-        MetadataError: a value of the wrong type (e.g. ``tp="eight"``), naming the key and the source.
+        MetadataError: a value of the wrong type (e.g. ``tp="eight"``), or a text value longer than
+            ``MAX_TEXT_CHARS`` or holding control characters, naming the key and the source.
     """
     out: dict[str, Any] = {}
     for key in METADATA_KEYS:
@@ -74,10 +79,21 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
         try:
             value = _normalize_text(key, given) if type(given) is str else _NORMALIZERS[key](given)
         except (TypeError, ValueError) as exc:
-            raise MetadataError(key, raw[key], source, str(exc)) from exc
+            raise MetadataError(key, _shortened(raw[key]), source, str(exc)) from exc
+        if type(value) is str:
+            if len(value) > MAX_TEXT_CHARS:
+                raise MetadataError(key, _shortened(value), source,
+                                    f"{len(value)} characters, more than the {MAX_TEXT_CHARS} a key may have")
+            if not _CONTROL.isdisjoint(value):
+                raise MetadataError(key, _shortened(value), source, "contains control characters")
         if value is not None:
             out[key] = value
     return out
+
+
+def _shortened(value: Any) -> Any:
+    """A value as an error quotes it: long strings cut to 60 characters plus an ellipsis."""
+    return value[:60] + "…" if type(value) is str and len(value) > 60 else value
 
 
 @functools.lru_cache(maxsize=1 << 16)
