@@ -19,6 +19,7 @@ import ijson
 import orjson
 
 from pipeline.ingest.parsers import inferencex, inferencex_api, sglang, trtllm, vllm
+from pipeline.ingest.parsers import aiperf, guidellm, inference_perf, llmperf  # harness exports, detected last
 from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected
 from pipeline.ingest.parsers.non_run import classify_text
 
@@ -29,6 +30,10 @@ DETECTORS: tuple[tuple[Callable[[Mapping[str, Any]], str | None], Callable[[Mapp
     (trtllm.detect, trtllm.parse),
     (sglang.detect, sglang.parse),
     (vllm.detect, vllm.parse),
+    (aiperf.detect, aiperf.parse),
+    (guidellm.detect, guidellm.parse),
+    (llmperf.detect, llmperf.parse),
+    (inference_perf.detect, inference_perf.parse),
 )
 
 SIDECAR_SUFFIX = ".meta.json"
@@ -230,6 +235,7 @@ def _read_json(text: str) -> FileReadout:
 
 def _parse_objects(objects: list[tuple[int, Any]], line_errors: list[Reject]) -> FileReadout:
     readout = FileReadout("run_log", rejects=line_errors)
+    objects = _expand_reports(objects)
     for row, obj in objects:
         if not isinstance(obj, dict):
             readout.rejects.append(
@@ -255,6 +261,16 @@ def _parse_objects(objects: list[tuple[int, Any]], line_errors: list[Reject]) ->
             "unrecognized", rejects=[Reject(None, "unrecognized_format", readout.rejects[0].detail)]
         )
     return readout
+
+
+def _expand_reports(objects: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """Objects that hold several runs (a GuideLLM report: one run per ``benchmarks[]`` entry) become one object
+    per run, numbered in order; other files keep their row numbers."""
+    parts = [(row, obj, guidellm.expand(obj)) for row, obj in objects]
+    if all(runs is None for _, _, runs in parts):
+        return objects
+    flat = [run for _, obj, runs in parts for run in (runs if runs is not None else [obj])]
+    return list(enumerate(flat))
 
 
 def _detect(obj: Mapping[str, Any]) -> tuple[str | None, Callable[[Mapping[str, Any]], ParsedRun] | None]:
