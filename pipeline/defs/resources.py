@@ -35,7 +35,7 @@ class PipelinePaths(dg.ConfigurableResource):
         return Path(self.out_dir) / f"{name}.parquet"
 
     def mart_folder(self, name: str) -> Path:
-        """Folder of the Hive-partitioned mart ``<out_dir>/<name>/`` (``model=…/run_date=…/part-0.parquet``)."""
+        """Folder of the partitioned mart ``<out_dir>/<name>/`` (``<model>/<run_date or undated>/part-0.parquet``)."""
         return Path(self.out_dir) / name
 
 

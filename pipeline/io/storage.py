@@ -99,24 +99,25 @@ def _write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-# Run-level marts are Hive-partitioned folders, <mart>/model=<model key>/run_date=<YYYY-MM-DD>/part-0.parquet
-# (undated runs: run_date=__HIVE_DEFAULT_PARTITION__, read back as null), so a night rewrites one date's files and
-# DuckDB (hive_partitioning), Polars (hive_partitioning) or Spark read the folder in place.
-HIVE_PARTITIONING = ds.partitioning(pa.schema([("model", pa.string()), ("run_date", pa.date32())]), flavor="hive")
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# Run-level marts are partitioned folders, <mart>/<model key>/<YYYY-MM-DD | undated>/part-0.parquet, so a night
+# rewrites one date's files. Every file carries ``model`` (string) and ``run_date`` (date32, null = undated) as
+# ordinary columns and the folder names are plain (no ``key=value``): pandas, Polars, DuckDB and Spark then read
+# the folder as it is with the same types. (Hive-style names made pandas infer dictionary-encoded partition
+# columns that clash with the files' own, and read ``run_date`` as text.)
+UNDATED_FOLDER = "undated"
 
 
-def replace_hive_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -> list[Path]:
-    """Make the ``run_date`` partitions ``dates`` (``YYYY-MM-DD`` or ``undated``) of the Hive-partitioned mart
+def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -> list[Path]:
+    """Make the ``run_date`` partitions ``dates`` (``YYYY-MM-DD`` or ``undated``) of the partitioned mart
     ``base_dir`` hold exactly ``table``'s rows, leaving every other date's files untouched.
 
     ``table`` needs ``model`` (string) and ``run_date`` (date32, null = undated) and only rows of ``dates``; both
-    columns live in the folder names (percent-encoded like pyarrow's ``flavor="hive"``), not in the files. Each
-    (model, date) slice is written into a staging folder beside ``base_dir``, then renamed into place (atomic
-    per file: a reader sees a partition old or new, never half-written); (model, date) folders of ``dates`` that
-    got no rows (their runs are gone) are removed after. Staging folders of killed writers, and
-    ``<base_dir>.parquet`` (the single-file layout of earlier versions, which readers would otherwise find stale
-    beside the folder), are removed first.
+    stay columns of the files and also name the folders (the model key percent-encoded). Each (model, date) slice
+    is written into a staging folder beside ``base_dir``, then renamed into place (atomic per file: a reader sees
+    a partition old or new, never half-written); (model, date) folders of ``dates`` that got no rows (their runs
+    are gone) are removed after. Staging folders of killed writers, and the layouts of earlier versions
+    (``<base_dir>.parquet``, Hive ``model=…`` folders), which readers would otherwise find stale beside the new
+    files, are removed first.
 
     Slices are written by ``pq.write_table`` on a thread pool rather than ``pyarrow.dataset.write_dataset``: a
     full refresh writes ~700 small files of ~110 columns, where per-file cost dominates (measured at 100k runs:
@@ -128,20 +129,21 @@ def replace_hive_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
     base_dir.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(base_dir, pattern=f".{base_dir.name}.staging-*")
     base_dir.with_name(f"{base_dir.name}.parquet").unlink(missing_ok=True)
+    for legacy in base_dir.glob("model=*"):
+        shutil.rmtree(legacy, ignore_errors=True)
     staging = base_dir.with_name(f".{base_dir.name}.staging-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     table = table.sort_by([("model", "ascending"), ("run_date", "ascending")])
     groups = table.group_by(["model", "run_date"], use_threads=False).aggregate([([], "count_all")])
     files, offset = [], 0
     for model, run_date, n in zip(*(groups.column(i).to_pylist() for i in range(3))):
-        folder = f"model={quote(model, safe='')}/run_date={HIVE_NULL if run_date is None else run_date.isoformat()}"
+        folder = f"{quote(model, safe='')}/{UNDATED_FOLDER if run_date is None else run_date.isoformat()}"
         files.append((Path(folder) / "part-0.parquet", offset, n))
         offset += n
-    data = table.drop_columns(["model", "run_date"])
 
     def write(file: tuple[Path, int, int]) -> None:
         (staging / file[0]).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(data.slice(file[1], file[2]), staging / file[0])
+        pq.write_table(table.slice(file[1], file[2]), staging / file[0])
 
     written = []
     try:
@@ -155,8 +157,8 @@ def replace_hive_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     kept_folders = {path.parent for path in written}
-    date_folders = {f"run_date={HIVE_NULL if d == 'undated' else d}" for d in dates}
-    for model_dir in base_dir.glob("model=*"):
+    date_folders = set(dates)
+    for model_dir in (d for d in base_dir.iterdir() if d.is_dir()):
         for folder in model_dir.iterdir():
             if folder.name in date_folders and folder not in kept_folders:
                 shutil.rmtree(folder)
@@ -166,15 +168,15 @@ def replace_hive_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
 
 
 def read_mart(out_dir: Path, name: str) -> pa.Table:
-    """A mart as one Arrow table: the Hive-partitioned folder ``<out_dir>/<name>/`` (with ``model`` and
-    ``run_date`` from the folder names) or the file ``<out_dir>/<name>.parquet``.
+    """A mart as one Arrow table: the partitioned folder ``<out_dir>/<name>/`` (every file holds all columns) or
+    the file ``<out_dir>/<name>.parquet``.
 
     Raises:
         FileNotFoundError: neither exists (the mart was never materialized).
     """
     folder = Path(out_dir) / name
     if folder.is_dir():
-        return ds.dataset(folder, format="parquet", partitioning=HIVE_PARTITIONING).to_table()
+        return ds.dataset(folder, format="parquet", partitioning=None).to_table()
     return pq.read_table(Path(out_dir) / f"{name}.parquet")
 
 

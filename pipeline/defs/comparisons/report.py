@@ -12,7 +12,7 @@ from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
-from pipeline.io.storage import replace_hive_partitions, replace_partitions
+from pipeline.io.storage import replace_mart_partitions, replace_partitions
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
@@ -33,8 +33,8 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     book and ``run_date``, that day's frontier read at ``target_intvty`` (default 35 tok/s/user, run config):
     ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens), ``tok_s_per_mw``,
     ``concurrency``; null with ``in_range`` false when the target lies outside that day's frontier
-    (docs/metrics.md trend rule: no clamping, no extrapolation). Mart: ``trends/``, Hive-partitioned
-    ``model=…/run_date=…``.
+    (docs/metrics.md trend rule: no clamping, no extrapolation). Mart: ``trends/``, partitioned
+    ``<model>/<run_date>/``.
 
     Partitioned by run date like ``run_metrics``: a day's row depends on that day's runs alone, so a new night
     computes only its own rows (``undated`` runs have no place on a time axis and give none).
@@ -56,7 +56,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
                          "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding",
                          params={"dates": dates}).to_arrow_table()
     folder = paths.mart_folder("trends")
-    replace_hive_partitions(table, folder, dates)
+    replace_mart_partitions(table, folder, dates)
     in_range = sum(table.column("in_range").to_pylist())
     context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates -> {folder}")
     return dg.MaterializeResult(metadata={

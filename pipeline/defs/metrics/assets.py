@@ -13,7 +13,7 @@ from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import replace_hive_partitions, replace_partitions
+from pipeline.io.storage import replace_mart_partitions, replace_partitions
 from pipeline.metrics.power import POWER_SCHEMA, measure_runs
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
@@ -77,7 +77,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
 
     Grain: one row per (run, ``price_book``): costs and all-in power come from that book.
     Formulas: docs/metrics.md (InferenceX utils/process_result.py and the dashboard).
-    Mart: ``runs/``, Hive-partitioned ``model=…/run_date=…`` (``pipeline.io.storage.replace_hive_partitions``):
+    Mart: ``runs/``, partitioned ``<model>/<run_date>/`` (``pipeline.io.storage.replace_mart_partitions``):
     a run rewrites the files of its dates only (and of dates whose runs' files vanished).
     """
     keys = list(context.partition_keys)
@@ -91,7 +91,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         table = conn.sql("select * from run_metrics where list_contains($dates, run_date_partition) "
                          "order by price_book, source_file, source_row", params={"dates": dates}).to_arrow_table()
         total = conn.execute("select count(*) from run_metrics").fetchone()[0]
-    written = replace_hive_partitions(table, paths.mart_folder("runs"), dates)
+    written = replace_mart_partitions(table, paths.mart_folder("runs"), dates)
     context.log.info(f"run_metrics: {table.num_rows} rows in {len(dates)} dates ({len(written)} partition files) "
                      f"of {total} -> {paths.mart_folder('runs')}")
     return dg.MaterializeResult(metadata=table_metadata(
