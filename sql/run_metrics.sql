@@ -4,7 +4,8 @@
 --   tput_per_gpu        total tok/s / num_gpus (InferenceX rows: their reported per-GPU value)
 --   output_tput_per_gpu output tok/s / num_gpus (disaggregated: / num_decode_gpu)
 --   input_tput_per_gpu  (total − output) tok/s / num_gpus (disaggregated: / num_prefill_gpu)
---   *_intvty            1000 / *_tpot_ms = 1 / *_tpot_s (tok/s/user); never from ITL
+--   *_intvty            carried from the parser: 1000 / *_tpot_ms from the file's own ms value (1 / *_tpot_s when
+--                       the file gives seconds), the dashboard's arithmetic bit for bit; never from ITL
 --   cost_per_mtok_<t>   $/GPU-h / (tok/s/GPU × 3600 / 1e6)
 --   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
 --   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
@@ -33,11 +34,12 @@ per_gpu as (
 )
 select
     p.* exclude (reported_tput_per_gpu, reported_output_tput_per_gpu, reported_input_tput_per_gpu,
-                reported_median_intvty, reported_avg_power_w_per_gpu, reported_energy_j),
-    1.0 / nullif(p.mean_tpot_s, 0) as mean_intvty,
-    1.0 / nullif(p.median_tpot_s, 0) as median_intvty,
-    1.0 / nullif(p.p90_tpot_s, 0) as p90_intvty,
-    1.0 / nullif(p.p99_tpot_s, 0) as p99_intvty,
+                reported_median_intvty, reported_avg_power_w_per_gpu, reported_energy_j,
+                mean_intvty, median_intvty, p90_intvty, p99_intvty),
+    p.mean_intvty,
+    p.median_intvty,
+    p.p90_intvty,
+    p.p99_intvty,
     p.total_input_tokens / nullif(p.completed, 0) as mean_input_len,
     p.total_output_tokens / nullif(p.completed, 0) as mean_output_len,
     coalesce(p.failed, 0) / nullif(coalesce(p.failed, 0) + p.completed, 0) as failure_rate,

@@ -67,7 +67,8 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
 
     - ``num_gpus``; ``tput_per_gpu``, ``output_tput_per_gpu``, ``input_tput_per_gpu`` (tok/s/GPU; disaggregated
       runs divide output by decode GPUs and input by prefill GPUs);
-    - ``{mean,median,p90,p99}_intvty`` = 1 / TPOT_s (tok/s/user), latencies ``*_s`` in seconds;
+    - ``{mean,median,p90,p99}_intvty`` (tok/s/user) as the parser computed them, 1000 / TPOT in ms from the
+      file's own value (1 / TPOT when the file gives seconds); latencies ``*_s`` in seconds;
     - ``cost_per_mtok_{hyperscaler,neocloud,rental}`` ($/M tokens; ``input_``/``output_`` variants);
     - ``tok_s_per_mw`` (tok/s per MW of all-in power) and ``j_per_token`` (J/token);
     - ``mean_input_len``/``mean_output_len`` (measured, beside nominal ``isl``/``osl``), ``failure_rate``;

@@ -13,7 +13,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, latency_block, metadata_keys_in, number
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    ParsedRun,
+    integer,
+    interactivity_block,
+    latency_block,
+    metadata_keys_in,
+    number,
+)
 from pipeline.ingest.schema import METADATA_KEYS
 
 FORMAT = "sglang_bench_serving"
@@ -39,6 +47,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     """
     run = ParsedRun()
     run.values.update(latency_block(doc, "{stat}_{metric}_ms", 1e-3, renames=(("e2el", "e2e_latency"),)))
+    run.values.update(interactivity_block(doc, "{stat}_tpot_ms", "ms"))
     run.values["latency_unit_in_file"] = "ms"
     run.values["percentile_method"] = "linear_interpolation"
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, interactivity, number
+from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "trtllm_bench"
 
@@ -59,6 +60,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
             if stat == "mean" and value is None:
                 value = number(source, avg_key)
             run.values[f"{stat}_{metric}_s"] = None if value is None else value * 1e-3
+            if metric == "tpot" and stat in INTVTY_STATS:
+                run.values[f"{stat}_intvty"] = interactivity(value, "ms")
 
     num_requests = integer(request_info, "num_requests", label="request_info.num_requests")
     avg_in = number(request_info, "avg_input_length", label="request_info.avg_input_length")
