@@ -30,9 +30,10 @@ def detect(doc: Mapping[str, Any]) -> str | None:
 def parse(doc: Mapping[str, Any]) -> ParsedRun:
     """Normalize one ``--report_json`` document.
 
-    ``completed`` is ``request_info.num_requests`` (trtllm-bench has no failed-request count). ``hw`` is read
-    from ``machine.name`` (a GPU marketing name), ``tp``/``pp``/``ep`` from ``world_info``, nominal ISL/OSL from
-    ``dataset`` when every request had the same length.
+    ``completed`` is ``request_info.num_requests`` (trtllm-bench has no failed-request count). ``hw`` is implied
+    by ``machine.name`` (a GPU marketing name; engine-implied metadata, so a sidecar or runs.csv wins),
+    ``tp``/``pp``/``ep`` from ``world_info``, nominal ISL/OSL from ``dataset`` when every request had the same
+    length.
 
     Raises:
         FieldError: a present field of the wrong type, or a section that is not an object.
@@ -90,8 +91,6 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         run.values["spec_metric_source"] = "trtllm:decoding_stats"
 
     meta: dict[str, Any] = {}
-    if machine.get("name"):
-        meta["hw"] = machine["name"]
     for key, wkey in (("tp", "tp_size"), ("pp", "pp_size"), ("ep", "ep_size")):
         if world.get(wkey) is not None:
             meta[key] = world[wkey]
@@ -106,6 +105,9 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         # no quantization means the checkpoint's dtype (e.g. bfloat16) is the serving precision
         "precision": engine.get("quantization") or engine.get("dtype") or None,
         "spec_decoding": decoding.get("mode") if decoding else None,
+        # the GPU's marketing name as the driver reports it (mapped by data/reference/gpu_aliases.csv): a machine
+        # name implies the GPU key rather than stating it, so a sidecar or runs.csv that names hw wins
+        "hw": machine.get("name") or None,
     }
     return run
 
