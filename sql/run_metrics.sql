@@ -1,6 +1,7 @@
 -- Builds run_metrics: one row per validated run, with per-GPU throughput, interactivity, $/M tokens, tok/s/MW, J/token.
 -- Formulas: docs/metrics.md, following InferenceX utils/process_result.py and the dashboard.
 --   num_gpus            from the run_gpu_counts view (sql/run_gpu_counts.sql)
+--   mean_input_len, mean_output_len, length_off_nominal   from the run_lengths view (sql/run_lengths.sql)
 --   tput_per_gpu        total tok/s / num_gpus (InferenceX rows: their reported per-GPU value)
 --   output_tput_per_gpu output tok/s / num_gpus (disaggregated: / num_decode_gpu)
 --   input_tput_per_gpu  (total − output) tok/s / num_gpus (disaggregated: / num_prefill_gpu)
@@ -40,8 +41,9 @@ select
     p.median_intvty,
     p.p90_intvty,
     p.p99_intvty,
-    p.total_input_tokens / nullif(p.completed, 0) as mean_input_len,
-    p.total_output_tokens / nullif(p.completed, 0) as mean_output_len,
+    l.mean_input_len,
+    l.mean_output_len,
+    l.length_off_nominal,
     coalesce(p.failed, 0) / nullif(coalesce(p.failed, 0) + p.completed, 0) as failure_rate,
     r.price_book,
     r.price_book_version,
@@ -74,4 +76,5 @@ select
 from per_gpu as p
 join price_books as r on r.hw = p.hw
 left join run_power as w using (run_id)
+join run_lengths as l using (run_id)
 order by r.price_book, p.source_file, p.source_row

@@ -46,6 +46,7 @@ def _run_metrics(values: list[dict]) -> list[dict]:
     write_table(conn, "price_books", build_price_books(load_gpu_reference(), []))
     write_table(conn, "run_power", POWER_SCHEMA.empty_table())
     conn.execute(sql_text("run_gpu_counts"))
+    conn.execute(sql_text("run_lengths"))
     return conn.sql(sql_text("run_metrics"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()
 
 
