@@ -196,7 +196,7 @@ def _compare(args: argparse.Namespace) -> int:
             "precision": "precision"}[differs[0]] if differs else "hardware"
 
     comparison = make_comparison(kind, a, b)
-    table = build_frontiers(runs, [a, b])
+    table = build_frontiers(runs, [a, b], include_off_nominal=args.include_off_nominal)
     by_side = frontiers_by_side(table.to_pylist())
     missing = [s.side_id for s in (a, b) if s.side_id not in by_side]
     if missing:
@@ -245,26 +245,37 @@ def _showcase(rows: list[dict]) -> str:
 
 
 def format_comparison(rows: list[dict], comparison_id: str) -> str:
-    """One comparison as a terminal table: per target, both sides' throughput, cost, tok/s/MW, concurrency."""
+    """One comparison as a terminal table: per target, both sides' throughput, cost, tok/s/MW, concurrency, the
+    measured frontier points bracketing the target, and under a cell that is clamped or sparse its ``cell_note``."""
+    from pipeline.comparisons.compare import headline
+
     mine = [r for r in rows if r["comparison_id"] == comparison_id]
     first = mine[0]
     header = (f"{first['title']}  ({first['model']}, ISL/OSL {first['isl']}/{first['osl']}; band "
               f"{first['band_display_min']}–{first['band_display_max']} tok/s/user)")
-    out = [header, f"{'target':>8} {'side':<10} {'tok/s/GPU':>10} {'$/M tok':>8} {'tok/s/MW':>11} {'conc':>7}"
-                   f" {'measured tok/s/MW':>18}"]
+    out = [header]
+    for row in mine[:2]:
+        if row["excluded_runs"]:
+            out.append(f"{'':>8} {row['side_label']}: {row['excluded_runs']} run(s) left off the frontier "
+                       "(measured ISL/OSL more than 10 % off nominal)")
+    out.append(f"{'target':>8} {'side':<10} {'tok/s/GPU':>10} {'$/M tok':>8} {'tok/s/MW':>11} {'conc':>7}"
+               f" {'measured tok/s/MW':>18} {'measured points':>16}")
     for row in mine:
         measured = "—" if row["measured_tok_s_per_mw"] is None else f"{row['measured_tok_s_per_mw']:,.0f}"
+        lo, hi = row["bracket_lo_intvty"], row["bracket_hi_intvty"]
+        bracket = f"{'—' if lo is None else f'{lo:.1f}'}–{'—' if hi is None else f'{hi:.1f}'}"
         out.append(
             f"{row['target_intvty']:>8.0f} {row['side_label']:<10} {row['tput_per_gpu']:>10.1f} "
             f"{row['cost_per_mtok_hyperscaler']:>8.3f} {row['tok_s_per_mw']:>11,.0f} {row['concurrency']:>7.1f}"
-            f" {measured:>18}"
+            f" {measured:>18} {bracket:>16}"
         )
+        if row["cell_note"]:
+            out.append(f"{'':>8} not measured at the target: {row['cell_note']}")
         if row["side"] == "b" and row["target_index"] == len({r["target_index"] for r in mine}) and row["cross_engine"]:
             out.append(f"{'':>8} caveat: spec-decoding points come from engines whose acceptance rates are not "
                        "defined the same way (cross_engine)")
         if row["side"] == "b":
-            out.append(f"{'':>8} at {row['target_intvty']:.0f} tok/s/user ({row['band_phrase']}): "
-                       f"{row['cost_sentence']}; {row['tput_sentence']}")
+            out.append(f"{'':>8} at {row['target_intvty']:.0f} tok/s/user ({row['band_phrase']}): {headline(row)}")
     return "\n".join(out)
 
 
@@ -295,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--b", type=_side, required=True, help="side b, same form")
     cmp.add_argument("--targets", type=float, nargs="+", help="tok/s/user (default: the band's 25/50/75 %%)")
     cmp.add_argument("--price-book", default=DEFAULT_PRICE_BOOK)
+    cmp.add_argument("--include-off-nominal", action="store_true",
+                     help="keep runs whose measured ISL/OSL is more than 10%% off nominal on the frontiers")
     cmp.set_defaults(func=_compare)
     sub.add_parser("report", help="rebuild the HTML report from the warehouse").set_defaults(func=_report)
     sub.add_parser("sample", help="regenerate data/sample from its fixed seed").set_defaults(func=_sample)

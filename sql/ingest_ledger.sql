@@ -1,10 +1,16 @@
 -- Builds ingest_ledger: one row per file found under the raw dir, with where each of its rows ended.
 -- Invariant (checked by the every_file_accounted_for asset check): rows_read = accepted_rows + quarantined_rows.
+-- length_off_nominal_rows: accepted runs whose measured ISL/OSL is > 10 % off nominal (sql/run_lengths.sql); they
+-- are kept, flagged, and left off frontiers.
 create or replace table ingest_ledger as
 with accepted as (
-    select source_file, count(*) as accepted_rows
-    from validated_runs
-    group by source_file
+    select
+        v.source_file,
+        count(*) as accepted_rows,
+        count(*) filter (where l.length_off_nominal) as length_off_nominal_rows
+    from validated_runs as v
+    join run_lengths as l using (run_id)
+    group by v.source_file
 ),
 quarantined as (
     select source_file, count(*) as quarantined_rows, list(distinct reason_code order by reason_code) as reason_codes
@@ -19,6 +25,7 @@ select
     f.source_format,
     f.rows_read,
     coalesce(a.accepted_rows, 0) as accepted_rows,
+    coalesce(a.length_off_nominal_rows, 0) as length_off_nominal_rows,
     coalesce(q.quarantined_rows, 0) as quarantined_rows,
     coalesce(q.reason_codes, []) as reason_codes,
     case

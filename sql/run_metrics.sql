@@ -1,10 +1,12 @@
 -- Builds run_metrics: one row per validated run, with per-GPU throughput, interactivity, $/M tokens, tok/s/MW, J/token.
 -- Formulas: docs/metrics.md, following InferenceX utils/process_result.py and the dashboard.
 --   num_gpus            from the run_gpu_counts view (sql/run_gpu_counts.sql)
+--   mean_input_len, mean_output_len, length_off_nominal   from the run_lengths view (sql/run_lengths.sql)
 --   tput_per_gpu        total tok/s / num_gpus (InferenceX rows: their reported per-GPU value)
 --   output_tput_per_gpu output tok/s / num_gpus (disaggregated: / num_decode_gpu)
 --   input_tput_per_gpu  (total − output) tok/s / num_gpus (disaggregated: / num_prefill_gpu)
---   *_intvty            1000 / *_tpot_ms = 1 / *_tpot_s (tok/s/user); never from ITL
+--   *_intvty            carried from the parser: 1000 / *_tpot_ms from the file's own ms value (1 / *_tpot_s when
+--                       the file gives seconds), the dashboard's arithmetic bit for bit; never from ITL
 --   cost_per_mtok_<t>   $/GPU-h / (tok/s/GPU × 3600 / 1e6)
 --   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
 --   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
@@ -33,13 +35,15 @@ per_gpu as (
 )
 select
     p.* exclude (reported_tput_per_gpu, reported_output_tput_per_gpu, reported_input_tput_per_gpu,
-                reported_median_intvty, reported_avg_power_w_per_gpu, reported_energy_j),
-    1.0 / nullif(p.mean_tpot_s, 0) as mean_intvty,
-    1.0 / nullif(p.median_tpot_s, 0) as median_intvty,
-    1.0 / nullif(p.p90_tpot_s, 0) as p90_intvty,
-    1.0 / nullif(p.p99_tpot_s, 0) as p99_intvty,
-    p.total_input_tokens / nullif(p.completed, 0) as mean_input_len,
-    p.total_output_tokens / nullif(p.completed, 0) as mean_output_len,
+                reported_median_intvty, reported_avg_power_w_per_gpu, reported_energy_j,
+                mean_intvty, median_intvty, p90_intvty, p99_intvty),
+    p.mean_intvty,
+    p.median_intvty,
+    p.p90_intvty,
+    p.p99_intvty,
+    l.mean_input_len,
+    l.mean_output_len,
+    l.length_off_nominal,
     coalesce(p.failed, 0) / nullif(coalesce(p.failed, 0) + p.completed, 0) as failure_rate,
     r.price_book,
     r.price_book_version,
@@ -72,4 +76,5 @@ select
 from per_gpu as p
 join price_books as r on r.hw = p.hw
 left join run_power as w using (run_id)
+join run_lengths as l using (run_id)
 order by r.price_book, p.source_file, p.source_row

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.comparisons.compare import compare
+from pipeline.comparisons.compare import compare, headline
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import enumerate_comparisons
 
@@ -17,7 +17,7 @@ def _run(i, spec, framework, x, y, conc, precision="fp4", hw="mi355x"):
             "median_intvty": x, "tput_per_gpu": y, "output_tput_per_gpu": y / 2, "input_tput_per_gpu": y / 2,
             "cost_per_mtok_hyperscaler": cost, "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost,
             **{f"{d}_cost_per_mtok_{t}": 2 * cost for d in ("output", "input") for t in ("hyperscaler", "neocloud", "rental")},
-            "tok_s_per_mw": y * 1000 / 2.65}
+            "tok_s_per_mw": y * 1000 / 2.65, "length_off_nominal": False}
 
 
 RUNS = [
@@ -87,3 +87,83 @@ def test_tied_sentences():
                                 comparison.b.side_id: frontiers[comparison.a.side_id]}, targets=[40])
     assert rows[0]["cost_sentence"] == "MTP and Off are essentially tied on cost per token"
     assert rows[0]["tput_sentence"] == "MTP and Off are essentially tied on tok/s/GPU"
+
+
+# Honest cells: MTP has two measured points far apart, Off a dense frontier with points at 30 and 55 tok/s/user.
+GAP_RUNS = [
+    _run(20, "mtp", "sglang", 10, 1000, 64), _run(21, "mtp", "sglang", 50, 100, 4),
+    *[_run(22 + i, "none", "sglang", x, y, 64 >> i)
+      for i, (x, y) in enumerate([(10, 800), (20, 600), (30, 400), (40, 300), (55, 200)])],
+]
+
+
+def _gap_comparison():
+    comparison = next(c for c in enumerate_comparisons(GAP_RUNS) if c.kind == "spec_decoding")
+    table = build_frontiers(GAP_RUNS, [comparison.a, comparison.b])
+    return comparison, frontiers_by_side(table.to_pylist())
+
+
+def test_bracket_and_sparse_frontier_by_hand():
+    comparison, frontiers = _gap_comparison()
+    a, b = compare(comparison, frontiers, targets=[30])
+    # two points, h = 40: tangents 1.5·s and 0.75·s, so at the midpoint v = (v0 + v1)/2 + 0.09375·(v1 − v0)
+    # tok/s/GPU: 550 − 84.375 = 465.625. Cost c = K/y with K = $/GPU-h / 0.0036: c0 = K/1000, c1 = K/100,
+    # splined 0.0055·K + 0.00084375·K = 0.00634375·K, but 465.625 tok/s/GPU implies K/465.625 = 0.0021477·K:
+    # 2.95× apart, far beyond 5 %.
+    K = H / 0.0036
+    assert a["tput_per_gpu"] == pytest.approx(465.625)
+    assert a["cost_per_mtok_hyperscaler"] == pytest.approx(0.00634375 * K)
+    assert a["implied_cost_per_mtok_hyperscaler"] == pytest.approx(K / 465.625)
+    assert (a["bracket_lo_intvty"], a["bracket_hi_intvty"], a["sparse_frontier"]) == (10, 50, True)
+    assert a["cell_note"] == "MTP's values are interpolated across a gap between 10.0 and 50.0 tok/s/user"
+    # Off is measured at 30: bracketed by that point itself, cost and throughput agree
+    assert (b["bracket_lo_intvty"], b["bracket_hi_intvty"], b["sparse_frontier"], b["cell_note"]) == (30, 30, False, None)
+    assert b["implied_cost_per_mtok_hyperscaler"] == pytest.approx(b["cost_per_mtok_hyperscaler"])
+    # Off's K/400 against MTP's 0.00634375·K: 2.5375 → "154% cheaper"; throughput 465.625/400 = 1.164 → 16 %
+    caveat = "MTP's values are interpolated across a gap between 10.0 and 50.0 tok/s/user"
+    assert a["cost_sentence"] == f"Off is 154% cheaper per token ({caveat})"
+    assert a["tput_sentence"] == f"MTP delivers 16% more tok/s/GPU ({caveat})"
+    assert headline(a) == f"Off is 154% cheaper per token; MTP delivers 16% more tok/s/GPU ({caveat})"
+
+
+def test_dense_frontier_cell_is_not_sparse():
+    comparison = next(c for c in enumerate_comparisons(RUNS) if c.kind == "spec_decoding")
+    a, b = compare(comparison, _frontiers([comparison]), targets=[30])
+    # MTP between 20 and 40: splined cost within 1 % of the one 1078.125 tok/s/GPU implies
+    assert (a["bracket_lo_intvty"], a["bracket_hi_intvty"], a["sparse_frontier"], a["cell_note"]) == (20, 40, False, None)
+    assert a["implied_cost_per_mtok_hyperscaler"] == pytest.approx(H / (1078.125 * 3600 / 1e6))
+    assert "(" not in a["cost_sentence"] and a["sentence_caveat"] is None
+
+
+def test_clamped_target_sentence_says_where_the_frontier_ends():
+    comparison, frontiers = _gap_comparison()
+    a, b = compare(comparison, frontiers, targets=[55])
+    # MTP's frontier ends at 50: its value is the point (50, 100); Off is measured at 55 (200 tok/s/GPU)
+    assert (a["target_clamped"], a["evaluated_intvty"], a["tput_per_gpu"]) == (True, 50, pytest.approx(100))
+    assert (a["bracket_lo_intvty"], a["bracket_hi_intvty"], a["sparse_frontier"]) == (50, None, False)
+    note = "MTP is outside its measured range: its frontier ends at 50.0 tok/s/user, below the 55 tok/s/user target"
+    assert a["cell_note"] == note and b["cell_note"] is None
+    assert a["cost_sentence"] == f"Off is 100% cheaper per token ({note})"
+    assert a["tput_sentence"] == f"Off delivers 100% more tok/s/GPU ({note})"
+    low = compare(comparison, frontiers, targets=[5])[0]
+    assert (low["bracket_lo_intvty"], low["bracket_hi_intvty"]) == (None, 10)
+    assert low["cell_note"] == ("MTP is outside its measured range: its frontier starts at 10.0 tok/s/user, above "
+                                "the 5 tok/s/user target")
+
+
+def test_cli_report_and_ui_tables_say_a_cell_is_not_measured():
+    from pipeline.__main__ import format_comparison
+    from pipeline.comparisons.report import comparison_tables_markdown, sentences
+
+    comparison, frontiers = _gap_comparison()
+    rows = compare(comparison, frontiers, targets=[30, 55])
+    note = "MTP is outside its measured range: its frontier ends at 50.0 tok/s/user, below the 55 tok/s/user target"
+    gap = "MTP's values are interpolated across a gap between 10.0 and 50.0 tok/s/user"
+    cli = format_comparison(rows, comparison.comparison_id)
+    assert f"not measured at the target: {note}" in cli and f"not measured at the target: {gap}" in cli
+    assert f"Off is 100% cheaper per token; Off delivers 100% more tok/s/GPU ({note})" in cli
+    assert "10.0–50.0" in cli and "50.0–—" in cli  # the measured points around each target
+    ui = comparison_tables_markdown(rows)
+    assert "| 30 | MTP | 465.6 |" in ui and "| sparse |" in ui and "| clamped |" in ui and note in ui
+    page = sentences(rows[2:4])
+    assert "(not measured at this target)" in page[1] and page[2].endswith(f"({note}).")

@@ -245,7 +245,8 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
         for text, label in ((framework_pages[0], name), (spec_pages[0], name.upper())):
             assert f"tok/s/user · {norm(label)}" in text, name
             assert f"{norm(label)} delivers" in text, name
-            assert re.search(rf"Clamped to the side's frontier range: .*{re.escape(norm(label))} at \d", text), name
+            assert re.search(rf"Not measured at the target: .*{re.escape(norm(label))} is outside its measured range",
+                             text), name
 
 
 # --- Markdown in the Dagster UI ----------------------------------------------------------------------------------
@@ -308,9 +309,9 @@ def test_comparison_tables_markdown_keeps_hostile_names_literal(hostile_run):
     _, out = hostile_run
     rows = [r for r in read_mart(out, "comparisons").to_pylist() if r["price_book"] == REPORT_PRICE_BOOK]
     text = comparison_tables_markdown(rows)
-    tables = assert_literal_tables(text, columns=6)
+    tables = assert_literal_tables(text, columns=7)
     assert len(tables) == 3 * len(SHOWN) + len(REFUSED)
-    assert all(len(table) == 1 + 6 for table in tables)  # header, 3 targets x 2 sides
+    assert all(len(table) == 1 + 6 for table in tables)  # header, 3 targets x 2 sides (7 columns each)
     labels = {row[1] for table in tables for row in table[1:]}
     for name in SHOWN:
         assert {norm(name), norm(name.upper())} <= labels, name

@@ -10,7 +10,7 @@ from pipeline.ingest.parsers import read_file
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK, build_price_books, load_gpu_reference
 
 COST_COLUMNS = {f"{prefix}cost_per_mtok_{tier}" for prefix in ("", "output_", "input_")
-                for tier in ("hyperscaler", "neocloud", "rental")}
+                for tier in ("hyperscaler", "neocloud", "rental")} | {"implied_cost_per_mtok_hyperscaler"}
 
 
 def test_build_price_books_applies_overrides_and_versions():
@@ -57,7 +57,7 @@ def test_price_override_changes_costs_and_nothing_else(run_pipeline):
             # every cost column (total, output, input × three tiers) scales by the tier's price ratio
             for tier, seed_price, new_price in (("hyperscaler", 1.48, 1.0), ("neocloud", 1.90, 1.2),
                                                 ("rental", 2.10, 1.5)):
-                for prefix in ("", "output_", "input_"):
+                for prefix in ("", "output_", "input_", *(("implied_",) if tier == "hyperscaler" else ())):
                     column = f"{prefix}cost_per_mtok_{tier}"
                     assert a[column] is not None and b[column] is not None, column
                     assert a[column] == pytest.approx(b[column] * seed_price / new_price), column
@@ -136,7 +136,7 @@ def _run(i, spec, framework, x, y):
             "cost_per_mtok_hyperscaler": 1 / y, "cost_per_mtok_neocloud": 1 / y, "cost_per_mtok_rental": 1 / y,
             **{f"output_cost_per_mtok_{t}": 1 / y for t in ("hyperscaler", "neocloud", "rental")},
             **{f"input_cost_per_mtok_{t}": None for t in ("hyperscaler", "neocloud", "rental")},
-            "tok_s_per_mw": y}
+            "tok_s_per_mw": y, "length_off_nominal": False}
 
 
 @pytest.mark.parametrize("frameworks, expected", [(("sglang", "dynamo-sglang"), False), (("sglang", "trtllm"), True)])

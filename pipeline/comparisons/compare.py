@@ -1,5 +1,9 @@
 """Matched-interactivity comparisons: both sides' frontiers splined at the same target interactivities, with
 the seed pages' band, targets and sentences (one ``COMPARISON_SCHEMA`` row per comparison, target and side).
+
+Every cell says how it was obtained: the measured frontier points that bracket its target, whether the target was
+clamped to the side's frontier, and whether the splined cost and throughput disagree (``sparse_frontier``); no
+sentence presents a clamped or sparse value as measured.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from pipeline.frontiers.spline import interpolate
 ENGINE_FAMILY = {"vllm": "vllm", "dynamo-vllm": "vllm", "sglang": "sglang", "dynamo-sglang": "sglang",
                  "mori-sglang": "sglang", "trtllm": "trtllm", "dynamo-trt": "trtllm", "atom": "atom"}
 TIE_RATIO = 1.01
+# A cell whose splined cost and throughput-implied cost differ by more than this ratio is flagged sparse_frontier:
+# cost and tok/s/GPU are splined separately, and across a wide gap between two frontier points they stop agreeing.
+SPARSE_RATIO = 1.05
 
 
 COMPARISON_SCHEMA = pa.schema(
@@ -39,6 +46,7 @@ COMPARISON_SCHEMA = pa.schema(
         ("spec_decoding", pa.string()),
         ("framework", pa.string()),
         ("side_runs", pa.int32()),
+        ("excluded_runs", pa.int32()),
         ("frontier_points", pa.int32()),
         ("band_min", pa.float64()),
         ("band_max", pa.float64()),
@@ -49,12 +57,18 @@ COMPARISON_SCHEMA = pa.schema(
         ("target_intvty", pa.float64()),
         ("evaluated_intvty", pa.float64()),
         ("target_clamped", pa.bool_()),
+        ("bracket_lo_intvty", pa.float64()),
+        ("bracket_hi_intvty", pa.float64()),
         *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
+        ("implied_cost_per_mtok_hyperscaler", pa.float64()),
+        ("sparse_frontier", pa.bool_()),
+        ("cell_note", pa.string()),
         ("measured_power_coverage", pa.float64()),
         ("cross_engine", pa.bool_()),
         ("band_phrase", pa.string()),
         ("cost_sentence", pa.string()),
         ("tput_sentence", pa.string()),
+        ("sentence_caveat", pa.string()),
     ]
 )
 
@@ -66,6 +80,14 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     ``measured_tok_s_per_mw`` is splined only when every frontier point of the side has telemetry
     (``measured_power_coverage`` = share of points that do); ``cross_engine`` is True when the spec-decoding
     points of the two frontiers come from engine families with different acceptance conventions.
+
+    Honest cells: ``bracket_lo_intvty``/``bracket_hi_intvty`` are the side's measured frontier points around the
+    target (equal when the target is a point; null beyond the end the target lies past, with ``target_clamped``);
+    ``implied_cost_per_mtok_hyperscaler`` is the cost the splined tok/s/GPU implies at the side's $/GPU-h, and
+    ``sparse_frontier`` is True when it and the splined cost differ by more than ``SPARSE_RATIO``. The splined
+    values stay in their columns (the seed pages' numbers); ``cell_note`` says in words which side is outside its
+    measured range and where its frontier ends, or across which gap a value is interpolated, and both sentences
+    end with those notes in parentheses (``sentence_caveat``).
 
     Args:
         comparison: the two sides.
@@ -83,13 +105,16 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     targets = list(targets) if targets is not None else default_targets(lo, hi)
     d_lo, d_hi = displayed_band(lo, hi)
     values = {key: _evaluate(points, targets) for key, points in (("a", fa), ("b", fb))}
+    labels = {"a": comparison.label_a, "b": comparison.label_b}
     families = {ENGINE_FAMILY.get(p["point_framework"], p["point_framework"])
                 for p in (*fa, *fb) if p["point_spec_decoding"] != "none"}
     cross_engine = len(families) > 1
     rows: list[dict[str, Any]] = []
     for t_index, target in enumerate(targets):
         a_vals, b_vals = values["a"][1][t_index], values["b"][1][t_index]
-        sentences = _sentences(comparison.label_a, comparison.label_b, a_vals, b_vals)
+        notes = {key: cell_note(labels[key], float(target), values[key][1][t_index]) for key in ("a", "b")}
+        caveat = "; ".join(n for n in notes.values() if n) or None
+        sentences = _sentences(comparison.label_a, comparison.label_b, a_vals, b_vals, caveat)
         for key, side, label, points in (("a", comparison.a, comparison.label_a, fa),
                                          ("b", comparison.b, comparison.label_b, fb)):
             evaluated, metrics = values[key][0][t_index], values[key][1][t_index]
@@ -99,14 +124,15 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "model": side.model, "isl": side.isl, "osl": side.osl, "side": key, "side_label": label,
                 "side_id": side.side_id, "hw": side.hw, "precision": side.precision,
                 "spec_decoding": side.spec_decoding, "framework": side.framework,
-                "side_runs": points[0]["side_runs"], "frontier_points": len(points),
+                "side_runs": points[0]["side_runs"], "excluded_runs": points[0]["excluded_runs"],
+                "frontier_points": len(points),
                 "band_min": lo, "band_max": hi, "band_is_union": is_union,
                 "band_display_min": d_lo, "band_display_max": d_hi,
                 "target_index": t_index + 1, "target_intvty": float(target), "evaluated_intvty": evaluated,
-                "target_clamped": bool(evaluated != target), **metrics,
+                "target_clamped": bool(evaluated != target), **metrics, "cell_note": notes[key],
                 "measured_power_coverage": sum(p["measured_tok_s_per_mw"] is not None for p in points) / len(points),
                 "cross_engine": cross_engine,
-                "band_phrase": band_phrase(target, lo, hi), **sentences,
+                "band_phrase": band_phrase(target, lo, hi), **sentences, "sentence_caveat": caveat,
             })
     return rows
 
@@ -130,32 +156,88 @@ def compare_all(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[
 
 def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> tuple[list[float], list[dict]]:
     """Per target: the clamped interactivity and every metric splined along one side's frontier (one spline
-    object for all metrics; an optional metric with a hole is None)."""
+    object for all metrics; an optional metric with a hole is None), with the cell's bracket and sparse flag.
+
+    The side's $/GPU-h (hyperscaler) is recovered as cost × tok/s/GPU × 3600 / 1e6 at its first frontier point (the
+    product is the same at every point of one GPU and price book), so the implied cost at a target is that price
+    over the splined tok/s/GPU."""
     x = np.array([p["median_intvty"] for p in points], dtype=float)
     evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
     splined = list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
     values = interpolate(x, np.array([[p[m] for m in splined] for p in points], dtype=float), targets, clamp=True)
+    price_per_mtok = points[0]["cost_per_mtok_hyperscaler"] * points[0]["tput_per_gpu"]  # = $/GPU-h / 0.0036
     rows = [dict.fromkeys(SPLINED_METRICS + OPTIONAL_METRICS) for _ in targets]
-    for row, at_target in zip(rows, values):
+    for row, target, at_target in zip(rows, targets, values):
         row.update(zip(splined, map(float, at_target)))
+        row.update(_bracket(x, float(target)))
+        implied = price_per_mtok / row["tput_per_gpu"]
+        splined_cost = row["cost_per_mtok_hyperscaler"]
+        row["implied_cost_per_mtok_hyperscaler"] = implied
+        row["sparse_frontier"] = bool(max(implied, splined_cost) / min(implied, splined_cost) > SPARSE_RATIO)
     return evaluated, rows
 
 
-def _sentences(label_a: str, label_b: str, a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, str]:
-    """The seed pages' sentences at one target: hyperscaler cost per token and tok/s/GPU."""
+def _bracket(x: np.ndarray, target: float) -> dict[str, float | None]:
+    """The measured frontier points around ``target``: the last x ≤ target and the first x ≥ target (the same
+    point when the target is one; None on the side the target lies beyond the frontier)."""
+    below, above = x[x <= target], x[x >= target]
+    return {"bracket_lo_intvty": float(below[-1]) if below.size else None,
+            "bracket_hi_intvty": float(above[0]) if above.size else None}
+
+
+def cell_note(label: str, target: float, cell: Mapping[str, Any]) -> str | None:
+    """How a side's value at ``target`` was obtained, in words, or None when it lies between two measured points
+    that agree (throughput-implied cost within ``SPARSE_RATIO`` of the splined cost).
+
+    Args:
+        label: the side's label ("MTP").
+        target: the requested interactivity (tok/s/user).
+        cell: the side's splined values with ``bracket_lo_intvty``, ``bracket_hi_intvty``, ``sparse_frontier``.
+    Returns:
+        "MTP is outside its measured range: its frontier ends at 17.8 tok/s/user, below the 124 tok/s/user
+        target", "… starts at …, above the …", or "Off's values are interpolated across a gap between 20.1 and
+        95.3 tok/s/user"; None otherwise.
+    """
+    lo, hi = cell["bracket_lo_intvty"], cell["bracket_hi_intvty"]
+    if hi is None:
+        return (f"{label} is outside its measured range: its frontier ends at {lo:.1f} tok/s/user, below the "
+                f"{target:g} tok/s/user target")
+    if lo is None:
+        return (f"{label} is outside its measured range: its frontier starts at {hi:.1f} tok/s/user, above the "
+                f"{target:g} tok/s/user target")
+    if cell["sparse_frontier"]:
+        return f"{label}'s values are interpolated across a gap between {lo:.1f} and {hi:.1f} tok/s/user"
+    return None
+
+
+def headline(row: Mapping[str, Any]) -> str:
+    """A comparison row's cost and throughput sentences as one line, "<cost>; <throughput>", with their shared
+    caveat (``sentence_caveat``) said once at the end instead of after each."""
+    caveat = row.get("sentence_caveat")
+    if not caveat:
+        return f"{row['cost_sentence']}; {row['tput_sentence']}"
+    suffix = f" ({caveat})"
+    return f"{row['cost_sentence'].removesuffix(suffix)}; {row['tput_sentence'].removesuffix(suffix)}{suffix}"
+
+
+def _sentences(label_a: str, label_b: str, a: Mapping[str, float], b: Mapping[str, float],
+               caveat: str | None = None) -> dict[str, str]:
+    """The seed pages' sentences at one target: hyperscaler cost per token and tok/s/GPU, each followed by
+    `` (<caveat>)`` when a side's value is clamped or sparse (``cell_note`` of each side, joined)."""
     cost_a, cost_b = a["cost_per_mtok_hyperscaler"], b["cost_per_mtok_hyperscaler"]
     cheaper = label_a if cost_a <= cost_b else label_b
     cost_ratio = max(cost_a, cost_b) / min(cost_a, cost_b)
     tput_a, tput_b = a["tput_per_gpu"], b["tput_per_gpu"]
     faster = label_a if tput_a >= tput_b else label_b
     tput_ratio = max(tput_a, tput_b) / min(tput_a, tput_b)
+    suffix = f" ({caveat})" if caveat else ""
     return {
         "cost_sentence": (
             f"{label_a} and {label_b} are essentially tied on cost per token" if cost_ratio < TIE_RATIO
             else f"{cheaper} is {round_half_up((cost_ratio - 1) * 100)}% cheaper per token"
-        ),
+        ) + suffix,
         "tput_sentence": (
             f"{label_a} and {label_b} are essentially tied on tok/s/GPU" if tput_ratio < TIE_RATIO
             else f"{faster} delivers {round_half_up((tput_ratio - 1) * 100)}% more tok/s/GPU"
-        ),
+        ) + suffix,
     }

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from pipeline.comparisons.compare import headline
 from pipeline.comparisons.plots import frontier_chart
 from pipeline.frontiers.sides import Side
 from pipeline.io.storage import markdown_text
@@ -63,15 +64,20 @@ def comparison_tables_markdown(rows: list[dict]) -> str:
         first = mine[0]
         parts.append(f"**{markdown_text(first['title'])}** ({markdown_text(first['model'])} "
                      f"{first['isl']}/{first['osl']})\n\n"
-                     "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc |\n|---|---|---|---|---|---|")
+                     "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc | read |\n|---|---|---|---|---|---|---|")
         parts += [f"| {r['target_intvty']:g} | {markdown_text(r['side_label'])} | {r['tput_per_gpu']:,.1f} | "
-                  f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} |"
-                  for r in mine]
-        parts.append(f"\n{markdown_text(mine[-1]['cost_sentence'])}; {markdown_text(mine[-1]['tput_sentence'])} "
-                     f"(at {mine[-1]['target_intvty']:g})\n")
+                  f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} | "
+                  f"{_how_read(r)} |" for r in mine]
+        parts.append(f"\n{markdown_text(headline(mine[-1]))} (at {mine[-1]['target_intvty']:g})\n")
     if len(by_id) > MAX_TABLES_IN_UI:
         parts.append(f"… {len(by_id) - MAX_TABLES_IN_UI} more comparisons in comparisons.parquet and the report")
     return "\n".join(parts)
+
+
+def _how_read(row: Mapping[str, Any]) -> str:
+    """How a cell was read off its frontier, for the UI tables: "clamped" (outside the side's measured range),
+    "sparse" (interpolated across a gap where cost and throughput disagree) or "measured range"."""
+    return "clamped" if row["target_clamped"] else "sparse" if row["sparse_frontier"] else "measured range"
 
 
 def slug(row: Mapping[str, Any]) -> str:
@@ -91,17 +97,24 @@ def page_title(row: Mapping[str, Any]) -> str:
 
 def sentences(rows_at_target: Sequence[Mapping[str, Any]]) -> list[str]:
     """The seed page's three sentences at one target: where it sits in the band, both sides' values, and
-    "N% cheaper per token; N% more tok/s/GPU" (hyperscaler cost)."""
+    "N% cheaper per token; N% more tok/s/GPU" (hyperscaler cost). A side whose value is clamped or sparse is
+    marked in the second sentence, and the third ends with the cells' notes (``headline``)."""
     a, b = rows_at_target
     band = f"{a['band_display_min']}–{a['band_display_max']} tok/s/user"
     target = f"{a['target_intvty']:g} tok/s/user"
     return [
         f"At {target}, {a['band_phrase']} of the {band} band where both sides have runs:",
         f"{a['side_label']} delivers {a['tput_per_gpu']:,.1f} tok/s/GPU at ${a['cost_per_mtok_hyperscaler']:.3f} per "
-        f"million tokens; {b['side_label']} delivers {b['tput_per_gpu']:,.1f} tok/s/GPU at "
-        f"${b['cost_per_mtok_hyperscaler']:.3f}.",
-        f"{a['cost_sentence']}; {a['tput_sentence']}.",
+        f"million tokens{_not_measured(a)}; {b['side_label']} delivers {b['tput_per_gpu']:,.1f} tok/s/GPU at "
+        f"${b['cost_per_mtok_hyperscaler']:.3f}{_not_measured(b)}.",
+        f"{headline(a)}.",
     ]
+
+
+def _not_measured(row: Mapping[str, Any]) -> str:
+    if row["target_clamped"]:
+        return " (not measured at this target)"
+    return " (interpolated across a gap)" if row["sparse_frontier"] else ""
 
 
 def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
@@ -178,11 +191,16 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
         f"<tr><td>{html_text(label)}</td>"
         + "".join(f"<td>{html_text(fmt.format(at[(t, s)][col]))}</td>" for t in targets for s in ("a", "b"))
         + "</tr>" for label, col, fmt in metrics)
-    clamped = [r for r in rows if r["target_clamped"]]
+    noted = [r for r in rows if r["cell_note"]]
     notes = ""
-    if clamped:
-        notes += ("<p class='sub'>Clamped to the side's frontier range: "
-                  + html_text(", ".join(sorted({f"{r['side_label']} at {r['target_intvty']:g}" for r in clamped})))
+    if noted:
+        notes += ("<p class='sub'>Not measured at the target: "
+                  + html_text("; ".join(f"at {r['target_intvty']:g} tok/s/user, {r['cell_note']}" for r in noted))
+                  + ".</p>")
+    excluded = [r for r in rows[:2] if r["excluded_runs"]]
+    if excluded:
+        notes += ("<p class='sub'>Left off the frontiers (measured ISL/OSL more than 10 % off nominal): "
+                  + html_text(", ".join(f"{r['side_label']} {r['excluded_runs']} run(s)" for r in excluded))
                   + ".</p>")
     caveat = ""
     if first["kind"] == "spec_decoding" or first["cross_engine"]:

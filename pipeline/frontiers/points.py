@@ -32,10 +32,11 @@ OPTIONAL_METRICS = (
     *(f"{direction}_cost_per_mtok_{tier}" for direction in ("output", "input")
       for tier in ("hyperscaler", "neocloud", "rental")),
 )
-# The run_metrics columns build_frontiers reads (concurrency is the run's conc).
+# The run_metrics columns build_frontiers reads (concurrency is the run's conc; length_off_nominal, from
+# sql/run_lengths.sql, leaves a run off the frontiers).
 FRONTIER_INPUT_COLUMNS = (
     "run_id", "source_file", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision",
-    "spec_decoding", "framework", "spec_metric_source", "conc", "median_intvty",
+    "spec_decoding", "framework", "spec_metric_source", "conc", "median_intvty", "length_off_nominal",
     *(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"),
 )
 
@@ -53,6 +54,7 @@ FRONTIER_SCHEMA = pa.schema(
         ("spec_decoding", pa.string()),
         ("framework", pa.string()),
         ("side_runs", pa.int32()),
+        ("excluded_runs", pa.int32()),
         ("side_intvty_min", pa.float64()),
         ("side_intvty_max", pa.float64()),
         ("point_index", pa.int32()),
@@ -67,9 +69,15 @@ FRONTIER_SCHEMA = pa.schema(
 )
 
 
-def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side]) -> pa.Table:
+def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side], *,
+                    include_off_nominal: bool = False) -> pa.Table:
     """Pareto frontier points of every side in every price book (``FRONTIER_SCHEMA``: one row per side, price
     book and frontier point). The points are the same in every book; costs and tok/s/MW differ.
+
+    Runs whose measured ISL/OSL is more than 10 % off nominal (``length_off_nominal``) are left out by default:
+    they ran another workload than the side's nominal ISL/OSL. ``side_runs`` counts the runs used (and
+    ``side_intvty_min``/``_max`` span them), ``excluded_runs`` the side's runs left out; a side whose runs are all
+    left out has no frontier.
 
     Column work: the runs are indexed once by their keys, each side's frontier is ``pareto_frontier`` over numpy
     arrays, and the point rows are taken from the input table, not rebuilt row by row.
@@ -79,6 +87,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
             (a metric a run lacks is null in its row, never an absent column). Ties on a frontier resolve to the
             earlier row.
         sides: the sides to build; a side without runs yields no rows.
+        include_off_nominal: keep runs flagged ``length_off_nominal`` (``excluded_runs`` is then 0).
     Raises:
         ValueError: a column of ``FRONTIER_INPUT_COLUMNS`` is missing (named), or a member run's interactivity or
             tok/s/GPU is NaN (``pareto_frontier``).
@@ -92,6 +101,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")
     keys = [table[name].to_pylist() for name in key_names]
     x_all, y_all = float_values(table["median_intvty"]), float_values(table["tput_per_gpu"])
+    off_nominal = np.zeros(table.num_rows, dtype=bool) if include_off_nominal else (
+        table["length_off_nominal"].fill_null(False).to_numpy(zero_copy_only=False).astype(bool))
     # run positions by (book, model, isl, osl, hw, precision) and then (spec_decoding, framework): a side takes
     # one sub-list, or several when a key is pooled; members keep the input order
     index: dict[tuple, dict[tuple, list[int]]] = {}
@@ -99,13 +110,15 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         index.setdefault((book, model, isl, osl, hw, precision), {}).setdefault((spec, framework), []).append(position)
     side_columns: dict[str, list] = {name: [] for name in (
         "side_id", "price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
-        "side_runs", "side_intvty_min", "side_intvty_max", "point_index")}
+        "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max", "point_index")}
     points: list[np.ndarray] = []
     for book, side in itertools.product(sorted(set(keys[0])), sorted(set(sides), key=lambda s: s.side_id)):
         by_stack = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision), {})
         members = np.array(sorted(p for (spec, framework), stack in by_stack.items()
                                   if side.spec_decoding in (POOLED, spec) and side.framework in (POOLED, framework)
                                   for p in stack), dtype=np.int64)
+        excluded = int(off_nominal[members].sum()) if members.size else 0
+        members = members[~off_nominal[members]] if members.size else members
         if members.size == 0:
             continue
         x, y = x_all[members], y_all[members]
@@ -115,7 +128,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         for name, value in (("side_id", side.side_id), ("price_book", book), ("model", side.model),
                             ("isl", side.isl), ("osl", side.osl), ("hw", side.hw), ("precision", side.precision),
                             ("spec_decoding", side.spec_decoding), ("framework", side.framework),
-                            ("side_runs", members.size), ("side_intvty_min", float(x.min())),
+                            ("side_runs", members.size), ("excluded_runs", excluded),
+                            ("side_intvty_min", float(x.min())),
                             ("side_intvty_max", float(x.max()))):
             side_columns[name].extend([value] * n)
         side_columns["point_index"].extend(range(n))

@@ -5,14 +5,20 @@ One place for the key logic (the dashboard copies its hardware-key logic three t
 
 from __future__ import annotations
 
+import csv
+import functools
 import re
 from datetime import date, datetime
+from pathlib import Path
+
+from pipeline.io.paths import REFERENCE_DIR
 
 # GPU keys of the reference table, longest first so "gb200" is tried before "b200".
 GPU_KEYS = ("gb200", "gb300", "mi300x", "mi325x", "mi355x", "h100", "h200", "b200", "b300")
 _GPU_ALIASES = {"mi355": "mi355x", "mi325": "mi325x", "mi300": "mi300x"}
-# Marketing names as nvidia-smi / TRT-LLM `machine.name` print them, e.g. "NVIDIA H100 80GB HBM3".
-_GPU_NAME_RE = re.compile(r"\b(gb200|gb300|h100|h200|b200|b300|mi300x|mi325x|mi355x)\b", re.IGNORECASE)
+# Marketing names as drivers and engines print them (nvidia-smi, amd-smi, TRT-LLM's `machine.name`), e.g.
+# "NVIDIA H100 80GB HBM3", mapped to keys by a table beside the GPU reference.
+GPU_ALIASES_CSV = REFERENCE_DIR / "gpu_aliases.csv"
 
 PRECISION_ALIASES = {
     "nvfp4": "fp4",
@@ -66,7 +72,8 @@ def normalize_hw(value: object) -> str | None:
     """GPU key for a hardware name, or the cleaned raw name when it is not a known GPU.
 
     Accepts runner names with suffixes (``mi355x-amds_0`` → ``mi355x``, ``b200-dgxc`` → ``b200``), cluster prefixes
-    (``cluster:mi355x-amds`` → ``mi355x``) and marketing names (``NVIDIA H100 80GB HBM3`` → ``h100``). An unknown name
+    (``cluster:mi355x-amds`` → ``mi355x``) and marketing names through ``gpu_name_aliases`` (``NVIDIA H100 80GB
+    HBM3`` → ``h100``; the whole name, so ``NVIDIA H100 PCIe`` is not an H100 SXM). An unknown name
     comes back lowercased and stripped so the quarantine can say which name was not mapped. Empty → ``None``.
     """
     if value is None:
@@ -82,10 +89,36 @@ def normalize_hw(value: object) -> str | None:
     head = re.split(r"[-_ ]", text, maxsplit=1)[0]
     if head in _GPU_ALIASES:
         return _GPU_ALIASES[head]
-    match = _GPU_NAME_RE.search(text)
-    if match:
-        return match.group(1).lower()
-    return text
+    return gpu_name_aliases().get(" ".join(text.split()), text)
+
+
+@functools.cache
+def gpu_name_aliases(path: Path = GPU_ALIASES_CSV) -> dict[str, str]:
+    """GPU marketing names → GPU keys, from ``data/reference/gpu_aliases.csv`` (columns ``alias``, ``hw``).
+
+    Names are matched whole, lowercased with runs of spaces collapsed: "NVIDIA H200 NVL" is another SKU (other
+    power and prices) and is not taken for "NVIDIA H200".
+
+    Returns:
+        {lowercased alias: GPU key}.
+    Raises:
+        ValueError: a missing column, an empty cell, a key that is not one of ``GPU_KEYS``, or an alias listed twice
+            (naming the file and line).
+    """
+    aliases: dict[str, str] = {}
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        if not {"alias", "hw"} <= set(reader.fieldnames or ()):
+            raise ValueError(f"{path.name}: needs the columns alias and hw, has {reader.fieldnames}")
+        for line, row in enumerate(reader, start=2):
+            alias, hw = " ".join((row["alias"] or "").lower().split()), (row["hw"] or "").strip()
+            if not alias or hw not in GPU_KEYS:
+                raise ValueError(f"{path.name} line {line}: alias {row['alias']!r} -> hw {row['hw']!r}: "
+                                 f"needs a name and one of {', '.join(GPU_KEYS)}")
+            if alias in aliases:
+                raise ValueError(f"{path.name} line {line}: alias {row['alias']!r} listed twice")
+            aliases[alias] = hw
+    return aliases
 
 
 def normalize_precision(value: object) -> str | None:

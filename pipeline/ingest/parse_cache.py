@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, in_scan_order
 from pipeline.ingest.scan import Listing
+from pipeline.ingest.keys import GPU_ALIASES_CSV
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import read_arrow, write_arrow_atomic
@@ -49,12 +50,14 @@ _CHANGED = "<changed>"  # a dependency whose content is not known yet: never equ
 
 
 def _parser_version() -> str:
-    """sha256 of the code that turns bytes into rows (parsers, metadata, keys, schema, parse, this module)."""
+    """sha256 of the code and data that turn bytes into rows (parsers, metadata, keys, schema, parse, this module,
+    the GPU alias table)."""
     package = Path(__file__).resolve().parent
     sources = sorted((package / "parsers").glob("*.py")) + [
         package / name for name in ("metadata.py", "keys.py", "schema.py", "parse.py", "parse_cache.py")]
     digest = hashlib.sha256()
-    for source in sources:
+    # the GPU alias table maps names while parsing, so a changed table must re-parse too
+    for source in [*sources, GPU_ALIASES_CSV]:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()[:16]
 

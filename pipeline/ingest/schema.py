@@ -12,6 +12,9 @@ import pyarrow as pa
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 LATENCY_STATS = ("mean", "median", "std", "p90", "p95", "p99")
 LATENCY_COLUMNS = tuple(f"{stat}_{metric}_s" for metric in LATENCY_METRICS for stat in LATENCY_STATS)
+# Interactivity (tok/s/user) per TPOT statistic, computed by the parser from the TPOT in the file's own unit.
+INTVTY_STATS = ("mean", "median", "p90", "p99")
+INTVTY_COLUMNS = tuple(f"{stat}_intvty" for stat in INTVTY_STATS)
 
 # Metadata keys of docs/inputs.md with their Arrow types, in mart order.
 METADATA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
@@ -65,6 +68,7 @@ RUN_SCHEMA = pa.schema(
         ("reported_input_tput_per_gpu", pa.float64()),
         ("reported_median_intvty", pa.float64()),
         *[(name, pa.float64()) for name in LATENCY_COLUMNS],
+        *[(name, pa.float64()) for name in INTVTY_COLUMNS],
         ("latency_unit_in_file", pa.string()),
         ("percentile_method", pa.string()),
         ("bench_start_unix", pa.float64()),

@@ -29,7 +29,11 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     tok/s/user), and per side the frontier values at each target by monotone cubic (Steffen) interpolation,
     target clamped into the side's frontier range (``target_clamped``) and values into the metric's range:
     ``tput_per_gpu``/``output_tput_per_gpu``/``input_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens),
-    ``tok_s_per_mw``, ``concurrency`` (unrounded). Sentences as the pages write them (hyperscaler cost).
+    ``tok_s_per_mw``, ``concurrency`` (unrounded). Honest cells: ``bracket_lo_intvty``/``bracket_hi_intvty``
+    (the measured frontier points around the target), ``implied_cost_per_mtok_hyperscaler`` and
+    ``sparse_frontier`` (splined cost > 5 % off the cost the splined tok/s/GPU implies), ``cell_note``; per side
+    ``side_runs`` and ``excluded_runs`` (left off for measured ISL/OSL > 10 % off nominal). Sentences as the pages
+    write them (hyperscaler cost), ending with the clamped/sparse caveat when there is one (docs/metrics.md).
     Mart: ``comparisons.parquet``.
     """
     with warehouse.get_connection() as conn:

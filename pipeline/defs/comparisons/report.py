@@ -43,8 +43,9 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     columns = ", ".join(["price_book", "run_date", "median_intvty", "conc", *GROUP_KEYS,
                          *[m for m in TREND_METRICS if m != "concurrency"]])
     with warehouse.get_connection() as conn:
-        runs = conn.sql(f"select {columns} from run_metrics where list_contains($keys, run_date_partition)",
-                        params={"keys": keys}).to_arrow_table()
+        # runs whose measured ISL/OSL is > 10 % off nominal are left off every frontier (sql/run_lengths.sql)
+        runs = conn.sql(f"select {columns} from run_metrics where list_contains($keys, run_date_partition) "
+                        "and not length_off_nominal", params={"keys": keys}).to_arrow_table()
         fresh = build_trends(runs, config.target_intvty)
         replace_partitions(conn, "trends", fresh, keys, key_column="strftime(run_date, '%Y-%m-%d')")
         # days whose runs are all gone (files removed) leave the table and the mart

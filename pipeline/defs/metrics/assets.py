@@ -67,10 +67,12 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
 
     - ``num_gpus``; ``tput_per_gpu``, ``output_tput_per_gpu``, ``input_tput_per_gpu`` (tok/s/GPU; disaggregated
       runs divide output by decode GPUs and input by prefill GPUs);
-    - ``{mean,median,p90,p99}_intvty`` = 1 / TPOT_s (tok/s/user), latencies ``*_s`` in seconds;
+    - ``{mean,median,p90,p99}_intvty`` (tok/s/user) as the parser computed them, 1000 / TPOT in ms from the
+      file's own value (1 / TPOT when the file gives seconds); latencies ``*_s`` in seconds;
     - ``cost_per_mtok_{hyperscaler,neocloud,rental}`` ($/M tokens; ``input_``/``output_`` variants);
     - ``tok_s_per_mw`` (tok/s per MW of all-in power) and ``j_per_token`` (J/token);
-    - ``mean_input_len``/``mean_output_len`` (measured, beside nominal ``isl``/``osl``), ``failure_rate``;
+    - ``mean_input_len``/``mean_output_len`` (measured, beside nominal ``isl``/``osl``) and
+      ``length_off_nominal`` (either more than 10 % off nominal; such runs are left off frontiers), ``failure_rate``;
     - measured power beside the all-in estimate: ``avg_power_w_per_gpu`` (W), ``energy_j``,
       ``measured_tok_s_per_mw``, ``measured_j_per_token``, ``measured_j_per_output_token`` (null without valid
       telemetry, ``power_invalid_reason`` says why).
@@ -83,6 +85,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
+        conn.execute(sql_text("run_lengths"))
         fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys}).to_arrow_table()
         replace_partitions(conn, "run_metrics", fresh, keys)
         emptied = conn.execute("delete from run_metrics where run_id not in (select run_id from validated_runs) "

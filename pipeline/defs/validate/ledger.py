@@ -21,11 +21,14 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
 
     Columns: ``source_file`` (relative path), ``content_sha256``, ``size_bytes``, ``kind`` (run_log,
     metadata_sidecar, power_telemetry, …), ``source_format``, ``rows_read`` (runs or rejects the file yielded),
-    ``accepted_rows``, ``quarantined_rows``, ``reason_codes`` (list<string>), ``outcome`` (accepted |
+    ``accepted_rows``, ``length_off_nominal_rows`` (accepted runs whose measured ISL/OSL is more than 10 % off
+    nominal, ``sql/run_lengths.sql``: kept, flagged, left off frontiers), ``quarantined_rows``, ``reason_codes``
+    (list<string>), ``outcome`` (accepted |
     partially_accepted | quarantined | not_a_run_log). Invariant: rows_read = accepted_rows + quarantined_rows.
     Mart: ``ingest_ledger.parquet``.
     """
     with warehouse.get_connection() as conn:
+        conn.execute(sql_text("run_lengths"))
         conn.execute(sql_text("ingest_ledger"))
         table = read_table(conn, "ingest_ledger")
     path = write_parquet_atomic(table, paths.mart("ingest_ledger"))

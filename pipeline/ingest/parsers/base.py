@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pipeline.ingest.schema import LATENCY_METRICS, LATENCY_STATS
+from pipeline.ingest.schema import INTVTY_STATS, LATENCY_METRICS, LATENCY_STATS
 
 
 class FieldError(ValueError):
@@ -124,6 +124,36 @@ def _latency_keys(pattern: str, renames: tuple[tuple[str, str], ...]) -> tuple[t
     names = dict(renames)
     return tuple((f"{stat}_{metric}_s", pattern.format(stat=stat, metric=names.get(metric, metric)))
                  for metric in LATENCY_METRICS for stat in LATENCY_STATS)
+
+
+def interactivity(tpot: float | None, unit: str) -> float | None:
+    """Interactivity (tok/s/user) from one TPOT exactly as the file gives it: ``1000 / tpot`` for ms, ``1 / tpot``
+    for s; None for a missing or zero TPOT (validation rejects zero and negative TPOTs).
+
+    Computed here, from the file's own number, rather than in SQL from the seconds column: ``1 / (tpot_ms · 1e-3)``
+    can differ from the dashboard's ``1000 / tpot_ms`` in the last bit, enough to flip a rounded default target.
+
+    Raises:
+        ValueError: a unit other than ``ms`` or ``s``.
+    """
+    if unit not in _PER_SECOND:
+        raise ValueError(f"TPOT unit must be 'ms' or 's', got {unit!r}")
+    if tpot is None or tpot == 0:
+        return None
+    return _PER_SECOND[unit] / tpot
+
+
+_PER_SECOND = {"ms": 1000.0, "s": 1.0}
+
+
+def interactivity_block(doc: Mapping[str, Any], pattern: str, unit: str) -> dict[str, float | None]:
+    """``{stat}_intvty`` for stat in mean, median, p90, p99 from the TPOT keys ``pattern.format(stat=…)`` in the
+    file's ``unit`` (``interactivity``).
+
+    Raises:
+        FieldError: a present TPOT that is not a number.
+    """
+    return {f"{stat}_intvty": interactivity(number(doc, pattern.format(stat=stat)), unit) for stat in INTVTY_STATS}
 
 
 def metadata_keys_in(doc: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

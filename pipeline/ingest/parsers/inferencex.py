@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pipeline.ingest.parsers.base import ParsedRun, RowRejected, latency_block, metadata_keys_in, number
+from pipeline.ingest.parsers.base import (
+    ParsedRun,
+    RowRejected,
+    interactivity_block,
+    latency_block,
+    metadata_keys_in,
+    number,
+)
 from pipeline.ingest.schema import METADATA_KEYS
 
 FORMAT = "inferencex_agg"
@@ -58,6 +65,8 @@ def per_gpu_metrics(m: Mapping[str, Any]) -> ParsedRun:
     """Latencies (seconds keys ``{stat}_{metric}``) and reported per-GPU throughputs of an InferenceX row."""
     run = ParsedRun()
     run.values.update(latency_block(m, "{stat}_{metric}", 1.0))
+    # the row gives TPOT in seconds only, so 1 / tpot_s (its own *_intvty were computed from ms we do not have)
+    run.values.update(interactivity_block(m, "{stat}_tpot", "s"))
     run.values["latency_unit_in_file"] = "s"
     run.values["percentile_method"] = "linear_interpolation"
     run.values.update(

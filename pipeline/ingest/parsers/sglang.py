@@ -4,7 +4,8 @@ One run per line, appended. Keys: ``total_throughput`` (not ``total_token_throug
 ``{mean,median,std,p90,p95,p99}_{e2e_latency,ttft,tpot,itl}_ms`` in ms (2024 files: medians only, no TPOT),
 ``max_concurrency`` (configured) beside ``concurrency`` (measured mean in flight), ``random_input_len`` /
 ``random_output_len`` (nominal ISL/OSL for the random dataset), ``server_info`` (the server's ``/server_info``;
-prefill/decode-split runs nest ``{internal_states, prefill, decode}``), ``accept_length`` (server-side average
+prefill/decode-split runs nest ``{internal_states, prefill, decode}``, one server-args object per role
+the router listed, which need not be every server), ``accept_length`` (server-side average
 accepted length incl. the bonus token, null without spec decoding). No ``model_id``, ``date`` or ``failed``.
 """
 
@@ -13,7 +14,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, latency_block, metadata_keys_in, number
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    ParsedRun,
+    integer,
+    interactivity_block,
+    latency_block,
+    metadata_keys_in,
+    number,
+)
 from pipeline.ingest.schema import METADATA_KEYS
 
 FORMAT = "sglang_bench_serving"
@@ -39,6 +48,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     """
     run = ParsedRun()
     run.values.update(latency_block(doc, "{stat}_{metric}_ms", 1e-3, renames=(("e2el", "e2e_latency"),)))
+    run.values.update(interactivity_block(doc, "{stat}_tpot_ms", "ms"))
     run.values["latency_unit_in_file"] = "ms"
     run.values["percentile_method"] = "linear_interpolation"
 
@@ -87,10 +97,13 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
                 meta["osl"] = to_int(doc["random_output_len"])
     except ValueError as exc:
         raise FieldError("not_an_integer", "max_concurrency/random_*_len", str(exc)) from exc
+    implied: dict[str, Any] = {}
     if split:
         meta.setdefault("disagg", True)
-        meta.setdefault("num_prefill_gpu", _gpus(prefill))
-        meta.setdefault("num_decode_gpu", _gpus(decode))
+        # server_info lists the servers the client's router reported, often one per role however many run (a
+        # 1 prefill + 8 decode deployment shows one decode server): the counts are only inferred, so a sidecar or
+        # runs.csv that states them wins, without a conflict.
+        implied = {"num_prefill_gpu": _gpus(prefill), "num_decode_gpu": _gpus(decode)}
     elif isinstance(args, dict) and args.get("tp_size") is not None:
         meta.setdefault("tp", args.get("tp_size"))
         if args.get("ep_size") is not None:
@@ -99,7 +112,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
             meta.setdefault("dp_attention", args.get("enable_dp_attention"))
     run.in_file_meta = {k: v for k, v in meta.items() if v is not None}
     quant = args.get("quantization") if isinstance(args, dict) else None
-    run.fallback_meta = {"model": model_key_from_id(model_path), "framework": "sglang", "precision": quant}
+    run.fallback_meta = {"model": model_key_from_id(model_path), "framework": "sglang", "precision": quant, **implied}
     if run.values.get("spec_accept_length") is not None:
         # SGLang's server-side average accepted length per verify step, bonus token included.
         run.values["spec_metric_source"] = "sglang:avg_spec_accept_length"

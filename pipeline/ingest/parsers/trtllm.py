@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, interactivity, number
+from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "trtllm_bench"
 
@@ -29,9 +30,10 @@ def detect(doc: Mapping[str, Any]) -> str | None:
 def parse(doc: Mapping[str, Any]) -> ParsedRun:
     """Normalize one ``--report_json`` document.
 
-    ``completed`` is ``request_info.num_requests`` (trtllm-bench has no failed-request count). ``hw`` is read
-    from ``machine.name`` (a GPU marketing name), ``tp``/``pp``/``ep`` from ``world_info``, nominal ISL/OSL from
-    ``dataset`` when every request had the same length.
+    ``completed`` is ``request_info.num_requests`` (trtllm-bench has no failed-request count). ``hw`` is implied
+    by ``machine.name`` (a GPU marketing name; engine-implied metadata, so a sidecar or runs.csv wins),
+    ``tp``/``pp``/``ep`` from ``world_info``, nominal ISL/OSL from ``dataset`` when every request had the same
+    length.
 
     Raises:
         FieldError: a present field of the wrong type, or a section that is not an object.
@@ -59,6 +61,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
             if stat == "mean" and value is None:
                 value = number(source, avg_key)
             run.values[f"{stat}_{metric}_s"] = None if value is None else value * 1e-3
+            if metric == "tpot" and stat in INTVTY_STATS:
+                run.values[f"{stat}_intvty"] = interactivity(value, "ms")
 
     num_requests = integer(request_info, "num_requests", label="request_info.num_requests")
     avg_in = number(request_info, "avg_input_length", label="request_info.avg_input_length")
@@ -87,8 +91,6 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         run.values["spec_metric_source"] = "trtllm:decoding_stats"
 
     meta: dict[str, Any] = {}
-    if machine.get("name"):
-        meta["hw"] = machine["name"]
     for key, wkey in (("tp", "tp_size"), ("pp", "pp_size"), ("ep", "ep_size")):
         if world.get(wkey) is not None:
             meta[key] = world[wkey]
@@ -103,6 +105,9 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         # no quantization means the checkpoint's dtype (e.g. bfloat16) is the serving precision
         "precision": engine.get("quantization") or engine.get("dtype") or None,
         "spec_decoding": decoding.get("mode") if decoding else None,
+        # the GPU's marketing name as the driver reports it (mapped by data/reference/gpu_aliases.csv): a machine
+        # name implies the GPU key rather than stating it, so a sidecar or runs.csv that names hw wins
+        "hw": machine.get("name") or None,
     }
     return run
 

@@ -15,7 +15,15 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_date, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, latency_block, metadata_keys_in, number
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    ParsedRun,
+    integer,
+    interactivity_block,
+    latency_block,
+    metadata_keys_in,
+    number,
+)
 from pipeline.ingest.schema import METADATA_KEYS
 
 FORMAT = "vllm_bench_serve"
@@ -57,9 +65,11 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     ms_keys = any(k in doc for k in _MS_PROBES)
     if ms_keys:
         run.values.update(latency_block(doc, "{stat}_{metric}_ms", 1e-3))
+        run.values.update(interactivity_block(doc, "{stat}_tpot_ms", "ms"))
         run.values["latency_unit_in_file"] = "ms"
     else:
         run.values.update(latency_block(doc, "{stat}_{metric}", 1.0))
+        run.values.update(interactivity_block(doc, "{stat}_tpot", "s"))
         run.values["latency_unit_in_file"] = "s"
     run.values["percentile_method"] = "linear_interpolation"  # numpy.percentile in the client
 
