@@ -5,6 +5,7 @@
 --   output_tput_per_gpu output tok/s / num_gpus (disaggregated: / num_decode_gpu)
 --   input_tput_per_gpu  (total − output) tok/s / num_gpus (disaggregated: / num_prefill_gpu)
 --   *_intvty            1000 / *_tpot_ms = 1 / *_tpot_s (tok/s/user); never from ITL
+--   x_intvty            frontier x: median_intvty (fixed_seq), e2e_norm_intvty_p90 (agentic_traces)
 --   cost_per_mtok_<t>   $/GPU-h / (tok/s/GPU × 3600 / 1e6)
 --   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
 --   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
@@ -38,6 +39,10 @@ select
     1.0 / nullif(p.median_tpot_s, 0) as median_intvty,
     1.0 / nullif(p.p90_tpot_s, 0) as p90_intvty,
     1.0 / nullif(p.p99_tpot_s, 0) as p99_intvty,
+    -- the frontier's x-axis: median interactivity for fixed-sequence runs, E2E-normalized interactivity
+    -- (1 / p90(E2EL / OSL), tok/s/user) for agentic-trace runs, which have no fixed OSL to divide by
+    case when p.benchmark_type = 'agentic_traces' then p.e2e_norm_intvty_p90
+         else 1.0 / nullif(p.median_tpot_s, 0) end as x_intvty,
     p.total_input_tokens / nullif(p.completed, 0) as mean_input_len,
     p.total_output_tokens / nullif(p.completed, 0) as mean_output_len,
     coalesce(p.failed, 0) / nullif(coalesce(p.failed, 0) + p.completed, 0) as failure_rate,

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from pipeline.ingest.metadata import MetadataError, load_manifest, load_sidecar, resolve
 from pipeline.ingest.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
-from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
+from pipeline.ingest.schema import FIXED_SEQ, QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
 
 FILE_SCHEMA = pa.schema(
     [
@@ -273,6 +273,7 @@ def _unreadable(exc: OSError) -> FileReadout:
 
 def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dict, conflicts: list) -> dict:
     record = dict.fromkeys(RUN_COLUMNS)
+    record["benchmark_type"] = FIXED_SEQ  # parsers of agentic formats say so (schema.BENCHMARK_TYPES)
     record.update(parsed.values)
     record.update(meta)
     record.update(
