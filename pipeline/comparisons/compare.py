@@ -1,5 +1,7 @@
 """Matched-interactivity comparisons: both sides' frontiers splined at the same target interactivities, with
 the seed pages' band, targets and sentences (one ``COMPARISON_SCHEMA`` row per comparison, target and side).
+Interactivity is each frontier's x-axis (``x_intvty``): median interactivity for fixed-sequence sides,
+E2E-normalized interactivity for agentic-trace sides; both sides of a comparison have the same benchmark type.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ COMPARISON_SCHEMA = pa.schema(
         ("precision", pa.string()),
         ("spec_decoding", pa.string()),
         ("framework", pa.string()),
+        ("benchmark_type", pa.string()),
         ("side_runs", pa.int32()),
         ("frontier_points", pa.int32()),
         ("band_min", pa.float64()),
@@ -99,6 +102,7 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "model": side.model, "isl": side.isl, "osl": side.osl, "side": key, "side_label": label,
                 "side_id": side.side_id, "hw": side.hw, "precision": side.precision,
                 "spec_decoding": side.spec_decoding, "framework": side.framework,
+                "benchmark_type": side.benchmark_type,
                 "side_runs": points[0]["side_runs"], "frontier_points": len(points),
                 "band_min": lo, "band_max": hi, "band_is_union": is_union,
                 "band_display_min": d_lo, "band_display_max": d_hi,
@@ -116,7 +120,8 @@ def compare_all(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[
     ``comparisons`` mart (``COMPARISON_SCHEMA``), price books in name order, comparisons in kind then id order.
 
     Args:
-        side_keys: the distinct (model, isl, osl, hw, precision, spec_decoding, framework) of the runs.
+        side_keys: the distinct (model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type) of the
+            runs.
         frontier_rows: the ``frontiers`` mart's rows (``FRONTIER_SCHEMA``), every price book.
     """
     books: dict[str, list[Mapping[str, Any]]] = {}
@@ -131,7 +136,7 @@ def compare_all(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[
 def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> tuple[list[float], list[dict]]:
     """Per target: the clamped interactivity and every metric splined along one side's frontier (one spline
     object for all metrics; an optional metric with a hole is None)."""
-    x = np.array([p["median_intvty"] for p in points], dtype=float)
+    x = np.array([p["x_intvty"] for p in points], dtype=float)
     evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
     splined = list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
     values = interpolate(x, np.array([[p[m] for m in splined] for p in points], dtype=float), targets, clamp=True)

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from pipeline.comparisons.plots import frontier_chart
 from pipeline.frontiers.sides import Side
+from pipeline.ingest.schema import AGENTIC_TRACES
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 KIND_SUFFIX = {"spec_decoding": "Speculative Decoding", "precision": "Precision", "hardware": "Hardware",
@@ -44,7 +45,7 @@ def comparison_tables_markdown(rows: list[dict]) -> str:
     for comparison_id in sorted(by_id)[:MAX_TABLES_IN_UI]:
         mine = sorted(by_id[comparison_id], key=lambda r: (r["target_index"], r["side"]))
         first = mine[0]
-        parts.append(f"**{first['title']}** ({first['model']} {first['isl']}/{first['osl']})\n\n"
+        parts.append(f"**{first['title']}** ({first['model']} {_lengths(first)})\n\n"
                      "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc |\n|---|---|---|---|---|---|")
         parts += [f"| {r['target_intvty']:g} | {r['side_label']} | {r['tput_per_gpu']:,.1f} | "
                   f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} |"
@@ -55,9 +56,22 @@ def comparison_tables_markdown(rows: list[dict]) -> str:
     return "\n".join(parts)
 
 
+def workload(row: Mapping[str, Any]) -> str:
+    """The side's workload as the pages print it: ``ISL/OSL 1024/1024``, or ``agentic traces`` (no ISL/OSL)."""
+    if row.get("benchmark_type") == AGENTIC_TRACES:
+        return "agentic traces"
+    return f"ISL/OSL {row['isl']}/{row['osl']}"
+
+
+def _lengths(row: Mapping[str, Any]) -> str:
+    """``1024/1024`` (ISL/OSL) in the index and the UI summary, or ``agentic traces``."""
+    return "agentic traces" if row.get("benchmark_type") == AGENTIC_TRACES else f"{row['isl']}/{row['osl']}"
+
+
 def slug(row: Mapping[str, Any]) -> str:
     """A short, unique file name for a comparison: kind, title, model, ISL/OSL ([a-z0-9-] only)."""
-    text = f"{row['kind']} {row['title']} {row['model']} {row['isl']} {row['osl']}"
+    lengths = "agentic" if row.get("benchmark_type") == AGENTIC_TRACES else f"{row['isl']} {row['osl']}"
+    text = f"{row['kind']} {row['title']} {row['model']} {lengths}"
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
@@ -88,7 +102,8 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
     Args:
         comparisons: ``comparisons`` mart rows of one price book.
         frontiers: ``frontiers`` mart rows of the same book.
-        runs: ``run_metrics`` rows (``median_intvty``, ``tput_per_gpu`` and side keys) for the scatter.
+        runs: ``run_metrics`` rows (``x_intvty``, ``tput_per_gpu`` and side keys with ``benchmark_type``) for the
+            scatter.
         out_dir: the report folder (``<marts>/report``).
     Returns:
         Paths of the pages written, index first.
@@ -108,11 +123,13 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         chart = frontier_chart(
             page_title(rows[0]),
             [{"label": r["side_label"], "runs": _side_runs(r, runs),
-              "frontier": [(p["median_intvty"], p["tput_per_gpu"])
+              "frontier": [(p["x_intvty"], p["tput_per_gpu"])
                            for p in sorted(points[r["side_id"]], key=lambda p: p["point_index"])]}
              for r in rows[:2]],
             sorted({r["target_intvty"] for r in rows}),
             out_dir / "img" / f"{name}.png",
+            x_label=("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))"
+                     if rows[0].get("benchmark_type") == AGENTIC_TRACES else "Interactivity (tok/s/user, median)"),
         )
         page = out_dir / f"{name}.html"
         page.write_text(_comparison_page(rows, chart.relative_to(out_dir).as_posix()), encoding="utf-8")
@@ -120,7 +137,7 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         first = rows[0]
         index_items[first["kind"]].append(
             f'<li><a href="{name}.html">{html.escape(page_title(first))}</a> — {html.escape(first["model"])} '
-            f'{first["isl"]}/{first["osl"]}</li>')
+            f'{_lengths(first)}</li>')
     index = out_dir / "index.html"
     sections = "".join(
         f"<h2>{KIND_SUFFIX[kind]}</h2><ul>{''.join(index_items[kind])}</ul>" for kind in KIND_ORDER if index_items[kind])
@@ -134,8 +151,8 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
 
 def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
     side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
-                row["framework"])
-    return [(r["median_intvty"], r["tput_per_gpu"]) for r in runs if side.matches(r)]
+                row["framework"], row["benchmark_type"])
+    return [(r["x_intvty"], r["tput_per_gpu"]) for r in runs if side.matches(r)]
 
 
 def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
@@ -164,7 +181,7 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
         caveat = f"<p class='caveat'>{html.escape(CAVEAT + flagged)}</p>"
     body = (
         f"<p><a href='index.html'>← all comparisons</a></p><h1>{html.escape(page_title(first))}</h1>"
-        f"<p class='sub'>{html.escape(first['model'])} · ISL/OSL {first['isl']}/{first['osl']} · band "
+        f"<p class='sub'>{html.escape(first['model'])} · {workload(first)} · band "
         f"{first['band_display_min']}–{first['band_display_max']} tok/s/user · price book "
         f"{html.escape(first['price_book'])} ({html.escape(first['price_book_version'])})</p>"
         f"<div class='headline'>{headline}</div>"
