@@ -1,5 +1,5 @@
-"""The text report ``trtllm-bench throughput`` prints at the end of its console output (TensorRT-LLM 0.16:
-tensorrt_llm/bench/benchmark/utils/general.py), after thousands of MPI and INFO lines.
+"""The text report ``trtllm-bench throughput`` prints at the end of its console output (as TensorRT-LLM 0.16 prints
+it), after thousands of MPI and INFO lines.
 
 Sections ``= ENGINE DETAILS`` (``Model``, ``Dtype``, ``KV Cache Dtype``, ``Quantization``), ``= WORLD + RUNTIME
 INFORMATION`` (``TP Size``, ``PP Size``, ``Max Runtime Batch Size`` …) and ``= PERFORMANCE OVERVIEW``
