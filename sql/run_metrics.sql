@@ -7,6 +7,7 @@
 --   input_tput_per_gpu  (total − output) tok/s / num_gpus (disaggregated: / num_prefill_gpu)
 --   *_intvty            carried from the parser: 1000 / *_tpot_ms from the file's own ms value (1 / *_tpot_s when
 --                       the file gives seconds), the dashboard's arithmetic bit for bit; never from ITL
+--   x_intvty            frontier x: median_intvty (fixed_seq), e2e_norm_intvty_p90 (agentic_traces)
 --   cost_per_mtok_<t>   $/GPU-h / (tok/s/GPU × 3600 / 1e6)
 --   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
 --   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
@@ -41,6 +42,9 @@ select
     p.median_intvty,
     p.p90_intvty,
     p.p99_intvty,
+    -- the frontier's x-axis: median interactivity for fixed-sequence runs, E2E-normalized interactivity
+    -- (1 / p90(E2EL / OSL), tok/s/user) for agentic-trace runs, which have no fixed OSL to divide by
+    case when p.benchmark_type = 'agentic_traces' then p.e2e_norm_intvty_p90 else p.median_intvty end as x_intvty,
     l.mean_input_len,
     l.mean_output_len,
     l.length_off_nominal,

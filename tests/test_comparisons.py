@@ -14,7 +14,8 @@ def _run(i, spec, framework, x, y, conc, precision="fp4", hw="mi355x"):
     return {"run_id": f"r{i}", "price_book": "book", "price_book_version": "v1", "spec_metric_source": None,
             "measured_tok_s_per_mw": None, "source_file": f"f{i}", "model": "dsr1", "isl": 1024, "osl": 1024, "hw": hw,
             "precision": precision, "spec_decoding": spec, "framework": framework, "conc": conc,
-            "median_intvty": x, "tput_per_gpu": y, "output_tput_per_gpu": y / 2, "input_tput_per_gpu": y / 2,
+            "median_intvty": x, "x_intvty": x, "benchmark_type": "fixed_seq", "tput_per_gpu": y,
+            "output_tput_per_gpu": y / 2, "input_tput_per_gpu": y / 2,
             "cost_per_mtok_hyperscaler": cost, "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost,
             **{f"{d}_cost_per_mtok_{t}": 2 * cost for d in ("output", "input") for t in ("hyperscaler", "neocloud", "rental")},
             "tok_s_per_mw": y * 1000 / 2.65, "length_off_nominal": False}

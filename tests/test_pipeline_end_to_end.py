@@ -116,9 +116,41 @@ def test_real_logs_every_file_accounted_for(real_logs, run_pipeline):
     assert by_file["inferencex/rafaykhan_app_api_benchmarks_dsr1_2026-05.json"]["outcome"] == "accepted"
 
     reasons = Counter(quarantine.column("reason_code").to_pylist())
-    assert reasons["no_completed_requests"] == 2  # the two all-failed vLLM runs
-    assert reasons["unsupported_scenario:agentic-coding"] > 0
+    assert reasons["no_completed_requests"] == 3  # the two all-failed vLLM runs and one empty AgentX row
     assert reasons["missing_metadata:hw"] > 0  # e.g. minimax-m2.5 has no runs.csv, on purpose
+    assert not any(code.startswith("unsupported_scenario") for code in reasons)
+    # console logs are runs now; the aborted trtllm-bench log is named, the 0.16 reports lack TPOT
+    assert by_file["trtllm/shaamil_trtllm_bench_throughput_stdout_16384_16384_50_TRUNCATED.txt"]["reason_codes"] == [
+        "truncated_console_log"]
+    assert by_file["trtllm/shaamil_trtllm_bench_throughput_stdout_1024_1024_3000.txt"]["reason_codes"] == [
+        "missing_field:median_tpot_ms"]
+    assert by_file["vllm/ix_local_minimax_eagle3_vllm_bench_serve_conc64.log.txt"]["source_format"] == \
+        "vllm_bench_serve_console"
+    assert by_file["power/ix_together_baseline_b200_sglang_dsr1-fp4_1k1k_tuned_conc16.json"]["outcome"] == "accepted"
+
+    # the 90 AgentX rows (counted from the files): 85 accepted, 5 with a named reason
+    agentic = [(f, i) for f in sorted(files) if f.startswith("inferencex/") and f.endswith(".json")
+               for i, row in enumerate(_rows(load_json(real_logs / f)))
+               if str(row.get("scenario_type", "")).startswith("agentic")]
+    assert len(agentic) == 90
+    accepted_agentic = {(r["source_file"], r["source_row"]): r for r in runs.to_pylist()
+                        if r["benchmark_type"] == "agentic_traces"}
+    quarantined_agentic = Counter(q["reason_code"] for q in quarantine.to_pylist()
+                                  if (q["source_file"], q["source_row"]) in set(agentic))
+    assert len(accepted_agentic) == 85 and set(accepted_agentic) <= set(agentic)
+    # empty framework strings (3 rows), a row with 0 requests, a row with 1 errored request of 721
+    assert quarantined_agentic == {"missing_metadata:framework": 3, "no_completed_requests": 1, "failed_requests": 1}
+    assert all(r["isl"] is None and r["x_intvty"] == r["e2e_norm_intvty_p90"] for r in accepted_agentic.values())
+    # agentic frontiers hold agentic runs only, and fixed-sequence frontiers none of them
+    frontiers = run.mart("frontiers").to_pylist()
+    agentic_ids = {r["run_id"] for r in accepted_agentic.values()}
+    agentic_points = [p for p in frontiers if p["benchmark_type"] == "agentic_traces"]
+    assert agentic_points and all(p["run_id"] in agentic_ids and p["isl"] is None for p in agentic_points)
+    assert not any(p["run_id"] in agentic_ids for p in frontiers if p["benchmark_type"] == "fixed_seq")
+    assert all(p["x_intvty"] == p["median_intvty"] for p in frontiers if p["benchmark_type"] == "fixed_seq")
+    comparisons = run.mart("comparisons").to_pylist()
+    assert {(c["benchmark_type"], c["side_id"].split("|")[1] == "agentic_traces") for c in comparisons} <= {
+        ("agentic_traces", True), ("fixed_seq", False)}
 
     by_key = {(r["source_file"], r["source_row"]): r for r in runs.to_pylist()}
     # decode-SLO run with a runs.csv manifest: seconds-keyed latencies, total = input + output throughput
@@ -142,6 +174,10 @@ def test_real_logs_every_file_accounted_for(real_logs, run_pipeline):
     for i in (0, 100, len(raw) - 1):
         assert by_key[(name, i)]["tput_per_gpu"] == raw[i]["metrics"]["tput_per_gpu"]
         assert by_key[(name, i)]["median_intvty"] == pytest.approx(raw[i]["metrics"]["median_intvty"])
+
+
+def _rows(doc):
+    return [row for row in (doc if isinstance(doc, list) else [doc]) if isinstance(row, dict)]
 
 
 def test_running_twice_gives_identical_marts(run_pipeline, tmp_path):

@@ -62,6 +62,7 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
         "missing_total": dict(total_tput_tok_s=None, reported_tput_per_gpu=None),
         "reported_only": dict(total_tput_tok_s=None, reported_tput_per_gpu=12.5, conc=good["conc"] + 3,
                               content_sha256="d" * 64),
+        "agentic_no_x": dict(benchmark_type="agentic_traces", e2e_norm_intvty_p90=None, isl=None, osl=None),
         "nan_tpot": dict(median_tpot_s=float("nan")), "negative_tpot": dict(median_tpot_s=-1.0),
         "tpot_ms_slip": dict(median_tpot_s=1e-5, latency_unit_in_file="ms"),
         "tpot_s_slip": dict(median_tpot_s=9.0, latency_unit_in_file="s"),
@@ -77,7 +78,7 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
     }
     table = [good] + [dict(good, source_row=row, **change) for row, change in enumerate(broken.values(), 1)]
     slow, fast = _both_paths(pa.Table.from_pylist(table, schema=RUN_SCHEMA))
-    assert len(rules(KNOWN_HW)) == 9 and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
+    assert len(rules(KNOWN_HW)) == 10 and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
     row_of = {name: row for row, name in enumerate(broken, 1)}
     assert slow[0].column("source_row").to_pylist() == [good["source_row"], row_of["reported_only"], row_of["other_run"]]
     assert slow[1].column("reason_code").to_pylist()[-2:] == ["duplicate_run", "duplicate_run"]

@@ -4,6 +4,9 @@ the seed pages' band, targets and sentences (one ``COMPARISON_SCHEMA`` row per c
 Every cell says how it was obtained: the measured frontier points that bracket its target, whether the target was
 clamped to the side's frontier, and whether the splined cost and throughput disagree (``sparse_frontier``); no
 sentence presents a clamped or sparse value as measured.
+
+Interactivity is each frontier's x-axis (``x_intvty``): median interactivity for fixed-sequence sides,
+E2E-normalized interactivity for agentic-trace sides; both sides of a comparison have the same benchmark type.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ COMPARISON_SCHEMA = pa.schema(
         ("precision", pa.string()),
         ("spec_decoding", pa.string()),
         ("framework", pa.string()),
+        ("benchmark_type", pa.string()),
         ("side_runs", pa.int32()),
         ("excluded_runs", pa.int32()),
         ("frontier_points", pa.int32()),
@@ -124,6 +128,7 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "model": side.model, "isl": side.isl, "osl": side.osl, "side": key, "side_label": label,
                 "side_id": side.side_id, "hw": side.hw, "precision": side.precision,
                 "spec_decoding": side.spec_decoding, "framework": side.framework,
+                "benchmark_type": side.benchmark_type,
                 "side_runs": points[0]["side_runs"], "excluded_runs": points[0]["excluded_runs"],
                 "frontier_points": len(points),
                 "band_min": lo, "band_max": hi, "band_is_union": is_union,
@@ -142,7 +147,8 @@ def compare_all(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[
     ``comparisons`` mart (``COMPARISON_SCHEMA``), price books in name order, comparisons in kind then id order.
 
     Args:
-        side_keys: the distinct (model, isl, osl, hw, precision, spec_decoding, framework) of the runs.
+        side_keys: the distinct (model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type) of the
+            runs.
         frontier_rows: the ``frontiers`` mart's rows (``FRONTIER_SCHEMA``), every price book.
     """
     books: dict[str, list[Mapping[str, Any]]] = {}
@@ -161,7 +167,7 @@ def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> 
     The side's $/GPU-h (hyperscaler) is recovered as cost × tok/s/GPU × 3600 / 1e6 at its first frontier point (the
     product is the same at every point of one GPU and price book), so the implied cost at a target is that price
     over the splined tok/s/GPU."""
-    x = np.array([p["median_intvty"] for p in points], dtype=float)
+    x = np.array([p["x_intvty"] for p in points], dtype=float)
     evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
     splined = list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
     values = interpolate(x, np.array([[p[m] for m in splined] for p in points], dtype=float), targets, clamp=True)

@@ -27,14 +27,16 @@ def literal_text(*texts: Text) -> None:
         text.set_usetex(False)
 
 
-def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequence[float], path: Path) -> Path:
+def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequence[float], path: Path,
+                   x_label: str = "Interactivity (tok/s/user, median)") -> Path:
     """Draw one comparison's chart to ``path`` (PNG, 960×540).
 
     Args:
         title: chart title (the comparison's title).
-        sides: per side, a mapping with ``label``, ``runs`` (list of (median_intvty, tput_per_gpu)) and
-            ``frontier`` (list of (median_intvty, tput_per_gpu), ascending interactivity).
+        sides: per side, a mapping with ``label``, ``runs`` (list of (x_intvty, tput_per_gpu)) and
+            ``frontier`` (list of (x_intvty, tput_per_gpu), ascending interactivity).
         targets: target interactivities (tok/s/user), drawn as dashed vertical lines.
+        x_label: the x-axis title (agentic-trace sides: E2E-normalized interactivity).
     Returns:
         ``path``.
     """
@@ -59,7 +61,7 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
         ax.axvline(target, color="#495057", ls="--", lw=1)
         ax.annotate(f"{target:g}", (target, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
                     fontsize=9, color="#495057")
-    ax.set_xlabel("Interactivity (tok/s/user, median)")
+    ax.set_xlabel(x_label)
     ax.set_ylabel("Throughput (tok/s/GPU)")
     ax.set_title(title, pad=18)
     ax.grid(alpha=0.3)

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from pipeline.comparisons.compare import headline
 from pipeline.comparisons.plots import frontier_chart
 from pipeline.frontiers.sides import Side
+from pipeline.ingest.schema import AGENTIC_TRACES
 from pipeline.io.storage import markdown_text
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
@@ -63,7 +64,7 @@ def comparison_tables_markdown(rows: list[dict]) -> str:
         mine = sorted(by_id[comparison_id], key=lambda r: (r["target_index"], r["side"]))
         first = mine[0]
         parts.append(f"**{markdown_text(first['title'])}** ({markdown_text(first['model'])} "
-                     f"{first['isl']}/{first['osl']})\n\n"
+                     f"{_lengths(first)})\n\n"
                      "| target | side | tok/s/GPU | $/M tok | tok/s/MW | conc | read |\n|---|---|---|---|---|---|---|")
         parts += [f"| {r['target_intvty']:g} | {markdown_text(r['side_label'])} | {r['tput_per_gpu']:,.1f} | "
                   f"{r['cost_per_mtok_hyperscaler']:.3f} | {r['tok_s_per_mw']:,.0f} | {r['concurrency']:.1f} | "
@@ -80,10 +81,23 @@ def _how_read(row: Mapping[str, Any]) -> str:
     return "clamped" if row["target_clamped"] else "sparse" if row["sparse_frontier"] else "measured range"
 
 
+def workload(row: Mapping[str, Any]) -> str:
+    """The side's workload as the pages print it: ``ISL/OSL 1024/1024``, or ``agentic traces`` (no ISL/OSL)."""
+    if row.get("benchmark_type") == AGENTIC_TRACES:
+        return "agentic traces"
+    return f"ISL/OSL {row['isl']}/{row['osl']}"
+
+
+def _lengths(row: Mapping[str, Any]) -> str:
+    """``1024/1024`` (ISL/OSL) in the index and the UI summary, or ``agentic traces``."""
+    return "agentic traces" if row.get("benchmark_type") == AGENTIC_TRACES else f"{row['isl']}/{row['osl']}"
+
+
 def slug(row: Mapping[str, Any]) -> str:
-    """A short, unique file name for a comparison: kind, title, model, ISL/OSL ([a-z0-9-] only). A slug longer
-    than ``MAX_SLUG`` keeps its first characters and ends in 12 hex digits of the whole slug's sha256."""
-    text = f"{row['kind']} {row['title']} {row['model']} {row['isl']} {row['osl']}"
+    """A short, unique file name for a comparison: kind, title, model, ISL/OSL or ``agentic`` ([a-z0-9-] only). A
+    slug longer than ``MAX_SLUG`` keeps its first characters and ends in 12 hex digits of the whole slug's sha256."""
+    lengths = "agentic" if row.get("benchmark_type") == AGENTIC_TRACES else f"{row['isl']} {row['osl']}"
+    text = f"{row['kind']} {row['title']} {row['model']} {lengths}"
     name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     if len(name) > MAX_SLUG:
         name = f"{name[:MAX_SLUG - 13].rstrip('-')}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
@@ -124,7 +138,8 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
     Args:
         comparisons: ``comparisons`` mart rows of one price book.
         frontiers: ``frontiers`` mart rows of the same book.
-        runs: ``run_metrics`` rows (``median_intvty``, ``tput_per_gpu`` and side keys) for the scatter.
+        runs: ``run_metrics`` rows (``x_intvty``, ``tput_per_gpu`` and side keys with ``benchmark_type``) for the
+            scatter.
         out_dir: the report folder (``<marts>/report``).
     Returns:
         Paths of the pages written, index first.
@@ -144,11 +159,13 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         chart = frontier_chart(
             page_title(rows[0]),
             [{"label": r["side_label"], "runs": _side_runs(r, runs),
-              "frontier": [(p["median_intvty"], p["tput_per_gpu"])
+              "frontier": [(p["x_intvty"], p["tput_per_gpu"])
                            for p in sorted(points[r["side_id"]], key=lambda p: p["point_index"])]}
              for r in rows[:2]],
             sorted({r["target_intvty"] for r in rows}),
             out_dir / "img" / f"{name}.png",
+            x_label=("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))"
+                     if rows[0].get("benchmark_type") == AGENTIC_TRACES else "Interactivity (tok/s/user, median)"),
         )
         page = out_dir / f"{name}.html"
         page.write_text(_comparison_page(rows, chart.relative_to(out_dir).as_posix()), encoding="utf-8")
@@ -156,7 +173,7 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         first = rows[0]
         index_items[first["kind"]].append(
             f'<li><a href="{html_text(name)}.html">{html_text(page_title(first))}</a> — {html_text(first["model"])} '
-            f'{html_text(first["isl"])}/{html_text(first["osl"])}</li>')
+            f'{html_text(_lengths(first))}</li>')
     index = out_dir / "index.html"
     sections = "".join(
         f"<h2>{KIND_SUFFIX[kind]}</h2><ul>{''.join(index_items[kind])}</ul>" for kind in KIND_ORDER if index_items[kind])
@@ -170,8 +187,8 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
 
 def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
     side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
-                row["framework"])
-    return [(r["median_intvty"], r["tput_per_gpu"]) for r in runs if side.matches(r)]
+                row["framework"], row["benchmark_type"])
+    return [(r["x_intvty"], r["tput_per_gpu"]) for r in runs if side.matches(r)]
 
 
 def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
@@ -208,7 +225,7 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
         caveat = f"<p class='caveat'>{html_text(CAVEAT + flagged)}</p>"
     body = (
         f"<p><a href='index.html'>← all comparisons</a></p><h1>{html_text(page_title(first))}</h1>"
-        f"<p class='sub'>{html_text(first['model'])} · ISL/OSL {html_text(first['isl'])}/{html_text(first['osl'])} · "
+        f"<p class='sub'>{html_text(first['model'])} · {html_text(workload(first))} · "
         f"band {html_text(first['band_display_min'])}–{html_text(first['band_display_max'])} tok/s/user · price book "
         f"{html_text(first['price_book'])} ({html_text(first['price_book_version'])})</p>"
         f"<div class='headline'>{headline}</div>"

@@ -1,9 +1,10 @@
 """Historical trends: for each frontier group and run date, the frontier's metrics at one target interactivity.
 
-A frontier group is (model, isl, osl, hw, framework, precision, spec_decoding) — one serving stack — and one
-``run_date``; its Pareto frontier is built from that day's runs alone. Values follow the trend rule (docs/metrics.md,
+A frontier group is (model, isl, osl, hw, framework, precision, spec_decoding, benchmark_type) — one serving stack
+on one kind of load — and one ``run_date``; its Pareto frontier is built from that day's runs alone. Values follow the trend rule (docs/metrics.md,
 "Trends"): monotone cubic interpolation inside the frontier's interactivity range, **null outside it** (no clamping, no
-extrapolation), so a date whose runs never reached the target shows a gap, not a made-up number.
+extrapolation), so a date whose runs never reached the target shows a gap, not a made-up number. Interactivity is
+the frontier x-axis ``x_intvty`` (E2E-normalized for agentic-trace groups).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers
 from pipeline.frontiers.spline import interpolate
 
 DEFAULT_TARGET_INTVTY = 35.0
-GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding")
+GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type")
 TREND_METRICS = ("tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
                  "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")
 
@@ -32,6 +33,7 @@ TREND_SCHEMA = pa.schema(
         ("framework", pa.string()),
         ("precision", pa.string()),
         ("spec_decoding", pa.string()),
+        ("benchmark_type", pa.string()),
         ("run_date", pa.date32()),
         ("target_intvty", pa.float64()),
         ("runs", pa.int32()),
@@ -54,7 +56,7 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
 
     Args:
         runs: ``run_metrics`` rows, an Arrow table or dicts, with the group keys, ``run_date``, ``price_book``,
-            ``median_intvty`` (tok/s/user), ``conc`` and the trend metrics. Runs without a ``run_date`` have no
+            ``x_intvty`` (tok/s/user), ``conc`` and the trend metrics. Runs without a ``run_date`` have no
             place on a time axis and are left out.
         target_intvty: the interactivity to read every frontier at (tok/s/user).
     Raises:
@@ -70,7 +72,7 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     n = len(keys)
     new_group = np.fromiter((i == 0 or keys[i] != keys[i - 1] for i in range(n)), dtype=bool, count=n)
     group = np.cumsum(new_group) - 1
-    x = float_values(table["median_intvty"])
+    x = float_values(table["x_intvty"])
     points = grouped_pareto_frontiers(group, x, float_values(table["tput_per_gpu"]))  # by group, then x
     runs_per_group = np.bincount(group)
     points_per_group = np.bincount(group[points], minlength=runs_per_group.size)

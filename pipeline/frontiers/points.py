@@ -1,5 +1,9 @@
 """Frontier points of every side: the ``frontiers`` mart's rows (``FRONTIER_SCHEMA``), one per side, price book
 and Pareto point, with the metrics that comparisons spline along the frontier.
+
+The x-axis is ``x_intvty`` (tok/s/user) of ``run_metrics``: median interactivity (1 / median TPOT) for
+fixed-sequence sides, E2E-normalized interactivity (1 / p90(E2EL / OSL)) for agentic-trace sides
+(docs/metrics.md); a side holds runs of one ``benchmark_type`` only.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import pyarrow as pa
 
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
+from pipeline.ingest.schema import FIXED_SEQ
 
 # Metrics splined along each frontier, each on its own values at the frontier points (docs/metrics.md).
 SPLINED_METRICS = (
@@ -37,6 +42,7 @@ OPTIONAL_METRICS = (
 FRONTIER_INPUT_COLUMNS = (
     "run_id", "source_file", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision",
     "spec_decoding", "framework", "spec_metric_source", "conc", "median_intvty", "length_off_nominal",
+    "benchmark_type", "x_intvty",
     *(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"),
 )
 
@@ -53,6 +59,7 @@ FRONTIER_SCHEMA = pa.schema(
         ("precision", pa.string()),
         ("spec_decoding", pa.string()),
         ("framework", pa.string()),
+        ("benchmark_type", pa.string()),
         ("side_runs", pa.int32()),
         ("excluded_runs", pa.int32()),
         ("side_intvty_min", pa.float64()),
@@ -64,6 +71,7 @@ FRONTIER_SCHEMA = pa.schema(
         ("point_spec_decoding", pa.string()),
         ("point_spec_metric_source", pa.string()),
         ("median_intvty", pa.float64()),
+        ("x_intvty", pa.float64()),
         *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
     ]
 )
@@ -98,22 +106,24 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     missing = [name for name in FRONTIER_INPUT_COLUMNS if name not in table.column_names]
     if missing:  # a left-out column would reach the marts as nulls that look like "not measured"
         raise ValueError(f"build_frontiers: runs lack column(s) {', '.join(missing)}")
-    key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")
+    key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
+                 "benchmark_type")
     keys = [table[name].to_pylist() for name in key_names]
-    x_all, y_all = float_values(table["median_intvty"]), float_values(table["tput_per_gpu"])
+    x_all, y_all = float_values(table["x_intvty"]), float_values(table["tput_per_gpu"])
     off_nominal = np.zeros(table.num_rows, dtype=bool) if include_off_nominal else (
         table["length_off_nominal"].fill_null(False).to_numpy(zero_copy_only=False).astype(bool))
-    # run positions by (book, model, isl, osl, hw, precision) and then (spec_decoding, framework): a side takes
-    # one sub-list, or several when a key is pooled; members keep the input order
+    # run positions by (book, model, isl, osl, hw, precision, benchmark_type) and then (spec_decoding, framework):
+    # a side takes one sub-list, or several when a key is pooled; members keep the input order
     index: dict[tuple, dict[tuple, list[int]]] = {}
-    for position, (book, model, isl, osl, hw, precision, spec, framework) in enumerate(zip(*keys)):
-        index.setdefault((book, model, isl, osl, hw, precision), {}).setdefault((spec, framework), []).append(position)
+    for position, (book, model, isl, osl, hw, precision, spec, framework, kind) in enumerate(zip(*keys)):
+        index.setdefault((book, model, isl, osl, hw, precision, kind or FIXED_SEQ), {}).setdefault(
+            (spec, framework), []).append(position)
     side_columns: dict[str, list] = {name: [] for name in (
         "side_id", "price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
-        "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max", "point_index")}
+        "benchmark_type", "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max", "point_index")}
     points: list[np.ndarray] = []
     for book, side in itertools.product(sorted(set(keys[0])), sorted(set(sides), key=lambda s: s.side_id)):
-        by_stack = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision), {})
+        by_stack = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision, side.benchmark_type), {})
         members = np.array(sorted(p for (spec, framework), stack in by_stack.items()
                                   if side.spec_decoding in (POOLED, spec) and side.framework in (POOLED, framework)
                                   for p in stack), dtype=np.int64)
@@ -128,8 +138,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         for name, value in (("side_id", side.side_id), ("price_book", book), ("model", side.model),
                             ("isl", side.isl), ("osl", side.osl), ("hw", side.hw), ("precision", side.precision),
                             ("spec_decoding", side.spec_decoding), ("framework", side.framework),
-                            ("side_runs", members.size), ("excluded_runs", excluded),
-                            ("side_intvty_min", float(x.min())),
+                            ("benchmark_type", side.benchmark_type), ("side_runs", members.size),
+                            ("excluded_runs", excluded), ("side_intvty_min", float(x.min())),
                             ("side_intvty_max", float(x.max()))):
             side_columns[name].extend([value] * n)
         side_columns["point_index"].extend(range(n))
@@ -138,7 +148,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         "price_book_version": taken["price_book_version"], "run_id": taken["run_id"],
         "source_file": taken["source_file"], "point_framework": taken["framework"],
         "point_spec_decoding": taken["spec_decoding"], "point_spec_metric_source": taken["spec_metric_source"],
-        "median_intvty": taken["median_intvty"],
+        "median_intvty": taken["median_intvty"], "x_intvty": taken["x_intvty"],
         **{m: taken["conc" if m == "concurrency" else m] for m in SPLINED_METRICS + OPTIONAL_METRICS},
     }
     columns = {**{name: pa.array(values, FRONTIER_SCHEMA.field(name).type) for name, values in side_columns.items()},

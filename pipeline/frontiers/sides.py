@@ -1,11 +1,13 @@
 """Sides and the comparisons that pair them, over ``run_metrics`` rows.
 
-A side is every run with the same (model, isl, osl) and the side's fixed keys; a key not fixed by the comparison
+A side is every run with the same (model, isl, osl, benchmark_type) and the side's fixed keys; a key not fixed by the comparison
 kind is pooled (written ``all``) into one union frontier ("best available serving configuration"):
 - spec_decoding: (hw, precision, spec = m) vs (hw, precision, spec = none), for each method m; frameworks pooled;
 - precision: (hw, fp4) vs (hw, fp8); spec and frameworks pooled;
 - hardware: (hw A, p) vs (hw B, p) for each pair of GPUs, in GPU-reference order; spec and frameworks pooled;
 - framework: (hw, p, framework A) vs (hw, p, framework B) for each pair, alphabetical; spec pooled.
+Agentic-trace runs (``benchmark_type = agentic_traces``, no ISL/OSL) form their own sides, compared only with each
+other on their own x-axis (E2E-normalized interactivity); they never share a side with fixed-sequence runs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
+from pipeline.ingest.schema import FIXED_SEQ
 
 POOLED = "all"
 GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
@@ -22,7 +25,8 @@ GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x
 
 @dataclass(frozen=True)
 class Side:
-    """One side's fixed keys; ``spec_decoding``/``framework`` are ``all`` when pooled."""
+    """One side's fixed keys; ``spec_decoding``/``framework`` are ``all`` when pooled; ``isl``/``osl`` are None
+    for ``benchmark_type = agentic_traces``."""
 
     model: str
     isl: int
@@ -31,19 +35,23 @@ class Side:
     precision: str
     spec_decoding: str = POOLED
     framework: str = POOLED
+    benchmark_type: str = FIXED_SEQ
 
     @property
     def side_id(self) -> str:
-        """Stable id, e.g. ``dsr1|1024/1024|mi355x|fp4|spec=mtp|framework=all``."""
+        """Stable id, e.g. ``dsr1|1024/1024|mi355x|fp4|spec=mtp|framework=all``; agentic sides write their
+        benchmark type where ISL/OSL stand (``kimik2.5|agentic_traces|b200|fp4|…``)."""
+        lengths = f"{self.isl}/{self.osl}" if self.benchmark_type == FIXED_SEQ else self.benchmark_type
         return (
-            f"{self.model}|{self.isl}/{self.osl}|{self.hw}|{self.precision}"
+            f"{self.model}|{lengths}|{self.hw}|{self.precision}"
             f"|spec={self.spec_decoding}|framework={self.framework}"
         )
 
     def matches(self, run: Mapping[str, Any]) -> bool:
         """Whether a run (``run_metrics`` row) belongs to this side."""
         return (
-            run["model"] == self.model
+            (run.get("benchmark_type") or FIXED_SEQ) == self.benchmark_type
+            and run["model"] == self.model
             and run["isl"] == self.isl
             and run["osl"] == self.osl
             and run["hw"] == self.hw
@@ -100,15 +108,22 @@ def enumerate_comparisons(runs: Iterable[Mapping[str, Any]]) -> list[Comparison]
     """Every comparison for which both sides have runs, sorted by kind then id.
 
     Args:
-        runs: rows with ``model, isl, osl, hw, precision, spec_decoding, framework``.
+        runs: rows with ``model, isl, osl, hw, precision, spec_decoding, framework`` and ``benchmark_type``
+            (absent or null: ``fixed_seq``). ``model`` is keyed with the benchmark type (``(model, type)`` below),
+            so sides of the two types are never paired.
     """
     present = {
-        (r["model"], r["isl"], r["osl"], r["hw"], r["precision"], r["spec_decoding"], r["framework"]) for r in runs
+        ((r["model"], r.get("benchmark_type") or FIXED_SEQ), r["isl"], r["osl"], r["hw"], r["precision"],
+         r["spec_decoding"], r["framework"]) for r in runs
     }
     out: list[Comparison] = []
     by_config: dict[tuple, set[tuple[str, str]]] = {}
     for model, isl, osl, hw, precision, spec, framework in present:
         by_config.setdefault((model, isl, osl, hw, precision), set()).add((spec, framework))
+
+    def side(model: tuple[str, str], *keys: Any, **pooled: str) -> Side:
+        """A Side from a (model, benchmark_type) pair and the other keys."""
+        return Side(model[0], *keys, **pooled, benchmark_type=model[1])
 
     for (model, isl, osl, hw, precision), combos in by_config.items():
         specs = {s for s, _ in combos}
@@ -116,21 +131,21 @@ def enumerate_comparisons(runs: Iterable[Mapping[str, Any]]) -> list[Comparison]
         if "none" in specs:
             for method in sorted(specs - {"none"}):
                 out.append(make_comparison("spec_decoding",
-                                           Side(model, isl, osl, hw, precision, spec_decoding=method),
-                                           Side(model, isl, osl, hw, precision, spec_decoding="none")))
+                                           side(model, isl, osl, hw, precision, spec_decoding=method),
+                                           side(model, isl, osl, hw, precision, spec_decoding="none")))
         for fa, fb in itertools.combinations(frameworks, 2):
-            out.append(make_comparison("framework", Side(model, isl, osl, hw, precision, framework=fa),
-                                       Side(model, isl, osl, hw, precision, framework=fb)))
+            out.append(make_comparison("framework", side(model, isl, osl, hw, precision, framework=fa),
+                                       side(model, isl, osl, hw, precision, framework=fb)))
 
     configs = set(by_config)
     for model, isl, osl, hw in sorted({(m, i, o, h) for m, i, o, h, _ in configs}):
         if (model, isl, osl, hw, "fp4") in configs and (model, isl, osl, hw, "fp8") in configs:
-            out.append(make_comparison("precision", Side(model, isl, osl, hw, "fp4"), Side(model, isl, osl, hw, "fp8")))
+            out.append(make_comparison("precision", side(model, isl, osl, hw, "fp4"), side(model, isl, osl, hw, "fp8")))
     for model, isl, osl, precision in sorted({(m, i, o, p) for m, i, o, _, p in configs}):
         hws = sorted({h for m, i, o, h, p in configs if (m, i, o, p) == (model, isl, osl, precision)}, key=_gpu_rank)
         for ha, hb in itertools.combinations(hws, 2):
-            out.append(make_comparison("hardware", Side(model, isl, osl, ha, precision),
-                                       Side(model, isl, osl, hb, precision)))
+            out.append(make_comparison("hardware", side(model, isl, osl, ha, precision),
+                                       side(model, isl, osl, hb, precision)))
     return sorted(out, key=lambda c: (c.kind, c.comparison_id))
 
 

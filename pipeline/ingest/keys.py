@@ -168,6 +168,60 @@ def model_key_from_id(model_id: object) -> str | None:
     return text.rsplit("/", 1)[-1].lower()
 
 
+# InferenceX model keys (``infmax_model_prefix``) of the checkpoint families its AgentX and together-runner rows
+# name: (pattern on the checkpoint's repository or folder name, lowercased, key). Checked in order.
+_INFERENCEX_MODEL_KEYS = (
+    (re.compile(r"^deepseek-r1"), "dsr1"),
+    (re.compile(r"^gpt-oss-120b"), "gptoss"),
+    (re.compile(r"^kimi-k2\.5"), "kimik2.5"),
+    (re.compile(r"^kimi-k2\.7"), "kimik2.7"),
+    (re.compile(r"^minimax-m2\.5"), "minimaxm2.5"),
+    (re.compile(r"^qwen3\.5-397b-a17b"), "qwen3.5"),
+    (re.compile(r"^glm-5\.1"), "glm5.1"),
+    (re.compile(r"^glm-5(?![.\d])"), "glm5"),
+)
+
+
+def inferencex_model_key(model_id: object) -> str | None:
+    """InferenceX's model key for a checkpoint id or path, for InferenceX rows whose ``infmax_model_prefix`` is
+    empty: the checkpoint's name (``model_key_from_id``: the part after the last slash, or the repository of a
+    Hugging Face cache path) matched against the known families, so that a Hugging Face id, a vendor's
+    re-quantized copy and a cluster path of one model meet on one key.
+
+    ``amd/Kimi-K2.5-MXFP4`` → ``kimik2.5``; ``/lustre/fsw/models/Kimi-K2.5-NVFP4`` → ``kimik2.5``;
+    ``Qwen/Qwen3.5-397B-A17B-FP8`` → ``qwen3.5``; ``nvidia/DeepSeek-R1-0528-FP4`` → ``dsr1``. A checkpoint of no
+    known family gets ``model_key_from_id``'s key (``Llama-3.1-70B`` → ``llama-3.1-70b``); None → None.
+    """
+    name = model_key_from_id(model_id)
+    if name is None:
+        return None
+    for pattern, key in _INFERENCEX_MODEL_KEYS:
+        if pattern.search(name):
+            return key
+    return name
+
+
+def precision_from_model_id(model_id: object) -> str | None:
+    """Precision a checkpoint's name states as its last dash-separated part (``amd/MiniMax-M2.5-MXFP4`` → ``fp4``,
+    ``Qwen/Qwen3.5-397B-A17B-FP8`` → ``fp8``, ``/lustre/fsw/models/Kimi-K2.5-NVFP4`` → ``fp4``); None when the
+    name ends in anything else (``openai/gpt-oss-120b``): the precision is then not guessed."""
+    name = model_key_from_id(model_id)
+    if name is None:
+        return None
+    suffix = name.rsplit("-", 1)[-1] if "-" in name else ""
+    return PRECISION_ALIASES.get(suffix) if suffix in ("nvfp4", "mxfp4", "fp4", "fp8", "int4", "int8",
+                                                       "awq", "bf16") else None
+
+
+def normalize_kv_offload(value: object) -> str | None:
+    """KV-cache offload key of an agentic run (InferenceX ``offloading`` / ``kv_offloading``): lowercased and
+    stripped (``none``, ``lmcache``, ``hicache``, ``dram``); empty → None."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    return text or None
+
+
 def normalize_model(value: object) -> str | None:
     """Model key: lowercased, surrounding space removed; empty → None."""
     if value is None:

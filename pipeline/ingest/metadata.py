@@ -22,6 +22,7 @@ import orjson
 from pipeline.ingest.keys import (
     normalize_framework,
     normalize_hw,
+    normalize_kv_offload,
     normalize_model,
     normalize_precision,
     normalize_spec,
@@ -41,6 +42,7 @@ _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     "dp_attention": to_bool,
     "disagg": to_bool,
     "run_date": to_date,
+    "kv_offload": normalize_kv_offload,
     "image": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
     "power_log": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
     "start_time_unix": lambda v: None if v is None or str(v).strip() == "" else float(v),

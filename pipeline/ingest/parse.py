@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 
 from pipeline.ingest.metadata import MetadataError, load_manifest, load_sidecar, resolve
 from pipeline.ingest.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
-from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
+from pipeline.ingest.parsers.base import interactivity
+from pipeline.ingest.schema import FIXED_SEQ, INTVTY_STATS, QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
 
 FILE_SCHEMA = pa.schema(
     [
@@ -280,7 +281,11 @@ def _unreadable(exc: OSError) -> FileReadout:
 
 def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dict, conflicts: list) -> dict:
     record = dict.fromkeys(RUN_COLUMNS)
+    record["benchmark_type"] = FIXED_SEQ  # parsers of agentic formats say so (schema.BENCHMARK_TYPES)
     record.update(parsed.values)
+    for stat in INTVTY_STATS:  # formats that give TPOT in seconds: 1 / tpot_s is the file's own arithmetic
+        if record[f"{stat}_intvty"] is None and record[f"{stat}_tpot_s"] is not None:
+            record[f"{stat}_intvty"] = interactivity(record[f"{stat}_tpot_s"], "s")
     record.update(meta)
     record.update(
         source_file=rel,

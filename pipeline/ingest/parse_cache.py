@@ -31,9 +31,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.ingest.keys import GPU_ALIASES_CSV
 from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, in_scan_order
 from pipeline.ingest.scan import Listing
-from pipeline.ingest.keys import GPU_ALIASES_CSV
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import read_arrow, write_arrow_atomic

@@ -34,6 +34,7 @@ METADATA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("isl", pa.int32()),
     ("osl", pa.int32()),
     ("conc", pa.int32()),
+    ("kv_offload", pa.string()),
     ("image", pa.string()),
     ("run_date", pa.date32()),
     ("power_log", pa.string()),
@@ -50,6 +51,7 @@ RUN_SCHEMA = pa.schema(
         ("run_date_partition", pa.string()),
         ("content_sha256", pa.string()),
         ("model_id", pa.string()),
+        ("benchmark_type", pa.string()),
         *METADATA_FIELDS,
         ("metadata_sources", pa.string()),
         ("metadata_conflicts", pa.string()),
@@ -67,6 +69,8 @@ RUN_SCHEMA = pa.schema(
         ("reported_output_tput_per_gpu", pa.float64()),
         ("reported_input_tput_per_gpu", pa.float64()),
         ("reported_median_intvty", pa.float64()),
+        ("e2e_norm_intvty_p90", pa.float64()),
+        ("e2e_norm_intvty_source", pa.string()),
         *[(name, pa.float64()) for name in LATENCY_COLUMNS],
         *[(name, pa.float64()) for name in INTVTY_COLUMNS],
         ("latency_unit_in_file", pa.string()),
@@ -83,6 +87,12 @@ RUN_SCHEMA = pa.schema(
     ]
 )
 RUN_COLUMNS = tuple(RUN_SCHEMA.names)
+# benchmark_type: how the load was generated (docs/inputs.md). ``fixed_seq``: every request has the nominal ISL/OSL
+# (random or fixed-length datasets), x-axis interactivity = 1 / median TPOT. ``agentic_traces``: recorded agentic
+# sessions (InferenceX AgentX) replayed with their own lengths, no ISL/OSL, x-axis = E2E-normalized interactivity.
+FIXED_SEQ = "fixed_seq"
+AGENTIC_TRACES = "agentic_traces"
+BENCHMARK_TYPES = (FIXED_SEQ, AGENTIC_TRACES)
 UNDATED = "undated"
 
 

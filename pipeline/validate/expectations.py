@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import pandas as pd
 import pyarrow as pa
 
-from pipeline.ingest.schema import RUN_COLUMNS
+from pipeline.ingest.schema import AGENTIC_TRACES, BENCHMARK_TYPES, RUN_COLUMNS
 from pipeline.validate.rules import NATURAL_KEY
 
 
@@ -48,6 +48,7 @@ class Outcome:
 def build_suite(known_hw: Iterable[str]) -> list[Expectation]:
     """The expectation suite ``validated_runs`` (names double as Dagster check names)."""
     import great_expectations as gx
+    from great_expectations.expectations.row_conditions import Column
 
     e = gx.expectations
     known = sorted(set(known_hw))
@@ -63,8 +64,19 @@ def build_suite(known_hw: Iterable[str]) -> list[Expectation]:
         *[
             Expectation(f"{col}_present", True, f"sides are keyed by {col}",
                         e.ExpectColumnValuesToNotBeNull(column=col))
-            for col in ("model", "framework", "precision", "spec_decoding", "isl", "osl", "conc")
+            for col in ("model", "framework", "precision", "spec_decoding", "conc")
         ],
+        # agentic-trace runs have no nominal ISL/OSL (their sides are keyed by benchmark_type instead)
+        *[
+            Expectation(f"{col}_present", True, f"fixed-sequence sides are keyed by {col}",
+                        e.ExpectColumnValuesToNotBeNull(column=col, row_condition=Column("benchmark_type") != AGENTIC_TRACES))
+            for col in ("isl", "osl")
+        ],
+        Expectation("benchmark_type_known", True, "sides and x-axes are chosen by benchmark_type",
+                    e.ExpectColumnValuesToBeInSet(column="benchmark_type", value_set=list(BENCHMARK_TYPES))),
+        Expectation("agentic_x_present", True, "agentic frontiers are drawn on E2E-normalized interactivity",
+                    e.ExpectColumnValuesToNotBeNull(column="e2e_norm_intvty_p90",
+                                                    row_condition=Column("benchmark_type") == AGENTIC_TRACES)),
         Expectation("median_tpot_positive", True, "interactivity = 1000 / TPOT",
                     e.ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=0, strict_min=True)),
         Expectation("throughput_positive", True, "tok/s/GPU and $/M tokens divide by it",

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, QUARANTINE_SCHEMA, RUN_SCHEMA
 
 Run = Mapping[str, Any]
 Finding = tuple[str, str]
@@ -32,6 +32,8 @@ Rule = Callable[[Run], "Finding | None"]
 Screen = Callable[[pa.Table], pa.ChunkedArray]
 
 REQUIRED_METADATA = ("model", "hw", "framework", "precision", "spec_decoding", "isl", "osl", "conc")
+# Agentic-trace runs replay recorded sessions with their own lengths: no nominal ISL/OSL to require.
+NOT_REQUIRED_FOR_AGENTIC = ("isl", "osl")
 
 
 def _screen(screen: Screen) -> Callable[[Rule], Rule]:
@@ -47,6 +49,19 @@ def _any(*conditions: pa.ChunkedArray) -> pa.ChunkedArray:
     """Rows where any condition holds. A null condition (a value that is absent, which the rules never read as a
     failure on its own) does not."""
     return reduce(pc.or_, (pc.fill_null(condition, False) for condition in conditions))
+
+
+def _only(benchmark_type: str, rule: Rule) -> Rule:
+    """``rule`` applied only to runs of ``benchmark_type`` (a null type is ``fixed_seq``), its screen narrowed
+    the same way."""
+    def typed(run: Run) -> Finding | None:
+        return rule(run) if (run.get("benchmark_type") or FIXED_SEQ) == benchmark_type else None
+
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        return pc.and_(pc.equal(pc.fill_null(table["benchmark_type"], FIXED_SEQ), benchmark_type), rule.screen(table))
+
+    typed.__doc__ = f"{rule.__doc__} Applies to {benchmark_type} runs only."
+    return _screen(screen)(typed)
 
 
 @_screen(lambda t: _any(pc.less_equal(t["completed"], 0), pc.not_equal(t["failed"], 0),
@@ -150,8 +165,11 @@ def _metadata_conflict(run: Run) -> Finding | None:
 
 @_screen(lambda t: _any(*(pc.is_null(t[key]) for key in REQUIRED_METADATA)))
 def _missing_metadata(run: Run) -> Finding | None:
-    """Sides and per-GPU metrics need these keys; no file, sidecar or runs.csv gave them."""
-    missing = [key for key in REQUIRED_METADATA if run.get(key) is None]
+    """Sides and per-GPU metrics need these keys (agentic-trace runs: all but ISL/OSL); no file, sidecar or
+    runs.csv gave them."""
+    agentic = run.get("benchmark_type") == AGENTIC_TRACES
+    missing = [key for key in REQUIRED_METADATA
+               if run.get(key) is None and not (agentic and key in NOT_REQUIRED_FOR_AGENTIC)]
     if missing:
         return f"missing_metadata:{missing[0]}", (
             f"no value for {', '.join(missing)} in the file, a <file>.meta.json sidecar or a runs.csv row"
@@ -202,7 +220,9 @@ def rules(known_hw: Iterable[str]) -> list[Callable[[Run], Finding | None]]:
     return [
         _failed_requests,
         _positive("total_tput_tok_s", "total_token_throughput", "reported_tput_per_gpu"),
-        _positive("median_tpot_s", "median_tpot_ms"),
+        _only(FIXED_SEQ, _positive("median_tpot_s", "median_tpot_ms")),
+        # the agentic x-axis (docs/metrics.md); their interactivity is not read from TPOT
+        _only(AGENTIC_TRACES, _positive("e2e_norm_intvty_p90", "p90_e2e_norm_intvty")),
         _unit_mismatch,
         _consistency,
         _metadata_conflict,
@@ -223,7 +243,8 @@ def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Fin
 
 # The natural key of a run (issue "duplicate runs"): two accepted runs with equal keys measure the same thing.
 NATURAL_KEY = ("model", "hw", "framework", "precision", "spec_decoding", "tp", "pp", "pcp", "ep", "dp_attention",
-               "disagg", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc", "run_date")
+               "disagg", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc", "run_date", "benchmark_type",
+               "kv_offload")
 
 
 def find_duplicates(runs: list[Mapping[str, Any]]) -> dict[int, Finding]:

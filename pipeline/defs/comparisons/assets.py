@@ -38,7 +38,7 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     """
     with warehouse.get_connection() as conn:
         runs = conn.sql(
-            "select distinct model, isl, osl, hw, precision, spec_decoding, framework from run_metrics"
+            "select distinct model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type from run_metrics"
         ).to_arrow_table().to_pylist()
         table = compare_all(runs, read_table(conn, "frontiers").to_pylist())
         write_table(conn, "comparisons", table)

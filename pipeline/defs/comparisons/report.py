@@ -29,7 +29,8 @@ class TrendConfig(dg.Config):
           backfill_policy=SINGLE_RUN)
 def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: DuckDBResource,
            paths: PipelinePaths) -> dg.MaterializeResult:
-    """Historical trend: for each frontier group (model, isl, osl, hw, framework, precision, spec_decoding), price
+    """Historical trend: for each frontier group (model, isl, osl, hw, framework, precision, spec_decoding,
+    benchmark_type), price
     book and ``run_date``, that day's frontier read at ``target_intvty`` (default 35 tok/s/user, run config):
     ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens), ``tok_s_per_mw``,
     ``concurrency``; null with ``in_range`` false when the target lies outside that day's frontier
@@ -40,7 +41,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     computes only its own rows (``undated`` runs have no place on a time axis and give none).
     """
     keys = list(context.partition_keys)
-    columns = ", ".join(["price_book", "run_date", "median_intvty", "conc", *GROUP_KEYS,
+    columns = ", ".join(["price_book", "run_date", "x_intvty", "conc", *GROUP_KEYS,
                          *[m for m in TREND_METRICS if m != "concurrency"]])
     with warehouse.get_connection() as conn:
         # runs whose measured ISL/OSL is > 10 % off nominal are left off every frontier (sql/run_lengths.sql)
@@ -77,7 +78,7 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         book = {"book": REPORT_PRICE_BOOK}
         comparisons = conn.sql("select * from comparisons where price_book = $book", params=book).to_arrow_table()
         frontiers = conn.sql("select * from frontiers where price_book = $book", params=book).to_arrow_table()
-        runs = conn.sql("select model, isl, osl, hw, precision, spec_decoding, framework, median_intvty, "
+        runs = conn.sql("select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
                         "tput_per_gpu from run_metrics where price_book = $book", params=book).to_arrow_table()
     out = Path(paths.out_dir) / "report"
     pages = build_report(comparisons.to_pylist(), frontiers.to_pylist(), runs.to_pylist(), out)

@@ -21,10 +21,12 @@ FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
     pool=WAREHOUSE_POOL,
 )
 def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
-    """Pareto frontiers (x = median interactivity, tok/s/user; y = tok/s/GPU) per side (docs/metrics.md).
+    """Pareto frontiers (x = ``x_intvty``, tok/s/user: median interactivity, or E2E-normalized interactivity for
+    agentic-trace sides; y = tok/s/GPU) per side (docs/metrics.md).
 
     Grain: one row per (side, frontier point), ``point_index`` 0… in ascending interactivity; y strictly decreasing.
-    A side is (model, isl, osl, hw, precision, spec_decoding, framework) with ``all`` for pooled keys; each row
+    A side is (model, isl, osl, benchmark_type, hw, precision, spec_decoding, framework) with ``all`` for pooled
+    keys; each row
     carries the side's run count and interactivity range over all its runs (for bands) and the metrics splined
     by the comparisons: tok/s/GPU (total/output/input), $/M tokens (three tiers; total, output and input), tok/s/MW
     (all-in and measured), concurrency.
@@ -33,7 +35,7 @@ def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     columns = ", ".join(FRONTIER_INPUT_COLUMNS)
     with warehouse.get_connection() as conn:
         runs = conn.sql(f"select {columns} from run_metrics order by price_book, run_id").to_arrow_table()
-        configs = conn.sql("select distinct model, isl, osl, hw, precision, spec_decoding, framework "
+        configs = conn.sql("select distinct model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type "
                            "from run_metrics").to_arrow_table().to_pylist()
         comparisons = enumerate_comparisons(configs)
         table = build_frontiers(runs, [side for c in comparisons for side in (c.a, c.b)])
@@ -42,7 +44,7 @@ def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     sides = len(set(table.column("side_id").to_pylist()))
     context.log.info(f"{sides} sides, {table.num_rows} frontier points -> {path}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=path, preview_columns=["side_id", "point_index", "median_intvty",
+        **table_metadata(table, path=path, preview_columns=["side_id", "point_index", "x_intvty",
                                                             "tput_per_gpu", "concurrency"]),
         "sides": sides,
     })

@@ -8,7 +8,7 @@ RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
 
 
 @dg.asset_check(asset=RUN_METRICS_KEY, blocking=True, description=(
-    "Blocking: every run has finite, positive tok/s/GPU, median interactivity, $/M tokens and tok/s/MW, and "
+    "Blocking: every run has finite, positive tok/s/GPU, frontier interactivity (x_intvty), $/M tokens and tok/s/MW, and "
     "every validated run of a run date that has metrics has them in every price book (a run lost in a join "
     "would vanish from the frontiers). Dates with no metrics yet are not yet materialized, not wrong: another "
     "run may be between their validation and their metrics."))
@@ -17,7 +17,7 @@ def metrics_finite_and_positive(warehouse: DuckDBResource) -> dg.AssetCheckResul
         bad, total = conn.execute("""
             select
                 count(*) filter (where not (isfinite(tput_per_gpu) and tput_per_gpu > 0
-                    and isfinite(median_intvty) and median_intvty > 0
+                    and isfinite(x_intvty) and x_intvty > 0
                     and isfinite(cost_per_mtok_hyperscaler) and cost_per_mtok_hyperscaler > 0
                     and isfinite(tok_s_per_mw) and tok_s_per_mw > 0) or tput_per_gpu is null),
                 count(*)

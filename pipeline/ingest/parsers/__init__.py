@@ -18,14 +18,29 @@ from typing import Any, Callable, Mapping
 import ijson
 import orjson
 
-from pipeline.ingest.parsers import inferencex, inferencex_api, sglang, trtllm, vllm
-from pipeline.ingest.parsers import aiperf, guidellm, inference_perf, llmperf  # harness exports, detected last
+from pipeline.ingest.parsers import (  # harness exports, detected last
+    aiperf,
+    guidellm,
+    inference_perf,
+    inferencex,
+    inferencex_agentx,
+    inferencex_api,
+    inferencex_together,
+    llmperf,
+    serving_console,
+    sglang,
+    trtllm,
+    trtllm_console,
+    vllm,
+)
 from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected
 from pipeline.ingest.parsers.non_run import classify_text
 
 # (detector, parser) pairs; InferenceX first because its rows also contain vLLM-like latency keys.
 DETECTORS: tuple[tuple[Callable[[Mapping[str, Any]], str | None], Callable[[Mapping[str, Any]], ParsedRun]], ...] = (
     (inferencex_api.detect, inferencex_api.parse),
+    (inferencex_agentx.detect, inferencex_agentx.parse),
+    (inferencex_together.detect, inferencex_together.parse),
     (inferencex.detect, inferencex.parse),
     (trtllm.detect, trtllm.parse),
     (sglang.detect, sglang.parse),
@@ -189,6 +204,9 @@ def read_file(name: str, data: bytes) -> FileReadout:
         else:  # valid JSON, but a number or a string where a run object belongs
             return FileReadout("unreadable", rejects=[Reject(
                 None, "wrong_top_level_type", f"expected a JSON object or array, got {type(scalar).__name__}")])
+        console = _read_console(text)
+        if console is not None:
+            return console
         kind, description = classify_text(name, text)
         if kind == "unrecognized":
             return FileReadout(kind, rejects=[Reject(None, "unrecognized_format", description)])
@@ -196,10 +214,31 @@ def read_file(name: str, data: bytes) -> FileReadout:
     readout = _read_json(text)
     if readout.kind == "unreadable":
         # Console logs often start with "[" (e.g. "[TensorRT-LLM][INFO]"); recognize them before calling it bad JSON.
+        console = _read_console(text)
+        if console is not None:
+            return console
         kind, description = classify_text(name, text)
         if kind not in ("unrecognized", "documentation"):
             return FileReadout(kind, rejects=[_non_run(kind, description)])
     return readout
+
+
+# Console text with a result report: (detector, parser returning (format, runs, truncation)), first match wins.
+TEXT_PARSERS = ((serving_console.has_block, serving_console.parse_text),
+                (trtllm_console.has_report, trtllm_console.parse_text))
+
+
+def _read_console(text: str) -> FileReadout | None:
+    """The runs of a console log's result blocks (one per block), plus ``truncated_console_log`` when a block or
+    report is cut off or the benchmark started and printed none; None when no console parser recognizes it."""
+    for detector, parse_text in TEXT_PARSERS:
+        if detector(text):
+            fmt, runs, truncation = parse_text(text)
+            readout = FileReadout("run_log", fmt, runs=[(row, fmt, run) for row, run in enumerate(runs)])
+            if truncation:
+                readout.rejects.append(Reject(len(runs) if runs else None, "truncated_console_log", truncation, fmt))
+            return readout
+    return None
 
 
 def _non_run(kind: str, description: str) -> Reject:

@@ -27,7 +27,8 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_date, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number
+from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "aiperf"
 GENAI_PERF_FORMAT = "genai_perf"
@@ -89,6 +90,9 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         for stat, hkey in _STATS:
             value = number(block, hkey, label=f"{key}.{hkey}") if block else None
             run.values[f"{stat}_{metric}_s"] = None if value is None else value * scale
+            if metric == "tpot" and stat in INTVTY_STATS and value is not None:  # from the file's own number
+                ms = str(block["unit"]) == "ms"
+                run.values[f"{stat}_intvty"] = interactivity(value if ms else value * scale, "ms" if ms else "s")
     run.values["latency_unit_in_file"] = units.pop() if len(units) == 1 else None
     if trust_tpot and _object(doc, "inter_token_latency"):
         run.derivations.append("TPOT from inter_token_latency = (request latency - TTFT)/(output tokens - 1) per request")

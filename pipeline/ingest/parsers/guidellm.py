@@ -27,7 +27,8 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number
+from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "guidellm"
 REPORT_KEY = "guidellm_report"
@@ -108,9 +109,13 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         for stat, gkey in _STATS:
             value = number(dist, gkey, label=f"metrics.{key}.successful.{gkey}")
             run.values[f"{stat}_{metric}_s"] = None if value is None else value * scale
+            if metric == "tpot" and stat in INTVTY_STATS:  # 1000 / TPOT ms, from the file's own number
+                run.values[f"{stat}_intvty"] = interactivity(value, "ms")
         for stat in _PERCENTILES:
             value = number(percentiles, stat, label=f"metrics.{key}.successful.percentiles.{stat}")
             run.values[f"{stat}_{metric}_s"] = None if value is None else value * scale
+            if metric == "tpot" and stat in INTVTY_STATS:
+                run.values[f"{stat}_intvty"] = interactivity(value, "ms")
     run.values.update({f"{stat}_itl_s": None for stat, _ in (*_STATS, *((p, p) for p in _PERCENTILES))})
     run.derivations.append("TPOT from GuideLLM inter_token_latency_ms = (last token - first token)/(output tokens - 1) "
                            "per request, distribution weighted by output tokens - 1")
