@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.comparisons.band import band_phrase, default_targets, displayed_band, interactivity_band, round_half_up
+from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, difference_significant, side_intervals
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS, frontiers_by_side
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
 from pipeline.frontiers.spline import interpolate
@@ -55,6 +56,9 @@ COMPARISON_SCHEMA = pa.schema(
         ("band_phrase", pa.string()),
         ("cost_sentence", pa.string()),
         ("tput_sentence", pa.string()),
+        ("repeat_points", pa.int32()),
+        *[(name, pa.float64()) for name in COMPARISON_CI_COLUMNS],
+        ("difference_significant", pa.bool_()),
     ]
 )
 
@@ -83,6 +87,7 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     targets = list(targets) if targets is not None else default_targets(lo, hi)
     d_lo, d_hi = displayed_band(lo, hi)
     values = {key: _evaluate(points, targets) for key, points in (("a", fa), ("b", fb))}
+    intervals = {key: side_intervals(points, targets) for key, points in (("a", fa), ("b", fb))}
     families = {ENGINE_FAMILY.get(p["point_framework"], p["point_framework"])
                 for p in (*fa, *fb) if p["point_spec_decoding"] != "none"}
     cross_engine = len(families) > 1
@@ -107,6 +112,8 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "measured_power_coverage": sum(p["measured_tok_s_per_mw"] is not None for p in points) / len(points),
                 "cross_engine": cross_engine,
                 "band_phrase": band_phrase(target, lo, hi), **sentences,
+                "repeat_points": sum((p.get("repeat_n") or 1) > 1 for p in points), **intervals[key][t_index],
+                "difference_significant": difference_significant(intervals["a"][t_index], intervals["b"][t_index]),
             })
     return rows
 

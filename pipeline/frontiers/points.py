@@ -5,11 +5,13 @@ and Pareto point, with the metrics that comparisons spline along the frontier.
 from __future__ import annotations
 
 import itertools
+from datetime import date
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from pipeline.frontiers.latest import CI_COLUMNS, LINEAGE_INPUT_COLUMNS, frontier_runs
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
 
@@ -32,12 +34,13 @@ OPTIONAL_METRICS = (
     *(f"{direction}_cost_per_mtok_{tier}" for direction in ("output", "input")
       for tier in ("hyperscaler", "neocloud", "rental")),
 )
-# The run_metrics columns build_frontiers reads (concurrency is the run's conc).
-FRONTIER_INPUT_COLUMNS = (
+# The run_metrics columns build_frontiers reads (concurrency is the run's conc; run_date, line_id and sweep_id
+# decide which runs are current, pipeline/frontiers/latest.py).
+FRONTIER_INPUT_COLUMNS = tuple(dict.fromkeys((
     "run_id", "source_file", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision",
     "spec_decoding", "framework", "spec_metric_source", "conc", "median_intvty",
-    *(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"),
-)
+    *(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"), *LINEAGE_INPUT_COLUMNS,
+)))
 
 
 FRONTIER_SCHEMA = pa.schema(
@@ -63,13 +66,25 @@ FRONTIER_SCHEMA = pa.schema(
         ("point_spec_metric_source", pa.string()),
         ("median_intvty", pa.float64()),
         *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
+        ("line_id", pa.string()),
+        ("sweep_id", pa.string()),
+        ("repeat_group", pa.string()),
+        ("repeat_n", pa.int32()),
+        *[(name, pa.float64()) for name in CI_COLUMNS],
     ]
 )
 
 
-def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side]) -> pa.Table:
+def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side],
+                    as_of: date | None = None) -> pa.Table:
     """Pareto frontier points of every side in every price book (``FRONTIER_SCHEMA``: one row per side, price
     book and frontier point). The points are the same in every book; costs and tok/s/MW differ.
+
+    Only current runs count (``pipeline.frontiers.latest.frontier_runs``): each line's latest sweep as of
+    ``as_of`` (default: every run), repeats of one line, sweep and conc averaged into one point that carries
+    ``repeat_n`` and the 95 % Student-t intervals ``tput_per_gpu_ci_lo/hi``, ``median_intvty_ci_lo/hi`` (null
+    where ``repeat_n`` < 2). ``side_runs`` counts the current runs of the side (repeats each), the interactivity
+    range is over its points. A point's ``run_id`` and ``source_file`` are its repeat group's first run's.
 
     Column work: the runs are indexed once by their keys, each side's frontier is ``pareto_frontier`` over numpy
     arrays, and the point rows are taken from the input table, not rebuilt row by row.
@@ -79,6 +94,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
             (a metric a run lacks is null in its row, never an absent column). Ties on a frontier resolve to the
             earlier row.
         sides: the sides to build; a side without runs yields no rows.
+        as_of: the frontiers as they stood that day (runs dated later are not seen).
     Raises:
         ValueError: a column of ``FRONTIER_INPUT_COLUMNS`` is missing (named), or a member run's interactivity or
             tok/s/GPU is NaN (``pareto_frontier``).
@@ -89,6 +105,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     missing = [name for name in FRONTIER_INPUT_COLUMNS if name not in table.column_names]
     if missing:  # a left-out column would reach the marts as nulls that look like "not measured"
         raise ValueError(f"build_frontiers: runs lack column(s) {', '.join(missing)}")
+    table = frontier_runs(table, [m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"], as_of)
+    repeats = table["repeat_n"].to_numpy()
     key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")
     keys = [table[name].to_pylist() for name in key_names]
     x_all, y_all = float_values(table["median_intvty"]), float_values(table["tput_per_gpu"])
@@ -115,7 +133,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         for name, value in (("side_id", side.side_id), ("price_book", book), ("model", side.model),
                             ("isl", side.isl), ("osl", side.osl), ("hw", side.hw), ("precision", side.precision),
                             ("spec_decoding", side.spec_decoding), ("framework", side.framework),
-                            ("side_runs", members.size), ("side_intvty_min", float(x.min())),
+                            ("side_runs", int(repeats[members].sum())), ("side_intvty_min", float(x.min())),
                             ("side_intvty_max", float(x.max()))):
             side_columns[name].extend([value] * n)
         side_columns["point_index"].extend(range(n))
@@ -126,6 +144,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         "point_spec_decoding": taken["spec_decoding"], "point_spec_metric_source": taken["spec_metric_source"],
         "median_intvty": taken["median_intvty"],
         **{m: taken["conc" if m == "concurrency" else m] for m in SPLINED_METRICS + OPTIONAL_METRICS},
+        **{name: taken[name] for name in ("line_id", "sweep_id", "repeat_group", "repeat_n", *CI_COLUMNS)},
     }
     columns = {**{name: pa.array(values, FRONTIER_SCHEMA.field(name).type) for name, values in side_columns.items()},
                **{name: column.cast(FRONTIER_SCHEMA.field(name).type) for name, column in from_runs.items()}}
