@@ -69,7 +69,9 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
 
     ``measured_tok_s_per_mw`` is splined only when every frontier point of the side has telemetry
     (``measured_power_coverage`` = share of points that do); ``cross_engine`` is True when the spec-decoding
-    points of the two frontiers come from engine families with different acceptance conventions.
+    points of the two frontiers come from engine families with different acceptance conventions. Each side
+    also carries the 95 % intervals of tok/s/GPU and interactivity at the target and ``difference_significant``
+    (``pipeline.comparisons.confidence``; null unless every frontier point of the side is a repeat mean).
 
     Args:
         comparison: the two sides.

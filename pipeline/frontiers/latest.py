@@ -88,8 +88,9 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
             values, present = float_values(table[name]), table[name].is_valid().to_numpy(zero_copy_only=False)
             sums = np.bincount(group, weights=np.where(present, values, 0.0), minlength=len(group_of))
             whole = np.bincount(group, weights=present.astype(float), minlength=len(group_of)) == counts
-            out = out.set_column(out.schema.get_field_index(name), name,
-                                 pa.array(sums / counts, mask=~whole).cast(table.schema.field(name).type))
+            kind = table.schema.field(name).type  # an all-null column (no run measured it) stays float64
+            out = out.set_column(out.schema.get_field_index(name), name, pa.array(sums / counts, mask=~whole).cast(
+                pa.float64() if pa.types.is_null(kind) else kind))
     intervals: dict[str, list] = {name: [None] * len(group_of) for name in CI_COLUMNS}
     for g in np.flatnonzero(counts > 1):
         members = group == g

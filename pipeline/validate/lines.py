@@ -3,7 +3,7 @@
 A **line** is one serving configuration at one sequence length: model, ISL/OSL, GPU, framework, precision,
 spec-decoding method and the whole topology (TP/PP/PCP/EP and DP attention for a single node; for a
 disaggregated deployment also multinode, the prefill TP/EP/DP attention and workers, the decode workers and the
-prefill/decode GPU counts). ``line_ids`` gives each run its line.
+prefill/decode GPU counts). ``line_id`` gives a run its line.
 
 A **sweep** is one launch of a line over its concurrencies. ``sweep_ids`` names it: the workflow run id in an
 InferenceX ``run_url`` (``gha:<id>``), else a ``sweep_id`` metadata key (``sweep:<value>``), else the run date

@@ -48,7 +48,10 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
         configs = conn.sql("select distinct model, isl, osl, hw, precision, spec_decoding, framework "
                            "from run_metrics").to_arrow_table().to_pylist()
         comparisons = enumerate_comparisons(configs)
-        as_of = date.fromisoformat(config.as_of) if config.as_of else None
+        try:
+            as_of = date.fromisoformat(config.as_of) if config.as_of else None
+        except ValueError as exc:
+            raise ValueError(f"frontiers run config as_of={config.as_of!r}: not a YYYY-MM-DD date") from exc
         table = build_frontiers(runs, [side for c in comparisons for side in (c.a, c.b)], as_of)
         write_table(conn, "frontiers", table)
     path = write_parquet_atomic(table, paths.mart("frontiers"))
