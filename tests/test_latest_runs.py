@@ -322,3 +322,21 @@ def test_history_from_the_real_export(history, run_pipeline):
                 "framework": normalize_framework(r["framework"])} for r in history["export"]]
     expected_ids = {c.comparison_id for c in enumerate_comparisons(configs)}
     assert expected_ids <= set(run.mart("comparisons").column("comparison_id").to_pylist())
+
+
+def test_a_partition_run_never_displaces_a_run_accepted_in_another_partition():
+    from pipeline.ingest.schema import RUN_SCHEMA
+    from pipeline.validate.rules import validate_table
+
+    raw = _run("raw", "vllm/x.json", date=D1, median_tpot_s=0.0174, median_ttft_s=0.297, median_e2el_s=16.26,
+               total_tput_tok_s=445.0, run_date_partition="2026-07-01", source_format="vllm_bench_serve")
+    agg = _run("agg", "inferencex/agg_x.json", ep=1, median_tpot_s=0.0174, median_ttft_s=0.297, median_e2el_s=16.26,
+               reported_tput_per_gpu=55.6, run_date_partition="undated", source_format="inferencex_agg")
+    table = lambda *rows: pa.Table.from_pylist(list(rows), schema=RUN_SCHEMA)  # noqa: E731
+    # the undated agg row arrives while the dated raw result is accepted: the agg row is the duplicate
+    accepted, rejected = validate_table(table(agg), ["mi355x"], accepted_elsewhere=table(raw))
+    assert accepted.num_rows == 0 and rejected.to_pylist()[0]["duplicate_of"] == "raw"
+    # the other way round the accepted agg row stays (a full refresh keeps the dated copy instead)
+    accepted, rejected = validate_table(table(raw), ["mi355x"], accepted_elsewhere=table(agg))
+    assert accepted.num_rows == 0 and rejected.to_pylist()[0]["duplicate_of"] == "agg"
+    assert validate_table(table(raw, agg), ["mi355x"])[1].to_pylist()[0]["duplicate_of"] == "raw"

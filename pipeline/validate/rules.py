@@ -255,7 +255,7 @@ def _keep_order(run: Mapping[str, Any]) -> tuple:
     return (run.get("run_date") is None, run["source_file"], run["source_row"])
 
 
-def find_duplicates(runs: list[Mapping[str, Any]]) -> dict[int, tuple[str, str, str]]:
+def find_duplicates(runs: list[Mapping[str, Any]], accepted_before: int = 0) -> dict[int, tuple[str, str, str]]:
     """Duplicate runs among ``runs`` (rows that passed every rule), by index → (``duplicate_run``, detail,
     ``duplicate_of``: the kept run's ``run_id``).
 
@@ -263,9 +263,10 @@ def find_duplicates(runs: list[Mapping[str, Any]]) -> dict[int, tuple[str, str, 
     object, whatever the file name or key order) or is the same measurement (same ``MEASUREMENT_KEY``,
     ``same_measurement``). Keep rule: runs are ordered by ``_keep_order`` and the first of each group is kept, so
     the outcome depends only on the folder's content. Same line and ``conc`` with different numbers is a repeat
-    and both are kept.
+    and both are kept. The first ``accepted_before`` runs were accepted earlier (other run-date partitions) and
+    come first: a new run never displaces one of them.
     """
-    order = sorted(range(len(runs)), key=lambda i: _keep_order(runs[i]))
+    order = sorted(range(len(runs)), key=lambda i: (i >= accepted_before, _keep_order(runs[i])))
     seen_content: dict[str, int] = {}
     kept_by_key: dict[str, list[int]] = {}
     found: dict[int, tuple[str, str, str]] = {}
@@ -309,7 +310,8 @@ def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tup
     return accepted, rejected
 
 
-def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, pa.Table]:
+def validate_table(runs: pa.Table, known_hw: Iterable[str],
+                   accepted_elsewhere: pa.Table | None = None) -> tuple[pa.Table, pa.Table]:
     """``validate_runs`` over an Arrow table, in column operations where they decide: the same accepted runs and
     the same quarantine rows, in the same order (tested against ``validate_runs``).
 
@@ -321,6 +323,9 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, p
         runs: ``RUN_SCHEMA`` rows (cast to it), in any order (the outputs keep it; which copy of a duplicate is
             kept does not depend on it).
         known_hw: the GPU reference's ``hw`` keys.
+        accepted_elsewhere: runs accepted earlier in other run-date partitions (``RUN_SCHEMA``): a run that is
+            the same measurement as one of them is the duplicate (a raw result dated one day and its undated agg
+            row sit in two partitions). A full refresh validates every date at once and applies the keep rule.
     Returns:
         (accepted runs, ``RUN_SCHEMA``; quarantine rows, ``QUARANTINE_SCHEMA``, stage ``validate``: rule
         rejections in input order, then duplicates in input order, as ``validate_runs``).
@@ -344,6 +349,15 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, p
     passing = runs.filter(pa.array(passes))
 
     candidates, duplicates = duplicates_in_table(passing)
+    if accepted_elsewhere is not None and accepted_elsewhere.num_rows:
+        ours = [i for i in range(passing.num_rows) if i not in duplicates]
+        prior = accepted_elsewhere.cast(RUN_SCHEMA)
+        both = pa.concat_tables([prior, passing.take(pa.array(ours, pa.int64()))])
+        rows, found = duplicates_in_table(both, accepted_before=prior.num_rows)
+        for at, finding in found.items():
+            if at >= prior.num_rows:
+                candidates[ours[at - prior.num_rows]] = rows[at]
+                duplicates[ours[at - prior.num_rows]] = finding
     kept = np.ones(passing.num_rows, dtype=bool)
     for at in duplicates:
         kept[at] = False
@@ -351,7 +365,7 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, p
     return passing.filter(pa.array(kept)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
 
 
-def duplicates_in_table(runs: pa.Table) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
+def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
     """``find_duplicates`` over an Arrow table (``RUN_SCHEMA`` columns), searching only the rows that share a
     content hash or a line and ``conc`` with another row (a row that shares neither is never a duplicate nor the
     kept copy of one).
@@ -369,7 +383,7 @@ def duplicates_in_table(runs: pa.Table) -> tuple[dict[int, dict], dict[int, tupl
     candidates = runs.take(pa.array(shared, pa.int64())).select(
         ["source_file", "source_format", "source_row", "run_id", "run_date_partition", "content_sha256", "run_date",
          *MEASUREMENT_KEY, *MEASUREMENT_COLUMNS]).to_pylist()
-    found = find_duplicates(candidates)
+    found = find_duplicates(candidates, accepted_before=sum(i < accepted_before for i in shared))
     return ({shared[i]: row for i, row in enumerate(candidates)},
             {shared[local]: finding for local, finding in found.items()})
 
