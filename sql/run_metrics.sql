@@ -12,6 +12,10 @@
 --   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
 --   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
 --                       J/token = W / tok/s/GPU, J/output token = W × GPUs / output tok/s
+--   line_id … repeat_n  null here: the latest-run rule needs every date's runs, so the run_metrics asset fills
+--                       them over the whole table after this insert (pipeline/metrics/lineage.py); sweep_id is
+--                       the lineage's (gha:<workflow run>, sweep:<metadata sweep_id>, date:<run_date>), which
+--                       replaces the metadata key of that name
 -- Grain: one row per (run, price book); price_books holds each scenario's power and $/GPU-h per GPU.
 -- Parameter $partition_keys: the run-date partitions to compute (the asset deletes them, then inserts this).
 with gpus as (
@@ -37,7 +41,7 @@ per_gpu as (
 select
     p.* exclude (reported_tput_per_gpu, reported_output_tput_per_gpu, reported_input_tput_per_gpu,
                 reported_median_intvty, reported_avg_power_w_per_gpu, reported_energy_j,
-                mean_intvty, median_intvty, p90_intvty, p99_intvty),
+                mean_intvty, median_intvty, p90_intvty, p99_intvty, sweep_id),
     p.mean_intvty,
     p.median_intvty,
     p.p90_intvty,
@@ -76,7 +80,12 @@ select
     w.avg_power_w_per_gpu / p.tput_per_gpu as measured_j_per_token,
     w.avg_power_w_per_gpu * p.num_gpus / nullif(
         p.output_tput_per_gpu * (case when coalesce(p.disagg, false) then p.num_decode_gpu else p.num_gpus end), 0
-    ) as measured_j_per_output_token
+    ) as measured_j_per_output_token,
+    cast(null as varchar) as line_id,
+    cast(null as varchar) as sweep_id,
+    cast(null as varchar) as superseded_by,
+    cast(null as varchar) as repeat_group,
+    cast(null as integer) as repeat_n
 from per_gpu as p
 join price_books as r on r.hw = p.hw
 left join run_power as w using (run_id)

@@ -26,6 +26,7 @@ def _add_run(raw, date="2026-08-01", name="new_night_conc8.json"):
     """A new night's log: a copy of a sample run with its own sidecar dated ``date``."""
     doc = json.loads(NEW_RUN.read_text())
     doc["duration"] = doc["duration"] * 1.01  # other numbers: not a content duplicate
+    doc["median_tpot_ms"] = doc["median_tpot_ms"] * 1.01  # nor the same measurement (docs/inputs.md duplicate_run)
     doc["date"] = date.replace("-", "") + "-031500"  # the file's own date wins over the sidecar
     (raw / name).write_text(json.dumps(doc))
     meta = json.loads((NEW_RUN.parent / (NEW_RUN.name + ".meta.json")).read_text())
@@ -69,7 +70,9 @@ def test_partitioned_materialization_touches_only_the_new_date(tmp_path, run_pip
     run = run_pipeline(raw, instance=instance)
     assert run.result.success
     con = duckdb.connect(str(run.db_path), read_only=True)
-    before = con.sql("select * from run_metrics order by run_id, price_book").fetchall()
+    # the latest-run columns of older dates may change (a new sweep supersedes); every other column may not
+    lineage = "line_id, sweep_id, superseded_by, repeat_group, repeat_n"
+    before = con.sql(f"select * exclude ({lineage}) from run_metrics order by run_id, price_book").fetchall()
     con.close()
 
     _add_run(raw)
@@ -87,12 +90,16 @@ def test_partitioned_materialization_touches_only_the_new_date(tmp_path, run_pip
         if mat.asset_key.to_user_string() in partitioned:
             assert mat.partition == "2026-08-01"
     con = duckdb.connect(str(run.db_path), read_only=True)
-    after = con.sql("select * from run_metrics where run_date_partition <> '2026-08-01' "
+    after = con.sql(f"select * exclude ({lineage}) from run_metrics where run_date_partition <> '2026-08-01' "
                     "order by run_id, price_book").fetchall()
+    # the new night's run is a new sweep of the sample run's line: that line's older sweep is superseded
+    superseded = con.sql("select distinct source_file, superseded_by from run_metrics "
+                         "where superseded_by is not null").fetchall()
     new = con.execute("select count(*) from run_metrics where run_date_partition = '2026-08-01'").fetchone()[0]
     con.close()
-    assert after == before  # every other date's rows untouched
+    assert after == before  # every other date's rows untouched but for the latest-run columns
     assert new == 1
+    assert (f"vllm/mi355x/{NEW_RUN.name}", "date:2026-08-01") in superseded
     runs_mart = run.mart("runs").to_pylist()  # the cross-date marts were refreshed in the same run
     assert any(r["source_file"] == "new_night_conc8.json" for r in runs_mart)
     ledger = {r["source_file"] for r in run.mart("ingest_ledger").to_pylist()}

@@ -18,7 +18,9 @@ def _run(i, spec, framework, x, y, conc, precision="fp4", hw="mi355x"):
             "output_tput_per_gpu": y / 2, "input_tput_per_gpu": y / 2,
             "cost_per_mtok_hyperscaler": cost, "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost,
             **{f"{d}_cost_per_mtok_{t}": 2 * cost for d in ("output", "input") for t in ("hyperscaler", "neocloud", "rental")},
-            "tok_s_per_mw": y * 1000 / 2.65, "length_off_nominal": False}
+            "tok_s_per_mw": y * 1000 / 2.65, "length_off_nominal": False,
+            # every run its own line and one undated sweep: nothing superseded, nothing averaged
+            "run_date": None, "line_id": f"line{i}", "sweep_id": "undated"}
 
 
 RUNS = [

@@ -87,14 +87,14 @@ def test_include_off_nominal_keeps_the_run():
 
     base = {"price_book": "b", "price_book_version": "v", "model": "m", "isl": 1000, "osl": 1000, "hw": "h200",
             "precision": "fp8", "spec_decoding": "none", "framework": "vllm", "spec_metric_source": None, "conc": 8,
-            "benchmark_type": "fixed_seq",
+            "benchmark_type": "fixed_seq", "run_date": None, "sweep_id": "undated",
             "tok_s_per_mw": 1.0, "measured_tok_s_per_mw": None,
             **{m: 1.0 for m in ("cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud", "cost_per_mtok_rental",
                                 "output_tput_per_gpu", "input_tput_per_gpu")},
             **{f"{d}_cost_per_mtok_{t}": 1.0 for d in ("output", "input") for t in ("hyperscaler", "neocloud", "rental")}}
-    runs = [{**base, "run_id": "kept", "source_file": "k", "median_intvty": 10.0, "x_intvty": 10.0, "tput_per_gpu": 100.0,
+    runs = [{**base, "run_id": "kept", "source_file": "k", "line_id": "line-k", "median_intvty": 10.0, "x_intvty": 10.0, "tput_per_gpu": 100.0,
              "length_off_nominal": False},
-            {**base, "run_id": "off", "source_file": "o", "median_intvty": 20.0, "x_intvty": 20.0, "tput_per_gpu": 90.0,
+            {**base, "run_id": "off", "source_file": "o", "line_id": "line-o", "median_intvty": 20.0, "x_intvty": 20.0, "tput_per_gpu": 90.0,
              "length_off_nominal": True}]
     side = Side("m", 1000, 1000, "h200", "fp8", "none", "vllm")
     default = build_frontiers(runs, [side]).to_pylist()

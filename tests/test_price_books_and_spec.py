@@ -137,7 +137,8 @@ def _run(i, spec, framework, x, y):
             "cost_per_mtok_hyperscaler": 1 / y, "cost_per_mtok_neocloud": 1 / y, "cost_per_mtok_rental": 1 / y,
             **{f"output_cost_per_mtok_{t}": 1 / y for t in ("hyperscaler", "neocloud", "rental")},
             **{f"input_cost_per_mtok_{t}": None for t in ("hyperscaler", "neocloud", "rental")},
-            "tok_s_per_mw": y, "length_off_nominal": False}
+            "tok_s_per_mw": y, "length_off_nominal": False, "run_date": None, "line_id": f"line{i}",
+            "sweep_id": "undated"}
 
 
 @pytest.mark.parametrize("frameworks, expected", [(("sglang", "dynamo-sglang"), False), (("sglang", "trtllm"), True)])

@@ -15,7 +15,10 @@ def _run(date, x, y, conc, framework="sglang"):
             "precision": "fp4", "spec_decoding": "none", "benchmark_type": "fixed_seq", "run_date": date,
             "x_intvty": x, "conc": conc,
             "tput_per_gpu": y, "output_tput_per_gpu": y / 2, "cost_per_mtok_hyperscaler": cost,
-            "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost, "tok_s_per_mw": y * 1000 / 2.65}
+            "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost, "tok_s_per_mw": y * 1000 / 2.65,
+            # one line per framework, one sweep per day: a day's sweep supersedes the earlier ones
+            "run_id": f"{date}-{framework}-{conc}", "line_id": framework,
+            "sweep_id": f"date:{date}"}
 
 
 RUNS = [

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.comparisons.band import band_phrase, default_targets, displayed_band, interactivity_band, round_half_up
+from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, difference_significant, side_intervals
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS, frontiers_by_side
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
 from pipeline.frontiers.spline import interpolate
@@ -73,6 +74,9 @@ COMPARISON_SCHEMA = pa.schema(
         ("cost_sentence", pa.string()),
         ("tput_sentence", pa.string()),
         ("sentence_caveat", pa.string()),
+        ("repeat_points", pa.int32()),
+        *[(name, pa.float64()) for name in COMPARISON_CI_COLUMNS],
+        ("difference_significant", pa.bool_()),
     ]
 )
 
@@ -83,7 +87,9 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
 
     ``measured_tok_s_per_mw`` is splined only when every frontier point of the side has telemetry
     (``measured_power_coverage`` = share of points that do); ``cross_engine`` is True when the spec-decoding
-    points of the two frontiers come from engine families with different acceptance conventions.
+    points of the two frontiers come from engine families with different acceptance conventions. Each side
+    also carries the 95 % intervals of tok/s/GPU and interactivity at the target and ``difference_significant``
+    (``pipeline.comparisons.confidence``; null unless every frontier point of the side is a repeat mean).
 
     Honest cells: ``bracket_lo_intvty``/``bracket_hi_intvty`` are the side's measured frontier points around the
     target (equal when the target is a point; null beyond the end the target lies past, with ``target_clamped``);
@@ -110,6 +116,7 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     d_lo, d_hi = displayed_band(lo, hi)
     values = {key: _evaluate(points, targets) for key, points in (("a", fa), ("b", fb))}
     labels = {"a": comparison.label_a, "b": comparison.label_b}
+    intervals = {key: side_intervals(points, targets) for key, points in (("a", fa), ("b", fb))}
     families = {ENGINE_FAMILY.get(p["point_framework"], p["point_framework"])
                 for p in (*fa, *fb) if p["point_spec_decoding"] != "none"}
     cross_engine = len(families) > 1
@@ -138,6 +145,8 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "measured_power_coverage": sum(p["measured_tok_s_per_mw"] is not None for p in points) / len(points),
                 "cross_engine": cross_engine,
                 "band_phrase": band_phrase(target, lo, hi), **sentences, "sentence_caveat": caveat,
+                "repeat_points": sum((p.get("repeat_n") or 1) > 1 for p in points), **intervals[key][t_index],
+                "difference_significant": difference_significant(intervals["a"][t_index], intervals["b"][t_index]),
             })
     return rows
 

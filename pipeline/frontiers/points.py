@@ -9,11 +9,13 @@ fixed-sequence sides, E2E-normalized interactivity (1 / p90(E2EL / OSL)) for age
 from __future__ import annotations
 
 import itertools
+from datetime import date
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from pipeline.frontiers.latest import CI_COLUMNS, LINEAGE_INPUT_COLUMNS, frontier_runs
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
 from pipeline.ingest.schema import FIXED_SEQ
@@ -37,14 +39,15 @@ OPTIONAL_METRICS = (
     *(f"{direction}_cost_per_mtok_{tier}" for direction in ("output", "input")
       for tier in ("hyperscaler", "neocloud", "rental")),
 )
-# The run_metrics columns build_frontiers reads (concurrency is the run's conc; length_off_nominal, from
-# sql/run_lengths.sql, leaves a run off the frontiers).
-FRONTIER_INPUT_COLUMNS = (
+# The run_metrics columns build_frontiers reads (concurrency is the run's conc; run_date, line_id and sweep_id
+# decide which runs are current, pipeline/frontiers/latest.py; length_off_nominal, from sql/run_lengths.sql, leaves
+# a run off the frontiers; x_intvty is the frontier's x-axis, by benchmark_type).
+FRONTIER_INPUT_COLUMNS = tuple(dict.fromkeys((
     "run_id", "source_file", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision",
     "spec_decoding", "framework", "spec_metric_source", "conc", "median_intvty", "length_off_nominal",
     "benchmark_type", "x_intvty",
-    *(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"),
-)
+    *(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"), *LINEAGE_INPUT_COLUMNS,
+)))
 
 
 FRONTIER_SCHEMA = pa.schema(
@@ -73,19 +76,29 @@ FRONTIER_SCHEMA = pa.schema(
         ("median_intvty", pa.float64()),
         ("x_intvty", pa.float64()),
         *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
+        ("line_id", pa.string()),
+        ("sweep_id", pa.string()),
+        ("repeat_group", pa.string()),
+        ("repeat_n", pa.int32()),
+        *[(name, pa.float64()) for name in CI_COLUMNS],
     ]
 )
 
 
-def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side], *,
-                    include_off_nominal: bool = False) -> pa.Table:
+def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side],
+                    as_of: date | None = None, *, include_off_nominal: bool = False) -> pa.Table:
     """Pareto frontier points of every side in every price book (``FRONTIER_SCHEMA``: one row per side, price
     book and frontier point). The points are the same in every book; costs and tok/s/MW differ.
 
+    Only current runs count (``pipeline.frontiers.latest.frontier_runs``): each line's latest sweep as of
+    ``as_of`` (default: every run), repeats of one line, sweep and conc averaged into one point that carries
+    ``repeat_n`` and the 95 % Student-t intervals ``tput_per_gpu_ci_lo/hi``, ``median_intvty_ci_lo/hi`` (null
+    where ``repeat_n`` < 2). A point's ``run_id`` and ``source_file`` are its repeat group's first run's.
+
     Runs whose measured ISL/OSL is more than 10 % off nominal (``length_off_nominal``) are left out by default:
-    they ran another workload than the side's nominal ISL/OSL. ``side_runs`` counts the runs used (and
-    ``side_intvty_min``/``_max`` span them), ``excluded_runs`` the side's runs left out; a side whose runs are all
-    left out has no frontier.
+    they ran another workload than the side's nominal ISL/OSL. ``side_runs`` counts the current runs used (repeats
+    each; ``side_intvty_min``/``_max`` span the points), ``excluded_runs`` the side's current runs left out; a side
+    whose runs are all left out has no frontier.
 
     Column work: the runs are indexed once by their keys, each side's frontier is ``pareto_frontier`` over numpy
     arrays, and the point rows are taken from the input table, not rebuilt row by row.
@@ -95,6 +108,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
             (a metric a run lacks is null in its row, never an absent column). Ties on a frontier resolve to the
             earlier row.
         sides: the sides to build; a side without runs yields no rows.
+        as_of: the frontiers as they stood that day (runs dated later are not seen).
         include_off_nominal: keep runs flagged ``length_off_nominal`` (``excluded_runs`` is then 0).
     Raises:
         ValueError: a column of ``FRONTIER_INPUT_COLUMNS`` is missing (named), or a member run's interactivity or
@@ -106,6 +120,9 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     missing = [name for name in FRONTIER_INPUT_COLUMNS if name not in table.column_names]
     if missing:  # a left-out column would reach the marts as nulls that look like "not measured"
         raise ValueError(f"build_frontiers: runs lack column(s) {', '.join(missing)}")
+    averaged = [m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"] + ["x_intvty"]
+    table = frontier_runs(table, averaged, as_of)
+    repeats = table["repeat_n"].to_numpy()
     key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
                  "benchmark_type")
     keys = [table[name].to_pylist() for name in key_names]
@@ -127,7 +144,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         members = np.array(sorted(p for (spec, framework), stack in by_stack.items()
                                   if side.spec_decoding in (POOLED, spec) and side.framework in (POOLED, framework)
                                   for p in stack), dtype=np.int64)
-        excluded = int(off_nominal[members].sum()) if members.size else 0
+        excluded = int(repeats[members][off_nominal[members]].sum()) if members.size else 0
         members = members[~off_nominal[members]] if members.size else members
         if members.size == 0:
             continue
@@ -138,7 +155,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         for name, value in (("side_id", side.side_id), ("price_book", book), ("model", side.model),
                             ("isl", side.isl), ("osl", side.osl), ("hw", side.hw), ("precision", side.precision),
                             ("spec_decoding", side.spec_decoding), ("framework", side.framework),
-                            ("benchmark_type", side.benchmark_type), ("side_runs", members.size),
+                            ("benchmark_type", side.benchmark_type), ("side_runs", int(repeats[members].sum())),
                             ("excluded_runs", excluded), ("side_intvty_min", float(x.min())),
                             ("side_intvty_max", float(x.max()))):
             side_columns[name].extend([value] * n)
@@ -150,6 +167,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         "point_spec_decoding": taken["spec_decoding"], "point_spec_metric_source": taken["spec_metric_source"],
         "median_intvty": taken["median_intvty"], "x_intvty": taken["x_intvty"],
         **{m: taken["conc" if m == "concurrency" else m] for m in SPLINED_METRICS + OPTIONAL_METRICS},
+        **{name: taken[name] for name in ("line_id", "sweep_id", "repeat_group", "repeat_n", *CI_COLUMNS)},
     }
     columns = {**{name: pa.array(values, FRONTIER_SCHEMA.field(name).type) for name, values in side_columns.items()},
                **{name: column.cast(FRONTIER_SCHEMA.field(name).type) for name, column in from_runs.items()}}

@@ -32,7 +32,15 @@ from pipeline.ingest.keys import (
 )
 from pipeline.ingest.schema import METADATA_KEYS
 
-_INT_KEYS = ("tp", "pp", "pcp", "ep", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc")
+_INT_KEYS = ("tp", "pp", "pcp", "ep", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc",
+             "prefill_tp", "prefill_ep", "prefill_num_workers", "decode_num_workers")
+
+
+def _text(value: Any) -> str | None:
+    """A stripped string; empty is None."""
+    return None if value is None or str(value).strip() == "" else str(value).strip()
+
+
 _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     "model": normalize_model,
     "hw": normalize_hw,
@@ -41,8 +49,12 @@ _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     "spec_decoding": normalize_spec,
     "dp_attention": to_bool,
     "disagg": to_bool,
+    "prefill_dp_attention": to_bool,
+    "is_multinode": to_bool,
     "run_date": to_date,
     "kv_offload": normalize_kv_offload,
+    "run_url": _text,
+    "sweep_id": _text,
     "image": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
     "power_log": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
     "start_time_unix": lambda v: None if v is None or str(v).strip() == "" else float(v),

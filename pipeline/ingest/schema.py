@@ -39,6 +39,16 @@ METADATA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("run_date", pa.date32()),
     ("power_log", pa.string()),
     ("start_time_unix", pa.float64()),
+    # Disaggregated topology beyond the GPU counts (the dashboard's line key; InferenceX export rows carry them),
+    # and what names a sweep (docs/metrics.md "Latest run per line").
+    ("prefill_tp", pa.int32()),
+    ("prefill_ep", pa.int32()),
+    ("prefill_dp_attention", pa.bool_()),
+    ("prefill_num_workers", pa.int32()),
+    ("decode_num_workers", pa.int32()),
+    ("is_multinode", pa.bool_()),
+    ("run_url", pa.string()),
+    ("sweep_id", pa.string()),
 )
 METADATA_KEYS = tuple(name for name, _ in METADATA_FIELDS)
 
@@ -110,5 +120,6 @@ QUARANTINE_SCHEMA = pa.schema(
         ("detail", pa.string()),
         ("stage", pa.string()),
         ("run_date_partition", pa.string()),
+        ("duplicate_of", pa.string()),  # duplicate_run only: run_id of the copy that was kept
     ]
 )

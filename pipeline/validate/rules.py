@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, LATENCY_COLUMNS, QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.validate.lines import LINE_COLUMNS, line_id
 
 Run = Mapping[str, Any]
 Finding = tuple[str, str]
@@ -241,38 +242,71 @@ def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Fin
     return findings[0][0], detail
 
 
-# The natural key of a run (issue "duplicate runs"): two accepted runs with equal keys measure the same thing.
-NATURAL_KEY = ("model", "hw", "framework", "precision", "spec_decoding", "tp", "pp", "pcp", "ep", "dp_attention",
-               "disagg", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc", "run_date", "benchmark_type",
-               "kv_offload")
+# What makes two runs the same measurement (docs/inputs.md ``duplicate_run``): the same line (``lines.line_id``)
+# and ``conc``, and every measured number both give equal within ``SAME_MEASUREMENT_RTOL`` (a raw vLLM result
+# and the InferenceX agg row made from it: ms vs s, total vs per-GPU, but the same numbers). Runs that share the
+# line and ``conc`` but differ in a number are repeats, not duplicates (``lines.run_lineage``).
+MEASUREMENT_KEY = (*LINE_COLUMNS, "conc")
+MEASUREMENT_COLUMNS = (*LATENCY_COLUMNS, "total_tput_tok_s", "output_tput_tok_s", "input_tput_tok_s",
+                       "reported_tput_per_gpu", "reported_output_tput_per_gpu", "reported_input_tput_per_gpu")
+SAME_MEASUREMENT_RTOL = 1e-9
+# A match needs at least this many shared numbers, median TPOT among them, so two sparse rows never match by luck.
+_MIN_SHARED = 3
 
 
-def find_duplicates(runs: list[Mapping[str, Any]]) -> dict[int, Finding]:
-    """Duplicate runs among ``runs`` (rows that passed every rule), by index → (``duplicate_run``, detail).
+def same_measurement(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when ``a`` and ``b`` (same line and ``conc``) carry the same numbers: every ``MEASUREMENT_COLUMNS``
+    value both give is equal within ``SAME_MEASUREMENT_RTOL`` relative, median TPOT is among them and they share
+    at least three values."""
+    shared = 0
+    for name in MEASUREMENT_COLUMNS:
+        x, y = a.get(name), b.get(name)
+        if x is None or y is None:
+            continue
+        if not math.isclose(x, y, rel_tol=SAME_MEASUREMENT_RTOL, abs_tol=0.0):
+            return False
+        shared += 1
+    return shared >= _MIN_SHARED and a.get("median_tpot_s") is not None and b.get("median_tpot_s") is not None
 
-    A run is a duplicate when an earlier run has the same content (``content_sha256``: the same run object,
-    whatever the file name or key order) or the same ``NATURAL_KEY``. Keep rule: runs are ordered by
-    (``source_file``, ``source_row``) and the first of each group is kept, so the outcome depends only on the
-    folder's content and re-ingesting the same folder changes nothing.
+
+def _keep_order(run: Mapping[str, Any]) -> tuple:
+    """Which copy of a duplicate is kept: a dated copy before an undated one (the date places it on the time
+    axis), then the (``source_file``, ``source_row``) that sorts first."""
+    return (run.get("run_date") is None, run["source_file"], run["source_row"])
+
+
+def find_duplicates(runs: list[Mapping[str, Any]], accepted_before: int = 0) -> dict[int, tuple[str, str, str]]:
+    """Duplicate runs among ``runs`` (rows that passed every rule), by index → (``duplicate_run``, detail,
+    ``duplicate_of``: the kept run's ``run_id``).
+
+    A run is a duplicate when a run kept before it has the same content (``content_sha256``: the same run
+    object, whatever the file name or key order) or is the same measurement (same ``MEASUREMENT_KEY``,
+    ``same_measurement``). Keep rule: runs are ordered by ``_keep_order`` and the first of each group is kept, so
+    the outcome depends only on the folder's content. Same line and ``conc`` with different numbers is a repeat
+    and both are kept. The first ``accepted_before`` runs were accepted earlier (other run-date partitions) and
+    come first: a new run never displaces one of them.
     """
-    order = sorted(range(len(runs)), key=lambda i: (runs[i]["source_file"], runs[i]["source_row"]))
+    order = sorted(range(len(runs)), key=lambda i: (i >= accepted_before, _keep_order(runs[i])))
     seen_content: dict[str, int] = {}
-    seen_key: dict[tuple, int] = {}
-    found: dict[int, Finding] = {}
+    kept_by_key: dict[str, list[int]] = {}
+    found: dict[int, tuple[str, str, str]] = {}
     for i in order:
         run = runs[i]
         where = lambda j: f"{runs[j]['source_file']} row {runs[j]['source_row']}"  # noqa: E731
         content = run.get("content_sha256")
-        key = tuple(run.get(k) for k in NATURAL_KEY)
+        key = f"{line_id(run)}|conc={run.get('conc')}"
         if content and content in seen_content:
-            found[i] = ("duplicate_run", f"same content as {where(seen_content[content])} (kept)")
-        elif key in seen_key:
-            found[i] = ("duplicate_run", f"same natural key ({', '.join(f'{k}={run.get(k)}' for k in NATURAL_KEY if run.get(k) is not None)}) "
-                                         f"as {where(seen_key[key])} (kept)")
-        else:
-            if content:
-                seen_content[content] = i
-            seen_key[key] = i
+            j = seen_content[content]
+            found[i] = ("duplicate_run", f"same content as {where(j)} (kept)", runs[j]["run_id"])
+            continue
+        twin = next((j for j in kept_by_key.get(key, ()) if same_measurement(run, runs[j])), None)
+        if twin is not None:
+            found[i] = ("duplicate_run", f"same measurement as {where(twin)} (kept): line {key}, every number "
+                                         f"within {SAME_MEASUREMENT_RTOL:g} relative", runs[twin]["run_id"])
+            continue
+        if content:
+            seen_content[content] = i
+        kept_by_key.setdefault(key, []).append(i)
     return found
 
 
@@ -296,18 +330,22 @@ def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tup
     return accepted, rejected
 
 
-def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, pa.Table]:
+def validate_table(runs: pa.Table, known_hw: Iterable[str],
+                   accepted_elsewhere: pa.Table | None = None) -> tuple[pa.Table, pa.Table]:
     """``validate_runs`` over an Arrow table, in column operations where they decide: the same accepted runs and
     the same quarantine rows, in the same order (tested against ``validate_runs``).
 
     The rules run in Python only on the rows some rule's ``screen`` flags (all rows when a rule has none); the
-    duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a natural key
-    with another passing run, since a run that shares neither is never a duplicate nor the kept copy of one.
+    duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a line and
+    ``conc`` with another passing run, since a run that shares neither is never a duplicate nor the kept copy of one.
 
     Args:
         runs: ``RUN_SCHEMA`` rows (cast to it), in any order (the outputs keep it; which copy of a duplicate is
             kept does not depend on it).
         known_hw: the GPU reference's ``hw`` keys.
+        accepted_elsewhere: runs accepted earlier in other run-date partitions (``RUN_SCHEMA``): a run that is
+            the same measurement as one of them is the duplicate (a raw result dated one day and its undated agg
+            row sit in two partitions). A full refresh validates every date at once and applies the keep rule.
     Returns:
         (accepted runs, ``RUN_SCHEMA``; quarantine rows, ``QUARANTINE_SCHEMA``, stage ``validate``: rule
         rejections in input order, then duplicates in input order, as ``validate_runs``).
@@ -330,26 +368,50 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, p
             passes[at] = False
     passing = runs.filter(pa.array(passes))
 
-    columns = {name: passing[name].to_pylist() for name in ("content_sha256", *NATURAL_KEY)}
-    keys = list(zip(*(columns[name] for name in NATURAL_KEY)))
-    contents = columns["content_sha256"]
-    key_count, content_count = Counter(keys), Counter(c for c in contents if c)
-    shared = [i for i, (key, content) in enumerate(zip(keys, contents))
-              if key_count[key] > 1 or content_count[content] > 1]
-    candidates = passing.take(pa.array(shared, pa.int64())).select(
-        ["source_file", "source_format", "source_row", "run_date_partition", "content_sha256", *NATURAL_KEY]).to_pylist()
-    duplicates = find_duplicates(candidates)
+    candidates, duplicates = duplicates_in_table(passing)
+    if accepted_elsewhere is not None and accepted_elsewhere.num_rows:
+        ours = [i for i in range(passing.num_rows) if i not in duplicates]
+        prior = accepted_elsewhere.cast(RUN_SCHEMA)
+        both = pa.concat_tables([prior, passing.take(pa.array(ours, pa.int64()))])
+        rows, found = duplicates_in_table(both, accepted_before=prior.num_rows)
+        for at, finding in found.items():
+            if at >= prior.num_rows:
+                candidates[ours[at - prior.num_rows]] = rows[at]
+                duplicates[ours[at - prior.num_rows]] = finding
     kept = np.ones(passing.num_rows, dtype=bool)
-    for local in duplicates:
-        kept[shared[local]] = False
-    rejected += [_quarantine_row(candidates[local], *finding) for local, finding in sorted(duplicates.items())]
+    for at in duplicates:
+        kept[at] = False
+    rejected += [_quarantine_row(candidates[at], *finding) for at, finding in sorted(duplicates.items())]
     return passing.filter(pa.array(kept)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
 
 
-def _quarantine_row(run: Mapping[str, Any], code: str, detail: str) -> dict:
+def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
+    """``find_duplicates`` over an Arrow table (``RUN_SCHEMA`` columns), searching only the rows that share a
+    content hash or a line and ``conc`` with another row (a row that shares neither is never a duplicate nor the
+    kept copy of one).
+
+    Returns:
+        (candidate rows as dicts by row position, duplicates by row position → (``duplicate_run``, detail,
+        ``duplicate_of`` run_id)).
+    """
+    # bucketed by line_id (not the raw columns), which reads an absent EP as 1 etc. as find_duplicates does
+    keys = [f"{line_id(run)}|conc={run['conc']}" for run in runs.select(list(MEASUREMENT_KEY)).to_pylist()]
+    contents = runs["content_sha256"].to_pylist()
+    key_count, content_count = Counter(keys), Counter(c for c in contents if c)
+    shared = [i for i, (key, content) in enumerate(zip(keys, contents))
+              if key_count[key] > 1 or content_count[content] > 1]
+    candidates = runs.take(pa.array(shared, pa.int64())).select(
+        ["source_file", "source_format", "source_row", "run_id", "run_date_partition", "content_sha256", "run_date",
+         *MEASUREMENT_KEY, *MEASUREMENT_COLUMNS]).to_pylist()
+    found = find_duplicates(candidates, accepted_before=sum(i < accepted_before for i in shared))
+    return ({shared[i]: row for i, row in enumerate(candidates)},
+            {shared[local]: finding for local, finding in found.items()})
+
+
+def _quarantine_row(run: Mapping[str, Any], code: str, detail: str, duplicate_of: str | None = None) -> dict:
     return {"source_file": run["source_file"], "source_format": run["source_format"], "source_row": run["source_row"],
             "reason_code": code, "detail": f"{run['source_file']} row {run['source_row']}: {detail}",
-            "stage": "validate", "run_date_partition": run.get("run_date_partition")}
+            "stage": "validate", "run_date_partition": run.get("run_date_partition"), "duplicate_of": duplicate_of}
 
 
 def quarantine_table(ingest_rejects: pa.Table, rule_rejects: pa.Table) -> pa.Table:

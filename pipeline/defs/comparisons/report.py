@@ -1,6 +1,7 @@
 """Downstream of the comparisons: the historical-trend mart and the static HTML report with frontier charts."""
 
 import base64
+import datetime as dt
 from pathlib import Path
 
 import dagster as dg
@@ -37,23 +38,36 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     (docs/metrics.md trend rule: no clamping, no extrapolation). Mart: ``trends/``, partitioned
     ``<model>/<run_date>/``.
 
-    Partitioned by run date like ``run_metrics``: a day's row depends on that day's runs alone, so a new night
-    computes only its own rows (``undated`` runs have no place on a time axis and give none).
+    A day's frontier is built from the group's lines as of that day (each line's latest sweep dated that day or
+    earlier, repeats averaged; docs/metrics.md "Latest run per line"). Partitioned by run date like
+    ``run_metrics``: a new night computes only its own rows (reading earlier days' runs); a backfilled older day
+    also rebuilds every later day, whose lines it can change (``undated`` runs have no place on a time axis and
+    give none).
     """
     keys = list(context.partition_keys)
-    columns = ", ".join(["price_book", "run_date", "x_intvty", "conc", *GROUP_KEYS,
-                         *[m for m in TREND_METRICS if m != "concurrency"]])
+    columns = ", ".join(["price_book", "run_date", "run_id", "line_id", "sweep_id", "x_intvty", "median_intvty",
+                         "conc",
+                         *GROUP_KEYS, *[m for m in TREND_METRICS if m != "concurrency"]])
     with warehouse.get_connection() as conn:
+        # a day's frontier reads every line as of that day, so earlier days' runs are read too; a backfilled
+        # older day can change the lines of every later day, so those days are rebuilt with it
+        first = min((k for k in keys if k != "undated"), default=None)
+        later = [] if first is None else [r[0] for r in conn.execute(
+            "select distinct run_date_partition from run_metrics where run_date_partition <> 'undated' "
+            "and run_date_partition > ?", [first]).fetchall()]
+        build = sorted(set(keys) | set(later))
         # runs whose measured ISL/OSL is > 10 % off nominal are left off every frontier (sql/run_lengths.sql)
-        runs = conn.sql(f"select {columns} from run_metrics where list_contains($keys, run_date_partition) "
-                        "and not length_off_nominal", params={"keys": keys}).to_arrow_table()
-        fresh = build_trends(runs, config.target_intvty)
-        replace_partitions(conn, "trends", fresh, keys, key_column="strftime(run_date, '%Y-%m-%d')")
+        runs = conn.sql(f"select {columns} from run_metrics where run_date is not null "
+                        "and strftime(run_date, '%Y-%m-%d') <= $last and not length_off_nominal",
+                        params={"last": max(build)}).to_arrow_table()
+        build_dates = [dt.date.fromisoformat(k) for k in build if k != "undated"]
+        fresh = build_trends(runs, config.target_intvty, dates=build_dates)
+        replace_partitions(conn, "trends", fresh, build, key_column="strftime(run_date, '%Y-%m-%d')")
         # days whose runs are all gone (files removed) leave the table and the mart
         emptied = conn.execute("delete from trends where strftime(run_date, '%Y-%m-%d') not in "
                                "(select run_date_partition from run_metrics) "
                                "returning strftime(run_date, '%Y-%m-%d')").fetchall()
-        dates = sorted(set(keys) | {row[0] for row in emptied})
+        dates = sorted(set(build) | {row[0] for row in emptied})
         table = conn.sql("select * from trends where list_contains($dates, strftime(run_date, '%Y-%m-%d')) "
                          "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding",
                          params={"dates": dates}).to_arrow_table()

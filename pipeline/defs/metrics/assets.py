@@ -14,6 +14,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import replace_mart_partitions, replace_partitions
+from pipeline.metrics.lineage import refresh_lineage
 from pipeline.metrics.power import POWER_SCHEMA, measure_runs
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
@@ -75,7 +76,11 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
       ``length_off_nominal`` (either more than 10 % off nominal; such runs are left off frontiers), ``failure_rate``;
     - measured power beside the all-in estimate: ``avg_power_w_per_gpu`` (W), ``energy_j``,
       ``measured_tok_s_per_mw``, ``measured_j_per_token``, ``measured_j_per_output_token`` (null without valid
-      telemetry, ``power_invalid_reason`` says why).
+      telemetry, ``power_invalid_reason`` says why);
+    - the latest-run columns (``pipeline.metrics.lineage``, docs/metrics.md "Latest run per line"): ``line_id``,
+      ``sweep_id``, ``superseded_by`` (the line's newer sweep; null when the run is current), ``repeat_group``
+      and ``repeat_n`` (runs of one line, sweep and conc). They are recomputed over every date, so the files of
+      older dates whose runs a new sweep supersedes are rewritten too.
 
     Grain: one row per (run, ``price_book``): costs and all-in power come from that book.
     Formulas: docs/metrics.md (InferenceX utils/process_result.py and the dashboard).
@@ -90,7 +95,9 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         replace_partitions(conn, "run_metrics", fresh, keys)
         emptied = conn.execute("delete from run_metrics where run_id not in (select run_id from validated_runs) "
                                "returning run_date_partition").fetchall()
-        dates = sorted(set(keys) | {row[0] for row in emptied})
+        # a new sweep supersedes runs of older dates: their rows and runs/ files change too
+        relined = refresh_lineage(conn)
+        dates = sorted(set(keys) | {row[0] for row in emptied} | set(relined))
         table = conn.sql("select * from run_metrics where list_contains($dates, run_date_partition) "
                          "order by price_book, source_file, source_row", params={"dates": dates}).to_arrow_table()
         total = conn.execute("select count(*) from run_metrics").fetchone()[0]

@@ -37,7 +37,14 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         raw = conn.sql("select * from raw_runs where list_contains($keys, run_date_partition) "
                        "order by source_file, source_row", params={"keys": keys}).to_arrow_table()
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
-        validated, rejects = validate_table(raw, known_hw)
+        # the same measurement can sit in two partitions (a dated raw result, its undated agg row)
+        exists = conn.execute("select count(*) from information_schema.tables "
+                              "where table_name = 'validated_runs'").fetchall()[0][0]
+        elsewhere = conn.sql("select * from validated_runs where not list_contains($keys, run_date_partition)",
+                             params={"keys": keys}).to_arrow_table() if exists else None
+        if elsewhere is not None and elsewhere.column_names != raw.column_names:
+            elsewhere = None  # stored before a schema change: this run rebuilds the table (replace_partitions)
+        validated, rejects = validate_table(raw, known_hw, elsewhere)
         replace_partitions(conn, "validated_runs", validated, keys)
         replace_partitions(conn, "validation_rejects", rejects, keys)
         # runs whose files vanished since (ingest dropped them) leave every partition

@@ -1,0 +1,108 @@
+"""The runs a frontier is built from: each line's latest sweep (``pipeline.validate.lines``), repeats averaged.
+
+``frontier_runs`` is the one door to a frontier: ``build_frontiers`` (and through its rows the comparisons) and
+``build_trends`` call it, so no superseded run and no un-averaged repeat reaches a frontier point.
+
+Repeats (same line, sweep and ``conc``) become one point: the mean of each averaged metric, and for tok/s/GPU and
+interactivity a 95 % Student-t confidence interval of that mean, mean ± t(0.975, n − 1) · s / √n with s the
+sample standard deviation (ddof 1), t from ``scipy.stats.t``; null where n < 2. A metric some member lacks is
+null at the point (never a mean over fewer runs than the point claims).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any, Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+from scipy import stats
+
+from pipeline.frontiers.pareto import float_values
+from pipeline.validate.lines import run_lineage
+
+# Columns frontier_runs needs besides the metrics: the line and the sweep of every run (run_metrics has them).
+LINEAGE_INPUT_COLUMNS = ("run_id", "price_book", "conc", "run_date", "line_id", "sweep_id")
+CI_LEVEL = 0.95
+CI_COLUMNS = ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi")
+
+
+def t_interval(values: np.ndarray) -> tuple[float, float] | None:
+    """95 % Student-t interval of the mean of ``values`` (1-D, finite): (lo, hi), or None when fewer than 2."""
+    n = values.size
+    if n < 2:
+        return None
+    mean = float(values.mean())
+    half = float(stats.t.ppf(0.5 + CI_LEVEL / 2, n - 1) * values.std(ddof=1) / np.sqrt(n))
+    return mean - half, mean + half
+
+
+def frontier_runs(runs: pa.Table | Sequence[Mapping[str, Any]], metrics: Iterable[str],
+                  as_of: date | None = None) -> pa.Table:
+    """The current runs of every line, one row per (``price_book``, repeat group), repeats averaged.
+
+    Args:
+        runs: ``run_metrics`` rows (Arrow table or dicts) with ``LINEAGE_INPUT_COLUMNS``, ``median_intvty``,
+            ``tput_per_gpu`` and ``metrics``; several price books may be mixed.
+        metrics: the float columns to average besides ``median_intvty`` and ``tput_per_gpu`` (tok/s/GPU, $/M
+            tokens, tok/s/MW …); ``conc`` is equal within a group and kept.
+        as_of: the frontier as it stood that day (``run_lineage``): later runs are not seen.
+    Returns:
+        ``average_repeats`` of the current runs, with ``repeat_group`` (``<line_id>|<sweep_id>|conc=<conc>``).
+    Raises:
+        ValueError: a column of ``LINEAGE_INPUT_COLUMNS`` is missing (named).
+    """
+    table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
+    missing = [name for name in LINEAGE_INPUT_COLUMNS if name not in table.column_names]
+    if missing:  # without the line columns, two configurations would merge and one supersede the other
+        raise ValueError(f"frontier_runs: runs lack column(s) {', '.join(missing)}")
+    lineage = run_lineage(table, as_of)
+    table = table.filter(lineage["current"])
+    groups = lineage.filter(lineage["current"])["repeat_group"]
+    table = table.drop_columns([c for c in ("repeat_group",) if c in table.column_names]).append_column(
+        "repeat_group", groups)
+    return average_repeats(table, list(zip(table["price_book"].to_pylist(), groups.to_pylist())), metrics)
+
+
+def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable[str]) -> pa.Table:
+    """One row per distinct ``keys`` value (a repeat group): its mean and 95 % Student-t interval.
+
+    Args:
+        table: rows with ``median_intvty``, ``tput_per_gpu`` and ``metrics`` (float columns).
+        keys: the group of each row (any hashable), len = rows.
+        metrics: further float columns to average.
+    Returns:
+        ``table``'s columns, each group's first row (input order) for the columns not averaged; averaged columns
+        hold the mean, null when some member lacks the value; plus ``repeat_n`` (int32) and ``CI_COLUMNS``
+        (float64, null where ``repeat_n`` < 2). Groups keep the order of their first row.
+    """
+    group_of: dict[Hashable, int] = {}
+    group = np.fromiter((group_of.setdefault(key, len(group_of)) for key in keys), dtype=np.int64, count=len(keys))
+    # groups are numbered in order of first appearance, so np.unique's first indices are in group order
+    first_row = np.unique(group, return_index=True)[1].astype(np.int64)
+    out = table.take(pa.array(first_row, pa.int64()))
+    counts = np.bincount(group, minlength=len(group_of)).astype(np.int32)
+    averaged = tuple(dict.fromkeys(("median_intvty", "tput_per_gpu", *metrics)))
+    if np.any(counts > 1):
+        for name in averaged:
+            values, present = float_values(table[name]), table[name].is_valid().to_numpy(zero_copy_only=False)
+            sums = np.bincount(group, weights=np.where(present, values, 0.0), minlength=len(group_of))
+            whole = np.bincount(group, weights=present.astype(float), minlength=len(group_of)) == counts
+            kind = table.schema.field(name).type  # an all-null column (no run measured it) stays float64
+            out = out.set_column(out.schema.get_field_index(name), name, pa.array(sums / counts, mask=~whole).cast(
+                pa.float64() if pa.types.is_null(kind) else kind))
+    intervals: dict[str, list] = {name: [None] * len(group_of) for name in CI_COLUMNS}
+    for g in np.flatnonzero(counts > 1):
+        members = group == g
+        for metric in ("tput_per_gpu", "median_intvty"):
+            bounds = t_interval(float_values(table[metric])[members])
+            if bounds is not None:
+                intervals[f"{metric}_ci_lo"][g], intervals[f"{metric}_ci_hi"][g] = bounds
+    extra = {"repeat_n": pa.array(counts, pa.int32()),
+             **{name: pa.array(values, pa.float64()) for name, values in intervals.items()}}
+    for name, column in extra.items():
+        if name in out.column_names:
+            out = out.set_column(out.schema.get_field_index(name), name, column)
+        else:
+            out = out.append_column(name, column)
+    return out

@@ -1,0 +1,343 @@
+"""The latest-run rule, repeats and duplicates (docs/metrics.md "Latest run per line"; issue 12, items 1-2).
+
+Small hand-built tables first (never skip), then a history built from the real dashboard export: re-dated copies
+with changed numbers, a partial re-sweep, a repeat and a raw vLLM result beside the InferenceX agg row made from
+it, every expectation computed here by hand.
+"""
+
+import copy
+import datetime as dt
+import json
+import math
+import shutil
+
+import pyarrow as pa
+import pytest
+
+from pipeline.comparisons.confidence import difference_significant, side_intervals
+from pipeline.comparisons.trends import build_trends
+from pipeline.frontiers.latest import frontier_runs
+from pipeline.frontiers.points import build_frontiers
+from pipeline.frontiers.sides import Side, enumerate_comparisons
+from pipeline.ingest.keys import normalize_framework, normalize_hw, normalize_precision, normalize_spec
+from pipeline.validate.lines import current_sweeps_by_date, line_id, run_lineage, sweep_id, sweep_order_key
+from pipeline.validate.rules import find_duplicates
+
+T_975_1 = 12.706204736174698  # Student t, 97.5th percentile, 1 degree of freedom (printed tables: 12.706)
+T_975_2 = 4.302652729749464   # 2 degrees of freedom (tables: 4.303)
+D1, D2, D3 = dt.date(2026, 7, 1), dt.date(2026, 7, 2), dt.date(2026, 7, 3)
+
+
+def _row(run_id, day, sweep, conc, x, y, line="L"):
+    cost = 1.48 / (y * 3600 / 1e6)
+    return {"run_id": run_id, "price_book": "seed", "price_book_version": "v", "source_file": f"{run_id}.json",
+            "model": "dsr1", "isl": 1024, "osl": 1024, "hw": "mi355x", "precision": "fp4", "spec_decoding": "none",
+            "framework": "sglang", "spec_metric_source": None, "conc": conc, "run_date": day, "line_id": line,
+            "sweep_id": sweep, "median_intvty": x, "x_intvty": x, "benchmark_type": "fixed_seq",
+            "length_off_nominal": False, "tput_per_gpu": y, "output_tput_per_gpu": y / 2,
+            "input_tput_per_gpu": y / 2, "cost_per_mtok_hyperscaler": cost, "cost_per_mtok_neocloud": cost,
+            "cost_per_mtok_rental": cost, "tok_s_per_mw": y * 1000 / 2.65, "measured_tok_s_per_mw": None,
+            **{f"{d}_cost_per_mtok_{t}": 2 * cost for d in ("output", "input") for t in ("hyperscaler", "neocloud", "rental")}}
+
+
+# Line L: a full sweep on D1 (conc 4, 8, 16), a partial re-sweep on D2 (conc 4, 8; conc 8 twice: a repeat).
+# Line M: one sweep on D1 only.
+HISTORY = [
+    _row("a4", D1, "date:2026-07-01", 4, 60.0, 300.0), _row("a8", D1, "date:2026-07-01", 8, 40.0, 500.0),
+    _row("a16", D1, "date:2026-07-01", 16, 20.0, 800.0),
+    _row("b4", D2, "date:2026-07-02", 4, 62.0, 320.0), _row("b8", D2, "date:2026-07-02", 8, 41.0, 540.0),
+    _row("b8r", D2, "date:2026-07-02", 8, 43.0, 560.0),
+    _row("m4", D1, "date:2026-07-01", 4, 30.0, 100.0, line="M"),
+]
+
+
+def test_latest_sweep_wins_and_older_concurrencies_are_not_stitched_in():
+    lineage = {r["run_id"]: r for r in run_lineage(HISTORY).to_pylist()}
+    assert {k for k, r in lineage.items() if r["current"]} == {"b4", "b8", "b8r", "m4"}
+    assert {k: lineage[k]["superseded_by"] for k in ("a4", "a8", "a16")} == dict.fromkeys(("a4", "a8", "a16"),
+                                                                                           "date:2026-07-02")
+    assert lineage["b8"]["repeat_n"] == lineage["b8r"]["repeat_n"] == 2 and lineage["b4"]["repeat_n"] == 1
+    assert lineage["b8"]["repeat_group"] == "L|date:2026-07-02|conc=8"
+    # as of D1 the D2 sweep does not exist yet: the whole D1 sweep is current
+    as_of = {r["run_id"]: r for r in run_lineage(HISTORY, as_of=D1).to_pylist()}
+    assert {k for k, r in as_of.items() if r["current"]} == {"a4", "a8", "a16", "m4"}
+    assert as_of["b4"]["superseded_by"] is None and not as_of["b4"]["current"]
+
+
+def test_sweep_order_newest_date_then_id_numerically():
+    assert sweep_order_key(D2, "date:2026-07-02") > sweep_order_key(D1, "gha:999")  # date first
+    assert sweep_order_key(D1, "gha:100") > sweep_order_key(D1, "gha:99")  # 100 > 99 (as text "99" > "100")
+    assert sweep_order_key(D1, "gha:1") > sweep_order_key(D1, "sweep:zz") > sweep_order_key(D1, "date:2026-07-01")
+    assert sweep_order_key(D1, "date:2026-07-01") > sweep_order_key(None, "undated")
+    runs = [dict(_row("x", D1, "gha:99", 4, 50.0, 400.0)), dict(_row("y", D1, "gha:100", 8, 30.0, 600.0))]
+    assert [r["current"] for r in run_lineage(runs).to_pylist()] == [False, True]
+
+
+def test_sweep_ids_from_run_url_metadata_or_date():
+    url = "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/22469096331/attempts/1"
+    assert sweep_id({"run_url": url, "sweep_id": "s", "run_date": D1}) == "gha:22469096331"
+    assert sweep_id({"sweep_id": "nightly-7", "run_date": D1}) == "sweep:nightly-7"
+    assert sweep_id({"run_date": D1}) == "date:2026-07-01" and sweep_id({}) == "undated"
+
+
+def test_line_reads_absent_defaults_and_separates_disagg_topologies():
+    raw = {"model": "kimik2.5", "isl": 1024, "osl": 1024, "hw": "mi355x", "framework": "vllm", "precision": "int4",
+           "spec_decoding": "mtp", "tp": 8, "ep": None, "dp_attention": False, "disagg": False}
+    agg = dict(raw, ep=1, pp=1, is_multinode=False, prefill_tp=8)
+    assert line_id(raw) == line_id(agg) == "kimik2.5|1024/1024|mi355x|vllm|int4|spec=mtp|tp=8,ep=1,dpa=false"
+    pd = dict(raw, disagg=True, is_multinode=True, prefill_tp=8, prefill_ep=8, prefill_dp_attention=True,
+              prefill_num_workers=1, decode_num_workers=4, num_prefill_gpu=8, num_decode_gpu=32, ep=1)
+    assert line_id(pd) != line_id(dict(pd, prefill_ep=1))  # the real export has exactly this pair
+
+
+def test_repeats_are_averaged_with_a_student_t_interval():
+    points = frontier_runs(HISTORY, ["cost_per_mtok_hyperscaler"]).to_pylist()
+    b8 = next(p for p in points if p["repeat_group"] == "L|date:2026-07-02|conc=8")
+    assert b8["repeat_n"] == 2 and b8["tput_per_gpu"] == pytest.approx(550.0) and b8["median_intvty"] == 42.0
+    # s = |560 − 540| / √2, s/√n = 10; 95 % half width = t(0.975, 1) × 10
+    assert (b8["tput_per_gpu_ci_lo"], b8["tput_per_gpu_ci_hi"]) == pytest.approx((550 - 10 * T_975_1, 550 + 10 * T_975_1))
+    assert (b8["median_intvty_ci_lo"], b8["median_intvty_ci_hi"]) == pytest.approx((42 - T_975_1, 42 + T_975_1))
+    # the cost is the mean of the two runs' costs
+    assert b8["cost_per_mtok_hyperscaler"] == pytest.approx((1.48 / (540 * 0.0036) + 1.48 / (560 * 0.0036)) / 2)
+    single = next(p for p in points if p["run_id"] == "b4")
+    assert single["repeat_n"] == 1 and single["tput_per_gpu_ci_lo"] is None
+    assert {p["run_id"] for p in points} == {"b4", "b8", "m4"}  # superseded a4, a8, a16 gone; b8r inside b8
+
+
+def test_three_repeats_interval():
+    runs = [_row(f"r{i}", D1, "gha:1", 4, x, y) for i, (x, y) in enumerate([(10, 100.0), (10, 110.0), (10, 120.0)])]
+    (point,) = frontier_runs(runs, []).to_pylist()
+    # mean 110, s = 10, s/√3 = 5.7735; half width = t(0.975, 2) × 5.7735
+    half = T_975_2 * 10 / math.sqrt(3)
+    assert (point["tput_per_gpu_ci_lo"], point["tput_per_gpu"], point["tput_per_gpu_ci_hi"]) == pytest.approx(
+        (110 - half, 110, 110 + half))
+    assert point["median_intvty_ci_lo"] == pytest.approx(10.0)  # no spread, zero width
+
+
+def test_frontier_uses_only_current_runs_and_as_of():
+    side = Side("dsr1", 1024, 1024, "mi355x", "fp4", "none", "all")
+    now = build_frontiers(HISTORY, [side]).to_pylist()
+    # current: m4 (30, 100), b8+b8r (42, 550), b4 (62, 320); (30, 100) is dominated by (42, 550)
+    assert [(p["run_id"], p["median_intvty"], p["tput_per_gpu"]) for p in now] == [
+        ("b8", 42.0, pytest.approx(550.0)), ("b4", 62.0, 320.0)]
+    assert now[0]["side_runs"] == 4  # b4, b8, b8r, m4
+    then = build_frontiers(HISTORY, [side], as_of=D1).to_pylist()
+    assert [p["run_id"] for p in then] == ["a16", "a8", "a4"]
+
+
+def test_trends_use_each_line_as_of_each_date():
+    rows = {r["run_date"]: r for r in build_trends(HISTORY, target_intvty=50).to_pylist()}
+    assert set(rows) == {D1, D2}
+    # D1: a4, a8, a16 and m4; D2: L's D2 sweep (b8 and b8r one point) and M as of D2 (its D1 sweep)
+    assert (rows[D1]["runs"], rows[D2]["runs"]) == (4, 4)
+    assert rows[D2]["frontier_points"] == 2 and rows[D2]["frontier_intvty_max"] == 62.0
+    assert list(build_trends(HISTORY, 50, dates=[D2]).column("run_date").to_pylist()) == [D2]
+
+
+def test_current_sweeps_by_date_agrees_with_run_lineage():
+    table = pa.Table.from_pylist(HISTORY)
+    for day, current in current_sweeps_by_date(table, [D1, D2, D3]):
+        from_lineage = {i for i, c in enumerate(run_lineage(table, as_of=day)["current"].to_pylist()) if c}
+        assert {i for rows in current.values() for i in rows} == from_lineage
+
+
+def _run(run_id, source, row=0, date=None, **numbers):
+    base = {"run_id": run_id, "source_file": source, "source_row": row, "run_date": date, "content_sha256": run_id,
+            "model": "kimik2.5", "isl": 1024, "osl": 1024, "hw": "mi355x", "framework": "vllm", "precision": "int4",
+            "spec_decoding": "mtp", "tp": 8, "ep": None, "dp_attention": False, "disagg": False, "conc": 4}
+    return {**base, **numbers}
+
+
+def test_duplicates_only_same_content_or_same_measurement():
+    raw = _run("raw", "vllm/x.json", date=D1, median_tpot_s=17.393898241078155e-3, median_ttft_s=296.9768075272441e-3,
+               median_e2el_s=16261.2041993998e-3, total_tput_tok_s=445.0136269213033)
+    agg = _run("agg", "inferencex/agg_x.json", ep=1, median_tpot_s=0.017393898241078155,
+               median_ttft_s=0.2969768075272441, median_e2el_s=16.2612041993998, reported_tput_per_gpu=55.62670336516291)
+    repeat = _run("rep", "vllm/y.json", date=D1, median_tpot_s=0.0175, median_ttft_s=0.2969768075272441,
+                  median_e2el_s=16.2612041993998)
+    copy_of_raw = dict(raw, run_id="copy", source_file="vllm/z.json", content_sha256="raw", median_tpot_s=1.0)
+    found = find_duplicates([agg, raw, repeat, copy_of_raw])
+    assert {i: (f[0], f[2]) for i, f in found.items()} == {0: ("duplicate_run", "raw"), 3: ("duplicate_run", "raw")}
+    assert "same measurement" in found[0][1] and "same content" in found[3][1]
+    # 1e-9 relative is rounding only: 1e-8 apart is another measurement
+    near = dict(agg, median_tpot_s=0.017393898241078155 * (1 + 1e-8))
+    assert find_duplicates([near, raw]) == {}
+
+
+def test_comparison_intervals_and_significance():
+    points = [{"median_intvty": 20.0, "x_intvty": 20.0, "tput_per_gpu_ci_lo": 700.0, "tput_per_gpu_ci_hi": 900.0,
+               "median_intvty_ci_lo": 19.0, "median_intvty_ci_hi": 21.0},
+              {"median_intvty": 40.0, "x_intvty": 40.0, "tput_per_gpu_ci_lo": 300.0, "tput_per_gpu_ci_hi": 500.0,
+               "median_intvty_ci_lo": 39.0, "median_intvty_ci_hi": 41.0}]
+    at = side_intervals(points, [20.0, 40.0, 99.0])  # at a point its bounds; beyond the frontier clamped
+    assert [(r["tput_per_gpu_ci_lo"], r["tput_per_gpu_ci_hi"]) for r in at] == [(700, 900), (300, 500), (300, 500)]
+    holed = side_intervals([points[0], dict(points[1], tput_per_gpu_ci_lo=None, tput_per_gpu_ci_hi=None)], [30.0])
+    assert holed[0]["tput_per_gpu_ci_lo"] is None and holed[0]["median_intvty_ci_lo"] is not None
+    a = {"tput_per_gpu_ci_lo": 100.0, "tput_per_gpu_ci_hi": 110.0}
+    assert difference_significant(a, {"tput_per_gpu_ci_lo": 111.0, "tput_per_gpu_ci_hi": 120.0}) is True
+    assert difference_significant(a, {"tput_per_gpu_ci_lo": 109.0, "tput_per_gpu_ci_hi": 120.0}) is False
+    assert difference_significant(a, {"tput_per_gpu_ci_lo": None, "tput_per_gpu_ci_hi": None}) is None
+
+
+# --- a history built from the real dashboard export -------------------------------------------------------------
+
+EXPORT = "inferencex/rafaykhan_app_api_benchmarks_dsr1_2026-05.json"
+RAW = "vllm/ix_kimik2.5_1k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc4_MI355.json"
+AGG = "inferencex/ix_agg_kimik2.5_1k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc4_MI355.json"
+TOPOLOGY = ("hardware", "framework", "precision", "spec_method", "disagg", "is_multinode", "prefill_tp", "prefill_ep",
+            "prefill_dp_attention", "prefill_num_workers", "decode_tp", "decode_ep", "decode_dp_attention",
+            "decode_num_workers", "num_prefill_gpu", "num_decode_gpu", "isl", "osl")
+
+
+def _workflow(row):
+    return int(row["run_url"].split("/actions/runs/")[1].split("/")[0])
+
+
+def _scaled(row, day, workflow, factor):
+    """A copy of an export row re-dated into another sweep with other numbers: throughput × factor, TPOT ÷ √factor."""
+    new = copy.deepcopy(row)
+    new["date"], new["run_url"] = day.isoformat(), f"https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{workflow}/attempts/1"
+    m = new["metrics"]
+    for key in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
+        m[key] *= factor
+    for key in [k for k in m if k.endswith("_tpot")]:
+        m[key] /= factor ** 0.5
+    for key in [k for k in m if k.endswith("_intvty") and not k.startswith("std")]:
+        m[key] *= factor ** 0.5  # the row's own interactivity stays 1 / TPOT
+    return new
+
+
+@pytest.fixture
+def history(real_logs, tmp_path_factory):
+    export = json.loads((real_logs / EXPORT).read_text())
+    lines = {}
+    for row in export:
+        lines.setdefault(tuple(row[k] for k in TOPOLOGY), []).append(row)
+    # a single-node line measured in one sweep at four or more concurrencies
+    key, rows = next((k, v) for k, v in sorted(lines.items(), key=lambda kv: str(kv[0]))
+                     if not v[0]["disagg"] and len(v) >= 4 and len({_workflow(r) for r in v}) == 1)
+    rows = sorted(rows, key=lambda r: r["conc"])
+    day0 = max(dt.date.fromisoformat(r["date"]) for r in export)  # after every real date: nothing real supersedes
+    redated = [_scaled(r, day0 + dt.timedelta(days=10), 9_000_000_001, 1.25) for r in rows]
+    partial = [_scaled(r, day0 + dt.timedelta(days=20), 9_000_000_002, 3.0) for r in rows[:2]]
+    repeat = _scaled(rows[0], day0 + dt.timedelta(days=20), 9_000_000_002, 3.2)
+    raw_dir = tmp_path_factory.mktemp("history") / "raw"
+    (raw_dir / "inferencex").mkdir(parents=True)
+    (raw_dir / "vllm").mkdir()
+    (raw_dir / "inferencex" / "history.json").write_text(json.dumps(export + redated + partial + [repeat]))
+    shutil.copy(real_logs / RAW, raw_dir / RAW)
+    shutil.copy(real_logs / AGG, raw_dir / AGG)
+    # the raw result's metadata, as the agg row states it (the raw file has only the engine and conc)
+    (raw_dir / (RAW + ".meta.json")).write_text(json.dumps({
+        "model": "kimik2.5", "hw": "mi355x", "precision": "int4", "spec_decoding": "mtp", "tp": 8, "ep": 1,
+        "isl": 1024, "osl": 1024}))
+    return {"raw_dir": raw_dir, "export": export, "rows": rows, "redated": redated, "partial": partial,
+            "repeat": repeat, "day0": day0}
+
+
+def test_history_from_the_real_export(history, run_pipeline):
+    run = run_pipeline(history["raw_dir"])
+    assert run.result.success and all(run.check_results().values()), run.check_results()
+    runs = [r for r in run.mart("runs").to_pylist() if r["price_book"] == "inferencex-seed"]
+    ours = [r for r in runs if r["source_file"] == "inferencex/history.json"]
+    n_export, rows = len(history["export"]), history["rows"]
+    concs = [r["conc"] for r in rows]
+    hw, framework, precision, spec = rows[0]["hardware"], rows[0]["framework"], rows[0]["precision"], rows[0]["spec_method"]
+
+    def of_line(r):
+        return (r["hw"], r["framework"], r["precision"], r["spec_decoding"], r["tp"], r["ep"], r["isl"], r["osl"]) == (
+            hw, framework, precision, spec, rows[0]["decode_tp"], rows[0]["decode_ep"], rows[0]["isl"], rows[0]["osl"]) \
+            and bool(r["dp_attention"]) == rows[0]["decode_dp_attention"] and not r["disagg"]
+
+    line_runs = sorted((r for r in ours if of_line(r)), key=lambda r: r["source_row"])
+    # source rows: the export's own rows of the line, then the re-dated copy, the partial re-sweep, the repeat
+    n = len(rows)
+    assert len(line_runs) == 2 * n + 3
+    original, redated = line_runs[:n], line_runs[n:2 * n]
+    partial, repeat = line_runs[2 * n:2 * n + 2], line_runs[-1]
+    assert [r["source_row"] for r in redated] == list(range(n_export, n_export + n))
+    # 1. the partial re-sweep is the line's newest sweep: it supersedes both older sweeps, all their concurrencies
+    assert {r["superseded_by"] for r in original + redated} == {"gha:9000000002"}
+    assert [r["superseded_by"] for r in partial + [repeat]] == [None, None, None]
+    assert {r["sweep_id"] for r in redated} == {"gha:9000000001"}
+    # 2. the repeat: same line, sweep and conc as the partial sweep's lowest concurrency, other numbers
+    assert repeat["conc"] == partial[0]["conc"] == concs[0]
+    assert repeat["repeat_n"] == partial[0]["repeat_n"] == 2 and partial[1]["repeat_n"] == 1
+    assert repeat["repeat_group"] == partial[0]["repeat_group"]
+
+    # frontiers: no superseded run anywhere; the line's points are the partial sweep's two concurrencies
+    frontiers = [p for p in run.mart("frontiers").to_pylist() if p["price_book"] == "inferencex-seed"]
+    superseded = {r["run_id"] for r in runs if r["superseded_by"] is not None}
+    assert superseded and not superseded & {p["run_id"] for p in frontiers}
+    line_points = [p for p in frontiers if p["line_id"] == partial[0]["line_id"]]
+    assert line_points and {p["run_id"] for p in line_points} <= {r["run_id"] for r in partial + [repeat]}
+    # the repeat group's point carries the run_id of its member that sorts first
+    mean_point = next(p for p in line_points if p["repeat_group"] == partial[0]["repeat_group"])
+    assert mean_point["run_id"] == min(partial[0]["run_id"], repeat["run_id"])
+    t1, t2 = (history["rows"][0]["metrics"]["tput_per_gpu"] * f for f in (3.0, 3.2))
+    assert mean_point["repeat_n"] == 2 and mean_point["tput_per_gpu"] == pytest.approx((t1 + t2) / 2)
+    half = T_975_1 * abs(t2 - t1) / 2
+    assert (mean_point["tput_per_gpu_ci_lo"], mean_point["tput_per_gpu_ci_hi"]) == pytest.approx(
+        ((t1 + t2) / 2 - half, (t1 + t2) / 2 + half))
+    i1, i2 = (1 / (history["rows"][0]["metrics"]["median_tpot"] / f ** 0.5) for f in (3.0, 3.2))
+    assert mean_point["median_intvty"] == pytest.approx((i1 + i2) / 2)
+
+    # as of a day between the re-dated copy and the partial re-sweep: the re-dated sweep, every concurrency
+    side = Side("dsr1", rows[0]["isl"], rows[0]["osl"], hw, precision, spec, framework)
+    as_of = history["day0"] + dt.timedelta(days=15)
+    then = build_frontiers([r for r in run.mart("runs").to_pylist()], [side], as_of=as_of).to_pylist()
+    redated_ids = {r["run_id"] for r in redated}
+    then_line = [p for p in then if p["line_id"] == partial[0]["line_id"]]
+    assert then_line and {p["run_id"] for p in then_line} <= redated_ids
+    assert not {p["run_id"] for p in then} & {r["run_id"] for r in partial + [repeat]}
+
+    # trends: on the partial re-sweep's day the line contributes its three runs, the group's other lines theirs as
+    # of that day (counted here from the export: each line's newest date, then newest workflow, up to that day)
+    day = history["day0"] + dt.timedelta(days=20)
+    group = [r for r in history["export"] if (r["hardware"], r["framework"], r["precision"], r["spec_method"],
+                                              r["isl"], r["osl"]) == (hw, framework, precision, spec, rows[0]["isl"], rows[0]["osl"])]
+    others = {}
+    for r in group:
+        k = tuple(r[t] for t in TOPOLOGY)
+        if k != tuple(rows[0][t] for t in TOPOLOGY):
+            others.setdefault(k, []).append(r)
+    expected = 3
+    for members in others.values():
+        newest = max((r["date"], _workflow(r)) for r in members)
+        expected += sum((r["date"], _workflow(r)) == newest for r in members)
+    trend = [t for t in run.mart("trends").to_pylist() if t["price_book"] == "inferencex-seed" and t["run_date"] == day
+             and (t["hw"], t["framework"], t["precision"], t["spec_decoding"]) == (hw, framework, precision, spec)]
+    assert len(trend) == 1 and trend[0]["runs"] == expected
+
+    # the raw vLLM result and its agg row: one measurement; the dated raw run is kept
+    quarantine = run.mart("quarantine").to_pylist()
+    (dup,) = [q for q in quarantine if q["reason_code"] == "duplicate_run"]
+    (raw_run,) = [r for r in runs if r["source_file"] == RAW]
+    assert dup["source_file"] == AGG and dup["duplicate_of"] == raw_run["run_id"]
+    assert not [r for r in runs if r["source_file"] == AGG]
+
+    # every comparison the export's configurations give is still there
+    # (the export's keys normalized as ingest normalizes every source's; the latest rule plays no part here)
+    configs = [{"model": r["model"], "isl": r["isl"], "osl": r["osl"], "hw": normalize_hw(r["hardware"]),
+                "precision": normalize_precision(r["precision"]), "spec_decoding": normalize_spec(r["spec_method"]),
+                "framework": normalize_framework(r["framework"])} for r in history["export"]]
+    expected_ids = {c.comparison_id for c in enumerate_comparisons(configs)}
+    assert expected_ids <= set(run.mart("comparisons").column("comparison_id").to_pylist())
+
+
+def test_a_partition_run_never_displaces_a_run_accepted_in_another_partition():
+    from pipeline.ingest.schema import RUN_SCHEMA
+    from pipeline.validate.rules import validate_table
+
+    raw = _run("raw", "vllm/x.json", date=D1, median_tpot_s=0.0174, median_ttft_s=0.297, median_e2el_s=16.26,
+               total_tput_tok_s=445.0, run_date_partition="2026-07-01", source_format="vllm_bench_serve")
+    agg = _run("agg", "inferencex/agg_x.json", ep=1, median_tpot_s=0.0174, median_ttft_s=0.297, median_e2el_s=16.26,
+               reported_tput_per_gpu=55.6, run_date_partition="undated", source_format="inferencex_agg")
+    table = lambda *rows: pa.Table.from_pylist(list(rows), schema=RUN_SCHEMA)  # noqa: E731
+    # the undated agg row arrives while the dated raw result is accepted: the agg row is the duplicate
+    accepted, rejected = validate_table(table(agg), ["mi355x"], accepted_elsewhere=table(raw))
+    assert accepted.num_rows == 0 and rejected.to_pylist()[0]["duplicate_of"] == "raw"
+    # the other way round the accepted agg row stays (a full refresh keeps the dated copy instead)
+    accepted, rejected = validate_table(table(raw), ["mi355x"], accepted_elsewhere=table(agg))
+    assert accepted.num_rows == 0 and rejected.to_pylist()[0]["duplicate_of"] == "agg"
+    assert validate_table(table(raw, agg), ["mi355x"])[1].to_pylist()[0]["duplicate_of"] == "raw"
