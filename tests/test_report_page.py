@@ -15,7 +15,7 @@ from test_report_browser import CHROMIUM, FLAGS
 
 from pipeline.comparisons.compare import compare
 from pipeline.comparisons.report import CSV_COLUMNS, KIND_SUFFIX, json_script, slug
-from pipeline.frontiers.points import frontiers_by_side
+from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS, frontiers_by_side
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.frontiers.spline import interpolate
 from pipeline.io.storage import read_mart
@@ -134,6 +134,38 @@ def test_typed_targets_equal_the_python_spline_with_the_comparison_rule(marts, b
     assert page.locator("#headline-scope").is_visible()  # the sentences say they are at the default targets
     page.click("#reset-targets")
     assert not page.locator("#headline-scope").is_visible()
+    assert_offline(log)
+
+
+def test_page_spline_equals_python_at_many_targets_on_every_page(marts, browser_page):
+    """The page's evaluator against ``interpolate(clamp=True)`` at 241 targets from below to above each side's
+    frontier, every metric the side has, every comparison and price book of the sample: equal bit for bit."""
+    page, log = browser_page
+    rows = read_mart(marts, "comparisons").to_pylist()
+    frontiers = read_mart(marts, "frontiers").to_pylist()
+    checked = 0
+    for comparison_id in sorted({r["comparison_id"] for r in rows}):
+        mine = [r for r in rows if r["comparison_id"] == comparison_id]
+        page.goto((marts / "report" / f"{slug(mine[0])}.html").as_uri())
+        page.wait_for_function("window.__comparison !== undefined")
+        for book in sorted({r["price_book"] for r in mine}):
+            for side in "ab":
+                side_id = next(r["side_id"] for r in mine if r["side"] == side)
+                points = sorted((p for p in frontiers if p["price_book"] == book and p["side_id"] == side_id),
+                                key=lambda p: p["point_index"])
+                x = np.array([p["x_intvty"] for p in points])
+                targets = [*np.linspace(x[0] * 0.5, x[-1] * 1.5, 240).tolist(), *x.tolist()]
+                got = page.evaluate("([book, side, targets]) => targets.map(t => window.__comparison.evaluate("
+                                    "book, side, t))", [book, side, targets])
+                for metric in SPLINED_METRICS + OPTIONAL_METRICS:
+                    values = [p[metric] for p in points]
+                    if any(v is None for v in values):
+                        assert all(cell[metric] is None for cell in got), metric  # never across a hole
+                        continue
+                    expected = interpolate(x, values, targets, clamp=True)
+                    assert [cell[metric] for cell in got] == expected.tolist(), (comparison_id, book, side, metric)
+                    checked += 1
+    assert checked > 16 * 2 * 2 * 6
     assert_offline(log)
 
 

@@ -265,7 +265,8 @@
     var at = cells();
     renderTable(at);
     renderChart(at);
-    window.__comparison = {cells: at, csv: csvText(at), state: state};
+    // for tests and the curious: the state, the cells shown, the CSV text and the evaluator
+    window.__comparison = {cells: at, csv: csvText(at), state: state, evaluate: evaluate};
   }
 
   // --- controls ------------------------------------------------------------------------------------------------
