@@ -39,6 +39,8 @@ SHOWN = [
 REFUSED = ["a|b\nc", LONG_NAME]
 HOSTILE = SHOWN + REFUSED
 BASE = "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc{}.json"
+# A comparison page's scripts, in order: its data (JSON, not run), the vendored Chart.js, the page script.
+SCRIPTS = [["application/json", None], ["", "assets/chart.umd.min.js"], ["", "assets/comparison.js"]]
 
 
 def norm(text: str) -> str:
@@ -180,7 +182,7 @@ def test_pipeline_runs_to_the_report_on_hostile_names(hostile_run):
         assert f"MI355X FP4: {name.upper()} vs Off" in titles
     assert len({r["comparison_id"] for r in comparisons if r["kind"] == "precision"}) == len(HOSTILE)
     assert len(list((out / "report").glob("*.html"))) == 1 + 3 * len(SHOWN) + len(REFUSED)
-    assert len(list((out / "report" / "img").glob("*.png"))) == 3 * len(SHOWN) + len(REFUSED)
+    assert not (out / "report" / "img").exists()  # charts are drawn in the page (canvas), no PNG files
     # refused names: each one's two framework runs and two spec runs, and the run whose model is 300 characters
     reasons = Counter((r["source_file"].split("_")[0], r["source_file"].split("_")[1], r["reason_code"])
                       for r in read_mart(out, "quarantine").to_pylist() if r["reason_code"].startswith("invalid"))
@@ -205,6 +207,7 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
     dialogs: list[str] = []
     errors: list[str] = []
     texts: dict[str, str] = {}
+    edited: dict[str, str] = {}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
@@ -220,7 +223,15 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
             index_text = norm(page.locator("body").inner_text())
             for row in by_page.values():
                 assert norm(page_title(row)) in index_text
-            assert page.locator("script, svg, img").count() == 0
+            # nothing injected: the filter script is the index's only script, no svg or img element
+            assert page.locator("svg, img").count() == 0
+            assert [s.get_attribute("src") for s in page.locator("script").all()] == ["assets/index.js"]
+            # the filters' options hold the hostile models as text
+            models = page.locator("#filter-model option").all_inner_texts()
+            assert {norm(name) for name in SHOWN} <= {norm(m) for m in models}
+            page.select_option("#filter-model", SHOWN[0])
+            assert page.locator("#comparison-list li:visible").count() == 3  # its framework, spec and precision pages
+            assert (dialogs, errors) == ([], []), "index.html filtered"
             for href in hrefs:
                 page.goto(f"{base}/{href}")
                 page.wait_for_load_state("networkidle")
@@ -229,11 +240,22 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
                 assert norm(page.locator("h1").inner_text()) == norm(page_title(row)), href
                 assert norm(page.title()) == norm(page_title(row)), href
                 assert norm(page.locator(".sub").first.inner_text()).startswith(norm(row["model"])), href
-                # nothing injected: the chart is the page's only image, no script or svg element
-                assert page.locator("script, svg").count() == 0, href
-                assert page.locator("img").count() == 1, href
-                assert page.locator("#frontier-chart").evaluate("img => img.naturalWidth") == 960, href
+                # nothing injected: the page's own three scripts (its data as JSON, Chart.js, the page script), the
+                # chart's canvas, no svg or img element
+                assert page.locator("script").evaluate_all(
+                    "els => els.map(e => [e.type, e.getAttribute('src')])") == SCRIPTS, href
+                assert page.locator("svg, img").count() == 0, href
+                assert page.locator("canvas").count() == 1, href
+                assert page.locator("#frontier-chart").evaluate("c => Chart.getChart(c) !== undefined"), href
+                data = json.loads(page.locator("#page-data").text_content())
+                assert row["side_label"] in data["labels"].values(), href  # the label survives JSON as typed
                 texts[href] = norm(page.locator("body").inner_text())
+                # the script's redraw (a typed target beyond every frontier) shows the labels as text too
+                page.fill("#target-3", "100000")
+                assert (dialogs, errors) == ([], []), href
+                assert page.locator("svg, img").count() == 0, href
+                assert page.locator("script").count() == len(SCRIPTS), href
+                edited[href] = norm(page.locator("body").inner_text())
             browser.close()
     finally:
         server.shutdown()
@@ -247,6 +269,12 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
             assert f"{norm(label)} delivers" in text, name
             assert re.search(rf"Not measured at the target: .*{re.escape(norm(label))} is outside its measured range",
                              text), name
+        framework_edited = [t for t in edited.values() if f"MI355X FP8: {norm(name)} vs vLLM Framework" in t]
+        spec_edited = [t for t in edited.values() if f"MI355X FP4: {norm(name.upper())} vs Off Speculative" in t]
+        for text, label in ((framework_edited[0], name), (spec_edited[0], name.upper())):
+            assert f"100000 tok/s/user · {norm(label)}" in text, name
+            assert re.search(rf"at 100000 tok/s/user, {re.escape(norm(label))} is outside its measured range: its "
+                             rf"frontier ends at [0-9.]+ tok/s/user, below the 100000 tok/s/user target", text), name
 
 
 # --- Markdown in the Dagster UI ----------------------------------------------------------------------------------

@@ -1,6 +1,14 @@
-"""The static comparison report: ``<out_dir>/report/index.html`` and one page per comparison, read like the
-InferenceX seed pages ("MI355X FP4: MTP vs Off Speculative Decoding"): three sentences, the table Throughput /
-Cost / tok/s/MW / Concurrency at the three targets, the frontier chart, and the cross-engine caveat.
+"""The static comparison report: ``<out_dir>/report/index.html`` (counts per kind, headline comparisons first,
+filters by model, GPU, precision and kind) and one interactive page per comparison, read like the InferenceX seed
+pages ("MI355X FP4: MTP vs Off Speculative Decoding"): three sentences, the table Throughput / Cost / tok/s/MW
+(all-in and, where telemetry exists, measured) / Concurrency at three targets the reader can edit, a price-book and
+cost-tier selector, an interactive chart of both frontiers and their raw runs, a CSV download, and the
+cross-engine caveat. Every page is one static file plus ``assets/`` (its script and the vendored Chart.js): it
+opens from disk, with no server and no network.
+
+The page's script (``static/comparison.js``) reads each side's frontier points from a JSON element and evaluates
+the pipeline's spline operation for operation, so its cells equal ``compare.compare`` at any target, clamped and
+noted as the marts are (docs/metrics.md).
 
 Labels, titles and model names come from user-supplied run metadata, so every value written into the HTML passes
 ``html_text`` and every value written into the UI's Markdown passes ``markdown_text``, at the point of output.
@@ -10,13 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
+import math
 import re
+import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pipeline.comparisons.compare import headline
-from pipeline.comparisons.plots import frontier_chart
+from pipeline.comparisons.compare import SPARSE_RATIO, headline
+from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart
+from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
 from pipeline.frontiers.sides import Side
 from pipeline.ingest.schema import AGENTIC_TRACES
 from pipeline.io.storage import markdown_text
@@ -33,10 +45,20 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:10
 color:#212529}h1{font-size:1.6rem;margin-bottom:.2rem}.sub{color:#6c757d;margin-top:0}table{border-collapse:collapse;
 margin:1rem 0;width:100%}th,td{border:1px solid #dee2e6;padding:.35rem .6rem;text-align:right}th:first-child,
 td:first-child{text-align:left}thead th{background:#f1f3f5}.caveat{background:#fff4e6;border-left:4px solid #fd7e14;
-padding:.6rem 1rem}.headline p{margin:.3rem 0}img{max-width:100%;border:1px solid #dee2e6}a{color:#1c7ed6}
+padding:.6rem 1rem}.headline p{margin:.3rem 0}a{color:#1c7ed6}.controls{display:flex;flex-wrap:wrap;gap:.5rem 1rem;
+align-items:center;margin:1rem 0;padding:.6rem;background:#f8f9fa;border:1px solid #dee2e6}.controls input{width:6rem}
+.controls input[aria-invalid=true]{outline:2px solid #e03131}td.noted{background:#fff4e6}td.noted::after{content:" †";
+color:#d9480f}.notes{background:#fff4e6;padding:.4rem .8rem}.notes::before{content:"† "}.hint,.scope{color:#6c757d;
+font-size:.9rem}.chart{position:relative;height:480px;border:1px solid #dee2e6;margin:1rem 0}#summary{width:auto}
+#comparison-list li{margin:.35rem 0}.kind{display:inline-block;min-width:11rem;color:#6c757d}
+.headline-tag{background:#1c7ed6;color:#fff;border-radius:3px;padding:0 .3rem;font-size:.8rem}
 """
 
 
+# The page scripts and the vendored charting library (pinned; vendor/README.md), copied into ``report/assets/``.
+STATIC_DIR = Path(__file__).parent / "static"
+VENDOR_DIR = Path(__file__).parent / "vendor"
+CHART_JS = "chart.umd.min.js"
 # The price book the report pages and the UI's comparison tables show (every book is in the marts).
 REPORT_PRICE_BOOK = DEFAULT_PRICE_BOOK
 MAX_TABLES_IN_UI = 60
@@ -132,66 +154,194 @@ def _not_measured(row: Mapping[str, Any]) -> str:
 
 
 def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
-                 runs: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]:
-    """Write the report for one price book's comparisons.
+                 runs: Sequence[Mapping[str, Any]], out_dir: Path,
+                 default_book: str = REPORT_PRICE_BOOK) -> list[Path]:
+    """Write the interactive report: ``index.html`` (summary, headline comparisons first, filters) and one
+    self-contained page per comparison with every price book, plus ``assets/`` (the page scripts and the vendored
+    Chart.js). Pages open from disk: no server, no network.
 
     Args:
-        comparisons: ``comparisons`` mart rows of one price book.
-        frontiers: ``frontiers`` mart rows of the same book.
-        runs: ``run_metrics`` rows (``x_intvty``, ``tput_per_gpu`` and side keys with ``benchmark_type``) for the
-            scatter.
+        comparisons: ``comparisons`` mart rows, every price book.
+        frontiers: ``frontiers`` mart rows, every price book.
+        runs: ``run_metrics`` rows of one price book (side keys with ``benchmark_type``, ``x_intvty``,
+            ``tput_per_gpu``; optional ``source_file``, ``run_date``, ``conc``, ``tp``, ``ep``, ``num_gpus``,
+            ``length_off_nominal``) for the chart's raw runs and their hover text.
         out_dir: the report folder (``<marts>/report``).
+        default_book: the price book a page opens with (the first book in name order when it has no rows).
     Returns:
         Paths of the pages written, index first.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out_dir / "img", ignore_errors=True)  # PNG charts of earlier versions of the report
+    assets = out_dir / "assets"
+    assets.mkdir(exist_ok=True)
+    for source in (VENDOR_DIR / CHART_JS, STATIC_DIR / "comparison.js", STATIC_DIR / "index.js"):
+        shutil.copyfile(source, assets / source.name)
     by_comparison: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in comparisons:
         by_comparison[row["comparison_id"]].append(row)
-    points: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    points: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for row in frontiers:
-        points[row["side_id"]].append(row)
-    pages = []
-    index_items: dict[str, list[str]] = defaultdict(list)
+        points[(row["price_book"], row["side_id"])].append(row)
+    books = sorted({r["price_book"] for r in comparisons})
+    book = default_book if default_book in books else (books[0] if books else default_book)
+    pages, entries = [], []
     for comparison_id, rows in sorted(by_comparison.items()):
-        rows = sorted(rows, key=lambda r: (r["target_index"], r["side"]))
         name = slug(rows[0])
-        chart = frontier_chart(
-            page_title(rows[0]),
-            [{"label": r["side_label"], "runs": _side_runs(r, runs),
-              "frontier": [(p["x_intvty"], p["tput_per_gpu"])
-                           for p in sorted(points[r["side_id"]], key=lambda p: p["point_index"])]}
-             for r in rows[:2]],
-            sorted({r["target_intvty"] for r in rows}),
-            out_dir / "img" / f"{name}.png",
-            x_label=("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))"
-                     if rows[0].get("benchmark_type") == AGENTIC_TRACES else "Interactivity (tok/s/user, median)"),
-        )
+        data = page_data(rows, points, runs, book, f"{name}.csv")
+        shown = sorted((r for r in rows if r["price_book"] == book), key=lambda r: (r["target_index"], r["side"]))
         page = out_dir / f"{name}.html"
-        page.write_text(_comparison_page(rows, chart.relative_to(out_dir).as_posix()), encoding="utf-8")
+        page.write_text(_comparison_page(shown, data), encoding="utf-8")
         pages.append(page)
-        first = rows[0]
-        index_items[first["kind"]].append(
-            f'<li><a href="{html_text(name)}.html">{html_text(page_title(first))}</a> — {html_text(first["model"])} '
-            f'{html_text(_lengths(first))}</li>')
+        entries.append((name, shown))
     index = out_dir / "index.html"
-    sections = "".join(
-        f"<h2>{KIND_SUFFIX[kind]}</h2><ul>{''.join(index_items[kind])}</ul>" for kind in KIND_ORDER if index_items[kind])
-    book = f"{comparisons[0]['price_book']} ({comparisons[0]['price_book_version']})" if comparisons else "—"
-    index.write_text(_document("inference-frontier comparisons",
-                               f"<h1>inference-frontier comparisons</h1><p class='sub'>{len(by_comparison)} "
-                               f"comparisons · price book {html_text(book)}</p>"
-                               f"{sections or '<p>No comparison has runs on both sides.</p>'}"), encoding="utf-8")
+    index.write_text(_index_page(entries, books, book), encoding="utf-8")
     return [index, *pages]
 
 
-def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+def json_script(element_id: str, data: Any) -> str:
+    """``data`` as a ``<script type="application/json">`` element: JSON with ``<``, ``>`` and ``&`` written as
+    ``\\u003c``/``\\u003e``/``\\u0026``, so no value (a label holding ``</script>``) can end the element or open a
+    comment; NaN and infinities are refused (``ValueError``), as JSON has none."""
+    text = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f'<script type="application/json" id="{html_text(element_id)}">{text}</script>'
+
+
+def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]],
+              runs: Sequence[Mapping[str, Any]], default_book: str, csv_name: str) -> dict[str, Any]:
+    """What one comparison page's script reads: per price book and side the frontier (``x`` tok/s/user and every
+    metric splined for that side, in point order, plus ``price_per_mtok`` = hyperscaler cost × tok/s/GPU at the
+    first point, the implied-cost numerator of ``compare._evaluate``), the default targets, the labels, the raw
+    runs of each side ({x, y, file, date, config}) and the CSV's columns (the ``comparisons`` mart's).
+
+    Args:
+        rows: the comparison's mart rows, every price book.
+        points: frontier rows by (price_book, side_id).
+        runs: ``run_metrics`` rows (see ``build_report``).
+        default_book: the book the page opens with.
+        csv_name: the download's file name.
+    Returns:
+        A JSON-ready dict (floats as the marts hold them: JSON keeps every bit).
+    """
+    first = {r["side"]: r for r in rows if r["target_index"] == 1}
+    dates = {r.get("source_file"): r.get("run_date") for r in runs}
+    books: dict[str, Any] = {}
+    for book in sorted({r["price_book"] for r in rows}):
+        at = {r["side"]: r for r in rows if r["price_book"] == book and r["target_index"] == 1}
+        sides = {}
+        for key in ("a", "b"):
+            pts = sorted(points[(book, at[key]["side_id"])], key=lambda p: p["point_index"])
+            metrics = {m: [float(p[m]) for p in pts] for m in SPLINED_METRICS + OPTIONAL_METRICS
+                       if all(p[m] is not None and math.isfinite(p[m]) for p in pts)}
+            sides[key] = {
+                "x": [float(p["x_intvty"]) for p in pts], "metrics": metrics,
+                "price_per_mtok": pts[0]["cost_per_mtok_hyperscaler"] * pts[0]["tput_per_gpu"],
+                "points": [{"file": p["source_file"], "config": _point_config(p),
+                            "date": _date(dates.get(p["source_file"]))} for p in pts],
+            }
+        books[book] = {"version": at["a"]["price_book_version"], "sides": sides}
+    default = sorted({r["target_index"]: r["target_intvty"] for r in rows if r["price_book"] == default_book}.items())
+    agentic = first["a"].get("benchmark_type") == AGENTIC_TRACES
+    return {
+        "comparison_id": rows[0]["comparison_id"], "default_book": default_book,
+        "default_targets": [t for _, t in default], "labels": {k: first[k]["side_label"] for k in ("a", "b")},
+        "sides": {k: {c: first[k][c] for c in SIDE_COLUMNS} for k in ("a", "b")},
+        "metrics": list(SPLINED_METRICS + OPTIONAL_METRICS), "sparse_ratio": SPARSE_RATIO, "books": books,
+        "has_measured": any("measured_tok_s_per_mw" in s["metrics"] for b in books.values()
+                            for s in b["sides"].values()),
+        "runs": {k: _side_runs(first[k], runs) for k in ("a", "b")}, "colors": list(SIDE_COLORS),
+        "x_label": ("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
+                    else "Interactivity (tok/s/user, median)"),
+        "csv_columns": list(CSV_COLUMNS), "csv_name": csv_name,
+    }
+
+
+# The CSV download's columns: the comparisons mart's, without the band and sentence columns (the page's table
+# is per target and side; the sentences are said at the default targets only).
+SIDE_COLUMNS = ("kind", "title", "model", "isl", "osl", "side_label", "side_id", "hw", "precision", "spec_decoding",
+                "framework", "benchmark_type")
+CSV_COLUMNS = ("comparison_id", "price_book", "price_book_version", "kind", "title", "model", "isl", "osl", "side",
+               "side_label", "side_id", "hw", "precision", "spec_decoding", "framework", "benchmark_type",
+               "target_index", "target_intvty", "evaluated_intvty", "target_clamped", "bracket_lo_intvty",
+               "bracket_hi_intvty", *SPLINED_METRICS, *OPTIONAL_METRICS, "implied_cost_per_mtok_hyperscaler",
+               "sparse_frontier", "cell_note")
+
+
+def _point_config(row: Mapping[str, Any]) -> str:
+    """A frontier point's or run's configuration as hover text: hardware, precision, framework, spec decoding,
+    concurrency, parallelism and GPU count where known."""
+    parts = [str(row.get(k)) for k in ("hw", "precision") if row.get(k) is not None]
+    framework = row.get("point_framework") or row.get("framework")
+    spec = row.get("point_spec_decoding") or row.get("spec_decoding")
+    parts += [str(v) for v in (framework,) if v is not None]
+    if spec is not None:
+        parts.append(f"spec {spec}")
+    conc = row.get("conc", row.get("concurrency"))
+    for label, value in (("conc", conc), ("tp", row.get("tp")), ("ep", row.get("ep")), ("GPUs", row.get("num_gpus"))):
+        if value is not None:
+            parts.append(f"{label} {value:g}" if isinstance(value, float) else f"{label} {value}")
+    return " · ".join(parts)
+
+
+def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The raw runs of a comparison side as chart points: x (``x_intvty``), y (``tput_per_gpu``), file, date,
+    configuration (runs left off the frontiers for off-nominal lengths say so)."""
     side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
                 row["framework"], row["benchmark_type"])
-    return [(r["x_intvty"], r["tput_per_gpu"]) for r in runs if side.matches(r)]
+    out = []
+    for r in runs:
+        if not side.matches(r) or r["x_intvty"] is None or r["tput_per_gpu"] is None:
+            continue
+        config = _point_config(r) + (" · left off the frontier (lengths off nominal)"
+                                     if r.get("length_off_nominal") else "")
+        out.append({"x": float(r["x_intvty"]), "y": float(r["tput_per_gpu"]), "file": r.get("source_file"),
+                    "date": _date(r.get("run_date")), "config": config})
+    return out
 
 
-def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
+def _date(value: object) -> str:
+    """A run date as hover text: ISO ``YYYY-MM-DD``, or ``undated``."""
+    return "undated" if value is None else str(value)
+
+
+def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
+                 runs: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """A comparison's chart as a PNG (matplotlib, ``plots.frontier_chart``), for the Dagster UI's metadata: every
+    run of both sides, the frontier curves and the targets.
+
+    Args:
+        rows: the comparison's mart rows of one price book.
+        frontiers: frontier rows of that book (any sides; this comparison's are picked by ``side_id``).
+        runs: ``run_metrics`` rows as for ``build_report``.
+        path: where to write the PNG (960×540).
+    """
+    rows = sorted(rows, key=lambda r: (r["target_index"], r["side"]))
+    sides = []
+    for r in rows[:2]:
+        pts = sorted((p for p in frontiers if p["side_id"] == r["side_id"]), key=lambda p: p["point_index"])
+        sides.append({"label": r["side_label"], "runs": [(p["x"], p["y"]) for p in _side_runs(r, runs)],
+                      "frontier": [(p["x_intvty"], p["tput_per_gpu"]) for p in pts]})
+    agentic = rows[0].get("benchmark_type") == AGENTIC_TRACES
+    return frontier_chart(page_title(rows[0]), sides, sorted({r["target_intvty"] for r in rows}), path,
+                          x_label=("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
+                                   else "Interactivity (tok/s/user, median)"))
+
+
+_METRIC_ROWS = (("Throughput (tok/s/GPU)", "tput_per_gpu", "{:,.1f}"),
+                ("Cost ($/M tokens, hyperscaler)", "cost_per_mtok_hyperscaler", "${:.3f}"),
+                ("tok/s/MW (all-in power)", "tok_s_per_mw", "{:,.0f}"),
+                ("tok/s/MW (measured telemetry)", "measured_tok_s_per_mw", "{:,.0f}"),
+                ("Concurrency", "concurrency", "{:,.1f}"))
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "—" if value is None else fmt.format(value)
+
+
+def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> str:
+    """One comparison's page: the default book's table as written by Python (shown until the reader edits
+    something; the script redraws it from ``data`` with the same rules), the controls, the chart's canvas."""
     first = rows[0]
     targets = sorted({r["target_index"] for r in rows})
     at = {(r["target_index"], r["side"]): r for r in rows}
@@ -200,40 +350,117 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], chart: str) -> str:
     head = "".join(f"<th>{html_text(format(at[(t, 'a')]['target_intvty'], 'g'))} tok/s/user · "
                    f"{html_text(at[(t, s)]['side_label'])}</th>"
                    for t in targets for s in ("a", "b"))
-    metrics = (("Throughput (tok/s/GPU)", "tput_per_gpu", "{:,.1f}"),
-               ("Cost ($/M tokens, hyperscaler)", "cost_per_mtok_hyperscaler", "${:.3f}"),
-               ("tok/s/MW (all-in power)", "tok_s_per_mw", "{:,.0f}"),
-               ("Concurrency", "concurrency", "{:,.1f}"))
+    metrics = [m for m in _METRIC_ROWS if m[1] != "measured_tok_s_per_mw" or data["has_measured"]]
     body_rows = "".join(
-        f"<tr><td>{html_text(label)}</td>"
-        + "".join(f"<td>{html_text(fmt.format(at[(t, s)][col]))}</td>" for t in targets for s in ("a", "b"))
+        f"<tr data-metric='{col}'><td>{html_text(label)}</td>"
+        + "".join(f"<td{' class=noted' if at[(t, s)]['cell_note'] else ''}>"
+                  f"{html_text(_cell(at[(t, s)][col], fmt))}</td>" for t in targets for s in ("a", "b"))
         + "</tr>" for label, col, fmt in metrics)
     noted = [r for r in rows if r["cell_note"]]
-    notes = ""
-    if noted:
-        notes += ("<p class='sub'>Not measured at the target: "
-                  + html_text("; ".join(f"at {r['target_intvty']:g} tok/s/user, {r['cell_note']}" for r in noted))
-                  + ".</p>")
-    excluded = [r for r in rows[:2] if r["excluded_runs"]]
-    if excluded:
-        notes += ("<p class='sub'>Left off the frontiers (measured ISL/OSL more than 10 % off nominal): "
-                  + html_text(", ".join(f"{r['side_label']} {r['excluded_runs']} run(s)" for r in excluded))
-                  + ".</p>")
+    notes = ("Not measured at the target: "
+             + "; ".join(f"at {r['target_intvty']:g} tok/s/user, {r['cell_note']}" for r in noted) + ".") if noted else ""
+    excluded_rows = [r for r in rows[:2] if r["excluded_runs"]]
+    excluded = ""
+    if excluded_rows:
+        excluded = ("<p class='sub'>Left off the frontiers (measured ISL/OSL more than 10 % off nominal): "
+                    + html_text(", ".join(f"{r['side_label']} {r['excluded_runs']} run(s)" for r in excluded_rows))
+                    + ".</p>")
     caveat = ""
     if first["kind"] == "spec_decoding" or first["cross_engine"]:
         flagged = " This comparison pools spec-decoding points from several engines." if first["cross_engine"] else ""
         caveat = f"<p class='caveat'>{html_text(CAVEAT + flagged)}</p>"
+    inputs = "".join(f"<label>Target {i} <input id='target-{i}' type='number' min='0' step='any' "
+                     f"value='{html_text(format(at[(t, 'a')]['target_intvty'], 'g'))}'> tok/s/user</label>"
+                     for i, t in enumerate(targets, start=1))
     body = (
         f"<p><a href='index.html'>← all comparisons</a></p><h1>{html_text(page_title(first))}</h1>"
         f"<p class='sub'>{html_text(first['model'])} · {html_text(workload(first))} · "
         f"band {html_text(first['band_display_min'])}–{html_text(first['band_display_max'])} tok/s/user · price book "
-        f"{html_text(first['price_book'])} ({html_text(first['price_book_version'])})</p>"
-        f"<div class='headline'>{headline}</div>"
+        f"{html_text(first['price_book'])} ({html_text(first['price_book_version'])}) by default</p>"
+        f"<div class='headline'>{headline}<p id='headline-scope' class='scope' hidden>These sentences are at the "
+        f"default targets and price book {html_text(first['price_book'])} (hyperscaler cost); the table below "
+        f"shows your choices.</p></div>"
+        f"<div id='controls' class='controls'>{inputs}"
+        "<button type='button' id='reset-targets'>Default targets</button>"
+        "<label>Price book <select id='price-book'></select></label>"
+        "<label>Cost tier <select id='cost-tier'></select></label>"
+        "<button type='button' id='download-csv'>Download CSV</button></div>"
         f"<table id='comparison-table'><thead><tr><th>Metric</th>{head}</tr></thead><tbody>{body_rows}</tbody></table>"
-        f"{notes}<img id='frontier-chart' src='{html_text(chart)}' alt='frontier chart: throughput vs interactivity'>"
-        f"{caveat}"
+        f"<p id='cell-notes' class='notes'{'' if noted else ' hidden'}>{html_text(notes)}</p>"
+        "<p class='hint'>Values between measured frontier points are read off a monotone cubic spline; a target "
+        "outside a side's measured range is clamped to the nearest end of its frontier and said so above, never "
+        "extrapolated.</p>"
+        f"{excluded}<div class='chart'><canvas id='frontier-chart' role='img' "
+        "aria-label='frontier chart: throughput vs interactivity, every run and both frontiers'></canvas></div>"
+        f"{caveat}{json_script('page-data', data)}"
+        f"<script src='assets/{CHART_JS}'></script><script src='assets/comparison.js'></script>"
     )
     return _document(page_title(first), body)
+
+
+def headline_comparisons(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[str]:
+    """The index's headline comparisons, one per kind (``KIND_ORDER``): the comparison with the most runs on its
+    two sides among those whose cells at the middle target are both read inside the measured range (no
+    ``cell_note``); a kind with no such comparison has no headline. Returns their slugs."""
+    best: dict[str, tuple[int, str]] = {}
+    for name, rows in entries:
+        targets = sorted({r["target_index"] for r in rows})
+        middle = [r for r in rows if r["target_index"] == targets[len(targets) // 2]]
+        if any(r["cell_note"] for r in middle):
+            continue
+        runs = sum(r["side_runs"] for r in middle)
+        kind = rows[0]["kind"]
+        if kind not in best or runs > best[kind][0]:
+            best[kind] = (runs, name)
+    return [best[k][1] for k in KIND_ORDER if k in best]
+
+
+def _index_page(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], books: Sequence[str],
+                default_book: str) -> str:
+    """The index: counts per kind, the headline comparisons (with their sentence at the middle target) first, then
+    every comparison by kind; filters by model, GPU, precision and kind (``assets/index.js``)."""
+    counts = defaultdict(int)
+    for _, rows in entries:
+        counts[rows[0]["kind"]] += 1
+    headlines = headline_comparisons(entries)
+    rank = {name: i for i, name in enumerate(headlines)}
+    ordered = sorted(entries, key=lambda e: (e[0] not in rank, rank.get(e[0], 0), KIND_ORDER.index(e[1][0]["kind"]),
+                                             e[1][0]["comparison_id"]))
+    items = []
+    for name, rows in ordered:
+        first = rows[0]
+        by_side = {r["side"]: r for r in rows if r["target_index"] == 1}
+        attrs = {"data-kind": KIND_SUFFIX[first["kind"]], "data-model": first["model"],
+                 "data-hw-a": by_side["a"]["hw"], "data-hw-b": by_side["b"]["hw"],
+                 "data-precision-a": by_side["a"]["precision"], "data-precision-b": by_side["b"]["precision"]}
+        attr_text = "".join(f' {k}="{html_text(v)}"' for k, v in attrs.items())
+        extra = ""
+        if name in rank:
+            targets = sorted({r["target_index"] for r in rows})
+            row = next(r for r in rows if r["target_index"] == targets[len(targets) // 2])
+            extra = (f"<br><span class='headline-tag'>headline</span> {html_text(headline(row))} "
+                     f"(at {html_text(format(row['target_intvty'], 'g'))} tok/s/user)")
+        items.append(f"<li{attr_text}{' class=headline' if name in rank else ''}><span class='kind'>"
+                     f"{html_text(KIND_SUFFIX[first['kind']])}</span> <a href=\"{html_text(name)}.html\">"
+                     f"{html_text(page_title(first))}</a> — {html_text(first['model'])} "
+                     f"{html_text(_lengths(first))}{extra}</li>")
+    summary = "".join(f"<tr><td>{html_text(KIND_SUFFIX[k])}</td><td>{counts[k]}</td></tr>"
+                      for k in KIND_ORDER if counts[k])
+    filters = "".join(f"<label>{label} <select id='filter-{key}'><option value=''>all</option></select></label>"
+                      for label, key in (("Model", "model"), ("GPU", "hw"), ("Precision", "precision"),
+                                         ("Kind", "kind")))
+    book_text = ", ".join(books) or "—"
+    body = (f"<h1>inference-frontier comparisons</h1><p class='sub'>{len(entries)} comparisons · price books "
+            f"{html_text(book_text)} (pages open with {html_text(default_book)})</p>")
+    if entries:
+        body += (f"<table id='summary'><thead><tr><th>Kind</th><th>Comparisons</th></tr></thead><tbody>{summary}"
+                 f"<tr><td>All</td><td>{len(entries)}</td></tr></tbody></table>"
+                 f"<div id='filters' class='controls'>{filters}</div>"
+                 f"<p id='filter-count' class='sub'>{len(entries)} of {len(entries)} comparisons shown</p>"
+                 f"<ul id='comparison-list'>{''.join(items)}</ul><script src='assets/index.js'></script>")
+    else:
+        body += "<p>No comparison has runs on both sides.</p>"
+    return _document("inference-frontier comparisons", body)
 
 
 def _document(title: str, body: str) -> str:

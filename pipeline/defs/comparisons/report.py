@@ -1,13 +1,14 @@
-"""Downstream of the comparisons: the historical-trend mart and the static HTML report with frontier charts."""
+"""Downstream of the comparisons: the historical-trend mart and the static, interactive HTML report."""
 
 import base64
 import datetime as dt
+import tempfile
 from pathlib import Path
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report
+from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, frontier_png, slug
 from pipeline.comparisons.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
@@ -84,22 +85,33 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
 @dg.asset(key=["marts", "report"], group_name="comparisons", kinds={"html"},
           deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY])
 def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
-    """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` plus one page per comparison of the default price
-    book, as the seed pages read: title ("MI355X FP4: MTP vs Off Speculative Decoding"), the three sentences, the
-    Throughput / Cost / tok/s/MW / Concurrency table at the three targets, the frontier chart (PNG: every run,
-    the frontier curve, the targets) and the cross-engine acceptance caveat."""
+    """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` (counts per kind, headline comparisons first, filters
+    by model, GPU, precision, kind) plus one interactive page per comparison, as the seed pages read: title ("MI355X
+    FP4: MTP vs Off Speculative Decoding"), the three sentences, the Throughput / Cost / tok/s/MW (all-in and
+    measured) / Concurrency table at three editable targets, every price book and cost tier, the frontier chart
+    (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
+    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The UI shows the first
+    few comparisons' charts inline as PNGs (matplotlib), drawn for this metadata only."""
     with warehouse.get_connection() as conn:
-        book = {"book": REPORT_PRICE_BOOK}
-        comparisons = conn.sql("select * from comparisons where price_book = $book", params=book).to_arrow_table()
-        frontiers = conn.sql("select * from frontiers where price_book = $book", params=book).to_arrow_table()
-        runs = conn.sql("select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
-                        "tput_per_gpu from run_metrics where price_book = $book", params=book).to_arrow_table()
+        comparisons = conn.sql("select * from comparisons").to_arrow_table().to_pylist()
+        frontiers = conn.sql("select * from frontiers").to_arrow_table().to_pylist()
+        names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
+        optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
+                    if c in names]
+        runs = conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
+                        f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
+                        params={"book": REPORT_PRICE_BOOK}).to_arrow_table().to_pylist()
     out = Path(paths.out_dir) / "report"
-    pages = build_report(comparisons.to_pylist(), frontiers.to_pylist(), runs.to_pylist(), out)
-    charts = sorted((out / "img").glob("*.png"))
-    metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1, "charts": len(charts)}
-    for chart in charts[:3]:  # a few charts inline; every one is on disk and in the report
-        encoded = base64.b64encode(chart.read_bytes()).decode()
-        metadata[f"chart_{chart.stem[:40]}"] = dg.MetadataValue.md(f"![frontier chart](data:image/png;base64,{encoded})")
+    pages = build_report(comparisons, frontiers, runs, out)
+    metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1}
+    shown = [r for r in comparisons if r["price_book"] == REPORT_PRICE_BOOK]
+    book_frontiers = [r for r in frontiers if r["price_book"] == REPORT_PRICE_BOOK]
+    with tempfile.TemporaryDirectory() as tmp:
+        for comparison_id in sorted({r["comparison_id"] for r in shown})[:3]:  # a few charts inline
+            rows = [r for r in shown if r["comparison_id"] == comparison_id]
+            png = frontier_png(rows, book_frontiers, runs, Path(tmp) / f"{slug(rows[0])}.png")
+            encoded = base64.b64encode(png.read_bytes()).decode()
+            metadata[f"chart_{png.stem[:40]}"] = dg.MetadataValue.md(
+                f"![frontier chart](data:image/png;base64,{encoded})")
     context.log.info(f"report: {pages[0]} ({len(pages) - 1} comparison pages)")
     return dg.MaterializeResult(metadata=metadata)

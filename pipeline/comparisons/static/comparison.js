@@ -1,0 +1,309 @@
+// One comparison page of the static report: editable targets, price book and cost tier, the table read off both
+// frontiers, the interactive chart (vendored Chart.js) and a CSV download. Data come from the page's
+// <script type="application/json" id="page-data"> element, written by pipeline/comparisons/page.py.
+//
+// The interpolation is the pipeline's, operation for operation, so a cell equals the Python value bit for bit:
+// Steffen tangents as pipeline/frontiers/spline.py::steffen_tangents computes them, the cubic Hermite polynomial
+// coefficients and Horner-like evaluation of scipy's CubicHermiteSpline/PPoly, then the comparison rule
+// (interpolate(clamp=True)): the target clamped into the frontier's x-range, the value into the metric's
+// [min, max] over the frontier points. Brackets, the sparse flag and the cell notes follow
+// pipeline/comparisons/compare.py. Every label reaches the page as textContent, never as markup.
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("page-data").textContent);
+  var SPARSE_RATIO = DATA.sparse_ratio;
+  var state = {book: DATA.default_book, tier: "hyperscaler", targets: DATA.default_targets.slice()};
+
+  // --- spline (pipeline/frontiers/spline.py) -------------------------------------------------------------------
+  function sign(v) { return v < 0 ? -1.0 : 1.0; }
+
+  function tangents(x, y) {
+    var n = x.length, h = [], s = [], m = new Array(n).fill(0), i;
+    for (i = 0; i < n - 1; i++) { h.push(x[i + 1] - x[i]); s.push((y[i + 1] - y[i]) / h[i]); }
+    if (n > 2) {
+      for (i = 1; i < n - 1; i++) {
+        var h0 = h[i - 1], h1 = h[i], s0 = s[i - 1], s1 = s[i];
+        var p = (s0 * h1 + s1 * h0) / (h0 + h1);
+        m[i] = (sign(s0) + sign(s1)) * Math.min(Math.min(Math.abs(s0), Math.abs(s1)), 0.5 * Math.abs(p));
+      }
+    }
+    m[0] = (3 * s[0] - m[1]) / 2;
+    m[n - 1] = (3 * s[n - 2] - m[n - 2]) / 2;
+    return m;
+  }
+
+  // Coefficients as scipy's CubicHermiteSpline sets them: c0 = t/dx, c1 = (slope - m_i)/dx - t, c2 = m_i, c3 = y_i.
+  function spline(x, y) {
+    var n = x.length, lo = Math.min.apply(null, y), hi = Math.max.apply(null, y);
+    if (n === 1) return {x: x, y: y, lo: lo, hi: hi};
+    var m = tangents(x, y), c = [];
+    for (var i = 0; i < n - 1; i++) {
+      var dx = x[i + 1] - x[i], slope = (y[i + 1] - y[i]) / dx;
+      var t = (m[i] + m[i + 1] - 2 * slope) / dx;
+      c.push([t / dx, (slope - m[i]) / dx - t, m[i], y[i]]);
+    }
+    return {x: x, y: y, c: c, lo: lo, hi: hi};
+  }
+
+  // PPoly evaluation: interval i with x[i] <= v < x[i+1] (the last one closed), s = v - x[i], then
+  // ((c3 + c2·s) + c1·s²) + c0·s³ with s² = s·s and s³ = s²·s, the order scipy's evaluate_poly1 adds them.
+  function evaluateRaw(sp, v) {
+    var x = sp.x, n = x.length;
+    if (n === 1) return sp.y[0];
+    var i = n - 2;
+    for (var k = 0; k < n - 1; k++) { if (v < x[k + 1]) { i = k; break; } }
+    var c = sp.c[i], s = v - x[i], z = s * s;
+    var res = c[3] + c[2] * s;
+    res = res + c[1] * z;
+    z = z * s;
+    return res + c[0] * z;
+  }
+
+  function clip(v, lo, hi) { return Math.min(Math.max(v, lo), hi); }
+
+  // --- one side at one target (pipeline/comparisons/compare.py) ------------------------------------------------
+  function fmtG(v) { return String(Number(Number(v).toPrecision(6))); }
+
+  function cellNote(label, target, cell) {
+    var lo = cell.bracket_lo_intvty, hi = cell.bracket_hi_intvty;
+    if (hi === null) return label + " is outside its measured range: its frontier ends at " + lo.toFixed(1) +
+      " tok/s/user, below the " + fmtG(target) + " tok/s/user target";
+    if (lo === null) return label + " is outside its measured range: its frontier starts at " + hi.toFixed(1) +
+      " tok/s/user, above the " + fmtG(target) + " tok/s/user target";
+    if (cell.sparse_frontier) return label + "'s values are interpolated across a gap between " + lo.toFixed(1) +
+      " and " + hi.toFixed(1) + " tok/s/user";
+    return null;
+  }
+
+  var splines = {};
+  function sideSplines(book, key) {
+    var id = book + "\u0000" + key;
+    if (!splines[id]) {
+      var side = DATA.books[book].sides[key], x = side.x, out = {};
+      Object.keys(side.metrics).forEach(function (m) { out[m] = spline(x, side.metrics[m]); });
+      splines[id] = out;
+    }
+    return splines[id];
+  }
+
+  function evaluate(book, key, target) {
+    var side = DATA.books[book].sides[key], x = side.x, n = x.length, sp = sideSplines(book, key);
+    var evaluated = clip(target, x[0], x[n - 1]);
+    var cell = {evaluated_intvty: evaluated, target_clamped: evaluated !== target};
+    DATA.metrics.forEach(function (m) {
+      cell[m] = sp[m] ? clip(evaluateRaw(sp[m], evaluated), sp[m].lo, sp[m].hi) : null;
+    });
+    var below = x.filter(function (v) { return v <= target; }), above = x.filter(function (v) { return v >= target; });
+    cell.bracket_lo_intvty = below.length ? below[below.length - 1] : null;
+    cell.bracket_hi_intvty = above.length ? above[0] : null;
+    var implied = side.price_per_mtok / cell.tput_per_gpu, splinedCost = cell.cost_per_mtok_hyperscaler;
+    cell.implied_cost_per_mtok_hyperscaler = implied;
+    cell.sparse_frontier = Math.max(implied, splinedCost) / Math.min(implied, splinedCost) > SPARSE_RATIO;
+    cell.cell_note = cellNote(DATA.labels[key], target, cell);
+    return cell;
+  }
+
+  // --- formatting like the Python page ("{:,.1f}", "${:.3f}", "{:,.0f}") --------------------------------------
+  function fmt(v, digits, commas) {
+    if (v === null || v === undefined || !isFinite(v)) return "—";
+    var text = v.toFixed(digits);
+    if (!commas) return text;
+    var parts = text.split("."), neg = parts[0].charAt(0) === "-", whole = neg ? parts[0].slice(1) : parts[0];
+    whole = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return (neg ? "-" : "") + whole + (parts.length > 1 ? "." + parts[1] : "");
+  }
+
+  function rows() {
+    return [
+      {label: "Throughput (tok/s/GPU)", col: "tput_per_gpu", f: function (v) { return fmt(v, 1, true); }},
+      {label: "Cost ($/M tokens, " + state.tier + ")", col: "cost_per_mtok_" + state.tier,
+       f: function (v) { return v === null ? "—" : "$" + fmt(v, 3, false); }},
+      {label: "tok/s/MW (all-in power)", col: "tok_s_per_mw", f: function (v) { return fmt(v, 0, true); }},
+      {label: "tok/s/MW (measured telemetry)", col: "measured_tok_s_per_mw", f: function (v) { return fmt(v, 0, true); },
+       only: DATA.has_measured},
+      {label: "Concurrency", col: "concurrency", f: function (v) { return fmt(v, 1, true); }},
+    ].filter(function (r) { return r.only === undefined || r.only; });
+  }
+
+  function el(tag, text, attrs) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = text;
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    return e;
+  }
+
+  function cells() {
+    return state.targets.map(function (t) {
+      return {target: t, a: evaluate(state.book, "a", t), b: evaluate(state.book, "b", t)};
+    });
+  }
+
+  function renderTable(at) {
+    var table = document.getElementById("comparison-table");
+    var head = el("tr");
+    head.appendChild(el("th", "Metric"));
+    at.forEach(function (c) {
+      ["a", "b"].forEach(function (k) { head.appendChild(el("th", fmtG(c.target) + " tok/s/user · " + DATA.labels[k])); });
+    });
+    var thead = el("thead"), tbody = el("tbody");
+    thead.appendChild(head);
+    rows().forEach(function (r) {
+      var tr = el("tr", null, {"data-metric": r.col});
+      tr.appendChild(el("td", r.label));
+      at.forEach(function (c, i) {
+        ["a", "b"].forEach(function (k) {
+          var v = c[k][r.col], td = el("td", r.f(v), {"data-target-index": String(i + 1), "data-side": k,
+                                                       "data-value": v === null ? "" : String(v)});
+          if (c[k].cell_note) { td.className = "noted"; td.title = c[k].cell_note; }
+          tr.appendChild(td);
+        });
+      });
+      tbody.appendChild(tr);
+    });
+    table.replaceChildren(thead, tbody);
+    var noted = [];
+    at.forEach(function (c) {
+      ["a", "b"].forEach(function (k) {
+        if (c[k].cell_note) noted.push("at " + fmtG(c.target) + " tok/s/user, " + c[k].cell_note);
+      });
+    });
+    var notes = document.getElementById("cell-notes");
+    notes.textContent = noted.length ? "Not measured at the target: " + noted.join("; ") + "." : "";
+    notes.hidden = !noted.length;
+    var edited = state.targets.some(function (t, i) { return t !== DATA.default_targets[i]; }) ||
+      state.book !== DATA.default_book;
+    document.getElementById("headline-scope").hidden = !edited;
+  }
+
+  // --- CSV of the table: the comparisons mart's columns, one row per target and side ---------------------------
+  function csvField(v) {
+    if (v === null || v === undefined) return "";
+    var text = typeof v === "boolean" ? (v ? "true" : "false") : String(v);
+    if (typeof v === "string" && /^[=+\-@\t\r]/.test(text)) text = "'" + text;  // no formula in a spreadsheet
+    return /[",\n\r]/.test(text) ? "\"" + text.replace(/"/g, "\"\"") + "\"" : text;
+  }
+
+  function csvText(at) {
+    var book = DATA.books[state.book], lines = [DATA.csv_columns.join(",")];
+    at.forEach(function (c, i) {
+      ["a", "b"].forEach(function (k) {
+        var row = Object.assign({}, DATA.sides[k], c[k], {
+          comparison_id: DATA.comparison_id, price_book: state.book, price_book_version: book.version,
+          side: k, target_index: i + 1, target_intvty: c.target});
+        lines.push(DATA.csv_columns.map(function (col) { return csvField(row[col]); }).join(","));
+      });
+    });
+    return lines.join("\n") + "\n";
+  }
+
+  // --- chart -------------------------------------------------------------------------------------------------
+  var chart = null;
+  function curve(key) {
+    var side = DATA.books[state.book].sides[key], x = side.x, n = x.length, sp = sideSplines(state.book, key).tput_per_gpu;
+    if (n < 2) return [];
+    var out = [];
+    for (var i = 0; i <= 200; i++) {
+      var v = x[0] + (x[n - 1] - x[0]) * i / 200;
+      out.push({x: v, y: evaluateRaw(sp, v)});
+    }
+    return out;
+  }
+
+  function chartData(at) {
+    var sets = [];
+    ["a", "b"].forEach(function (k, i) {
+      var color = DATA.colors[i], side = DATA.books[state.book].sides[k];
+      sets.push({type: "scatter", label: DATA.labels[k] + " runs", data: DATA.runs[k], backgroundColor: color + "55",
+                 borderColor: color + "88", pointRadius: 3, order: 3});
+      sets.push({type: "line", label: DATA.labels[k] + " frontier", data: curve(k), borderColor: color,
+                 borderWidth: 2, pointRadius: 0, pointHitRadius: 0, order: 2});
+      sets.push({type: "scatter", label: DATA.labels[k] + " frontier points",
+                 data: side.x.map(function (x, j) { return Object.assign({x: x, y: side.metrics.tput_per_gpu[j]}, side.points[j]); }),
+                 backgroundColor: color, borderColor: "#000", borderWidth: 1, pointRadius: 5, order: 1});
+    });
+    var ys = [];
+    sets.forEach(function (s) { s.data.forEach(function (p) { ys.push(p.y); }); });
+    var top = ys.length ? Math.max.apply(null, ys) : 1;
+    at.forEach(function (c) {
+      sets.push({type: "line", label: "target " + fmtG(c.target), data: [{x: c.target, y: 0}, {x: c.target, y: top}],
+                 borderColor: "#495057", borderDash: [5, 4], borderWidth: 1, pointRadius: 0, pointHitRadius: 0,
+                 order: 4, isTarget: true});
+    });
+    return {datasets: sets};
+  }
+
+  function tooltipLines(ctx) {
+    var p = ctx.raw, lines = [ctx.dataset.label + ": " + fmt(p.y, 1, true) + " tok/s/GPU at " + fmt(p.x, 2, false) +
+                              " tok/s/user"];
+    if (p.file) lines.push("file: " + p.file);
+    if (p.config) lines.push("config: " + p.config);
+    if (p.date) lines.push("date: " + p.date);
+    return lines;
+  }
+
+  function renderChart(at) {
+    var canvas = document.getElementById("frontier-chart");
+    if (typeof Chart === "undefined") return;
+    if (chart) { chart.data = chartData(at); chart.update("none"); return; }
+    chart = new Chart(canvas, {
+      data: chartData(at),
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false, parsing: false,
+        interaction: {mode: "nearest", intersect: true},
+        scales: {x: {type: "linear", title: {display: true, text: DATA.x_label}},
+                 y: {type: "linear", beginAtZero: true, title: {display: true, text: "Throughput (tok/s/GPU)"}}},
+        plugins: {
+          legend: {labels: {filter: function (item, data) { return !data.datasets[item.datasetIndex].isTarget; }}},
+          tooltip: {filter: function (item) { return !item.dataset.isTarget && item.dataset.type === "scatter"; },
+                    callbacks: {label: tooltipLines}},
+        },
+      },
+    });
+  }
+
+  function render() {
+    var at = cells();
+    renderTable(at);
+    renderChart(at);
+    // for tests and the curious: the state, the cells shown, the CSV text and the evaluator
+    window.__comparison = {cells: at, csv: csvText(at), state: state, evaluate: evaluate};
+  }
+
+  // --- controls ------------------------------------------------------------------------------------------------
+  function setup() {
+    var bookSelect = document.getElementById("price-book"), tierSelect = document.getElementById("cost-tier");
+    Object.keys(DATA.books).sort().forEach(function (b) {
+      var o = el("option", b + " (" + DATA.books[b].version + ")", {value: b});
+      if (b === state.book) o.selected = true;
+      bookSelect.appendChild(o);
+    });
+    ["hyperscaler", "neocloud", "rental"].forEach(function (t) { tierSelect.appendChild(el("option", t, {value: t})); });
+    bookSelect.addEventListener("change", function () { state.book = bookSelect.value; render(); });
+    tierSelect.addEventListener("change", function () { state.tier = tierSelect.value; render(); });
+    state.targets.forEach(function (t, i) {
+      var input = document.getElementById("target-" + (i + 1));
+      input.value = String(t);
+      input.addEventListener("input", function () {
+        var v = Number(input.value);
+        var ok = input.value.trim() !== "" && isFinite(v) && v > 0;
+        input.setAttribute("aria-invalid", ok ? "false" : "true");
+        if (ok) { state.targets[i] = v; render(); }
+      });
+    });
+    document.getElementById("reset-targets").addEventListener("click", function () {
+      state.targets = DATA.default_targets.slice();
+      state.targets.forEach(function (t, i) { document.getElementById("target-" + (i + 1)).value = String(t); });
+      render();
+    });
+    document.getElementById("download-csv").addEventListener("click", function () {
+      var blob = new Blob([csvText(cells())], {type: "text/csv"});
+      var a = el("a", null, {href: URL.createObjectURL(blob), download: DATA.csv_name});
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+    });
+    render();
+  }
+
+  setup();
+})();
