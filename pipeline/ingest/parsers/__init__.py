@@ -293,10 +293,10 @@ def _read_json(text: str) -> FileReadout:
 
 def _shape_problem(text: str, doc: Any) -> Reject | None:
     """``too_deep`` or ``duplicate_key:<key>`` for a decoded document (file-level Reject), or None."""
-    depth, _ = depth_and_keys(doc)
+    depth, keys = depth_and_keys(doc)
     if depth > MAX_DEPTH:
         return Reject(None, "too_deep", f"JSON nested {depth} levels deep, more than the {MAX_DEPTH} accepted")
-    repeated = duplicate_keys(text, doc)
+    repeated = duplicate_keys(text, doc, keys)
     if repeated:
         return Reject(None, f"duplicate_key:{repeated[0]}",
                       f"key {', '.join(map(repr, repeated[:5]))} given twice in one JSON object: every reader "

@@ -5,7 +5,7 @@ A key given twice in one object is read by every JSON library as its last value,
 ``"total_token_throughput": 1359.6`` and later ``"total_token_throughput": 135960.0`` is read as the second. Such a
 file is not trusted (``duplicate_key:<key>``). ``orjson`` keeps no record of it, so the check is done in two
 steps: a cheap count (key tokens in the text against keys in the decoded document; each repeated key makes the
-decoded count one smaller) and, only when the counts differ, an exact parse with the standard library's
+decoded count one smaller; ``key_tokens_at_least``) and, only when the counts differ, an exact parse with the standard library's
 ``object_pairs_hook`` that names the repeated keys. Nesting deeper than ``MAX_DEPTH`` is refused (``too_deep``):
 no run format nests beyond a handful of levels, and deep documents exhaust the recursion of the encoders the
 pipeline hashes runs with.
@@ -19,10 +19,16 @@ from typing import Any
 
 # Deepest nesting accepted (objects and arrays, the top level being depth 1). Run formats nest at most ~6 levels.
 MAX_DEPTH = 64
-# A JSON string token followed by a colon: an object key. Scanning left to right, a string that is a value is
-# never followed by a colon in valid JSON, so this counts the keys exactly (or too many for contrived strings,
-# which only costs the exact parse).
-_KEY_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"\s*:')
+# Every object key ends with a quote, JSON whitespace (space, tab, CR, LF) and a colon. Counting ``":`` plus
+# ``"<whitespace>:`` therefore counts every key token of the text, and more when a string value holds such a
+# sequence; never fewer. Two C-speed scans (~2 ms per MB).
+_QUOTE_SPACE_COLON = re.compile(r'"[ \t\r\n]+:')
+
+
+def key_tokens_at_least(text: str) -> int:
+    """A count of the object keys written in the JSON ``text`` that is never smaller than the true count
+    (duplicates included), and equal to it unless a string value contains a quote followed by a colon."""
+    return text.count('":') + len(_QUOTE_SPACE_COLON.findall(text))
 
 
 def depth_and_keys(doc: Any) -> tuple[int, int]:
@@ -51,18 +57,20 @@ def depth_and_keys(doc: Any) -> tuple[int, int]:
     return depth, keys
 
 
-def duplicate_keys(text: str, doc: Any) -> list[str]:
+def duplicate_keys(text: str, doc: Any, decoded_keys: int | None = None) -> list[str]:
     """The keys that appear twice in one object of the JSON ``text`` (whose decoded value is ``doc``), sorted;
     empty when none does.
 
     Args:
         text: the JSON text (a whole document, or one JSON Lines line).
         doc: ``text`` decoded.
+        decoded_keys: ``depth_and_keys(doc)[1]`` when the caller has it (saves a walk).
     Returns:
         The repeated keys (each once), sorted; [] in the common case, found by a count without a second parse.
     """
-    _, decoded = depth_and_keys(doc)
-    if sum(1 for _ in _KEY_TOKEN.finditer(text)) == decoded:
+    decoded = depth_and_keys(doc)[1] if decoded_keys is None else decoded_keys
+    # written ≥ true = decoded + repeated, so equal counts prove that no key was repeated
+    if key_tokens_at_least(text) == decoded:
         return []
     repeated: set[str] = set()
 
