@@ -218,9 +218,10 @@ def unknown_hw_rule(known_hw: Iterable[str]) -> Callable[[Run], Finding | None]:
 
 @_screen(lambda t: pc.invert(_any(pc.is_in(t["benchmark_type"], value_set=pa.array(BENCHMARK_TYPES, pa.string())))))
 def _benchmark_type(run: Run) -> Finding | None:
-    """Sides and x-axes are chosen by ``benchmark_type``: a value no rule knows has neither."""
+    """Sides and x-axes are chosen by ``benchmark_type``: a value no rule knows has neither (null is read as
+    ``fixed_seq``, as everywhere)."""
     kind = run.get("benchmark_type")
-    if kind not in BENCHMARK_TYPES:
+    if kind is not None and kind not in BENCHMARK_TYPES:
         return "unknown_benchmark_type", f"benchmark_type {kind!r} is not one of {', '.join(BENCHMARK_TYPES)}"
     return None
 
