@@ -41,11 +41,13 @@ def test_more_than_ten_percent_off_nominal_is_flagged():
 
 
 def _vllm(name: str, spec: str, tpot_ms: float, total: float, output_tokens: int) -> tuple[str, dict]:
-    """A vLLM result of 10 requests (nominal ISL/OSL 1000/1000 and the GPU come from runs.csv)."""
+    """A vLLM result of 10 requests (nominal ISL/OSL 1000/1000 and the GPU come from runs.csv), its duration and
+    output throughput those its tokens and total throughput imply (a run whose numbers disagree is implausible)."""
+    duration = (10000 + output_tokens) / total
     return name, {
-        "model_id": "org/m", "backend": "vllm", "spec_decoding": spec, "max_concurrency": int(tpot_ms), "duration": 10.0, "num_prompts": 10, "completed": 10, "failed": 0,
+        "model_id": "org/m", "backend": "vllm", "spec_decoding": spec, "max_concurrency": int(tpot_ms), "duration": duration, "num_prompts": 10, "completed": 10, "failed": 0,
         "total_input_tokens": 10000, "total_output_tokens": output_tokens,
-        "total_token_throughput": total, "output_throughput": total / 2, "median_ttft_ms": 100.0,
+        "total_token_throughput": total, "output_throughput": output_tokens / duration, "median_ttft_ms": 100.0,
         "median_tpot_ms": tpot_ms, "mean_tpot_ms": tpot_ms, "p99_tpot_ms": tpot_ms, "median_e2el_ms": 5000.0}
 
 

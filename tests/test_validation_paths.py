@@ -12,6 +12,7 @@ from pipeline.ingest.folder import ingest_folder
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.io.storage import content_hash
 from pipeline.metrics.reference import load_gpu_reference
+from pipeline.validate.plausibility import load_plausibility
 from pipeline.validate.rules import rules, validate_runs, validate_table
 
 HERE = SAMPLE_DIR.parents[1] / "tests"
@@ -51,6 +52,12 @@ def test_fast_path_equals_reference_path(which, corpus):
     _assert_same(slow, fast)
 
 
+def _beyond(bound, side: str, good: dict):
+    """A value just outside ``bound`` on ``side``, of the column's type (int columns stay int)."""
+    value = bound.min * 0.5 - 1 if side == "below" else bound.max * 2 + 1
+    return int(value) if isinstance(good[bound.field], int) else float(value)
+
+
 def test_paths_agree_on_every_rule_and_on_duplicates():
     """One good run and, per rule, copies broken so that rule (and only the screens) decides; plus copies that
     share only the content hash or only the natural key with a kept run."""
@@ -75,10 +82,18 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
         "same_content": dict(conc=good["conc"] + 1),
         "same_key": dict(content_sha256="f" * 64),
         "other_run": dict(conc=good["conc"] + 2, content_sha256="e" * 64),
+        "above_ceiling": dict(total_tput_tok_s=1e9, output_tput_tok_s=1.0),
+        "unknown_type": dict(benchmark_type="mystery"),
+        "duration_off": dict(duration_s=good["duration_s"] / 100),
+        "ttft_nan": dict(median_ttft_s=float("nan")),
+        **{f"{bound.field}_{side}": {bound.field: _beyond(bound, side, good)}
+           for bound in load_plausibility().ranges if bound.field in RUN_SCHEMA.names for side in ("below", "above")
+           if not (side == "below" and bound.min == 0)},
     }
     table = [good] + [dict(good, source_row=row, **change) for row, change in enumerate(broken.values(), 1)]
     slow, fast = _both_paths(pa.Table.from_pylist(table, schema=RUN_SCHEMA))
-    assert len(rules(KNOWN_HW)) == 10 and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
+    n_ranges = len(load_plausibility().ranges)
+    assert len(rules(KNOWN_HW)) == 12 + n_ranges and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
     row_of = {name: row for row, name in enumerate(broken, 1)}
     assert slow[0].column("source_row").to_pylist() == [good["source_row"], row_of["reported_only"], row_of["other_run"]]
     assert slow[1].column("reason_code").to_pylist()[-2:] == ["duplicate_run", "duplicate_run"]

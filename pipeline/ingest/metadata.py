@@ -19,6 +19,8 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
+from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
+
 from pipeline.ingest.keys import (
     normalize_framework,
     normalize_hw,
@@ -32,6 +34,8 @@ from pipeline.ingest.keys import (
 )
 from pipeline.ingest.schema import METADATA_KEYS
 
+# Integer keys are int32 columns of RUN_SCHEMA: a value outside that range cannot be stored.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _INT_KEYS = ("tp", "pp", "pcp", "ep", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc",
              "prefill_tp", "prefill_ep", "prefill_num_workers", "decode_num_workers")
 
@@ -70,12 +74,25 @@ _NO_CONFLICT_KEYS = ("run_date",)
 
 
 class MetadataError(ValueError):
-    """A metadata value that cannot be normalized; ``reason_code`` is ``invalid_metadata:<key>``."""
+    """A metadata value that cannot be normalized; ``reason_code`` is ``<reason>:<key>``, ``invalid_metadata:<key>``
+    unless ``reason`` names another (``int_out_of_range``, ``duplicate_key``)."""
 
-    def __init__(self, key: str, value: Any, source: str, why: str):
+    def __init__(self, key: str, value: Any, source: str, why: str, reason: str = "invalid_metadata"):
         super().__init__(f"{key}={value!r} from {source}: {why}")
-        self.reason_code = f"invalid_metadata:{key}"
+        self.reason_code = f"{reason}:{key}"
         self.detail = f"metadata {key}={value!r} from {source}: {why}"
+
+
+class ManifestError(MetadataError):
+    """A ``runs.csv`` that cannot be read. Every run of its folder is rejected as ``invalid_metadata:runs.csv``
+    (its rows could hold any of their metadata); ``file_reason`` is the code of the manifest's own ledger row:
+    ``invalid_encoding``, ``cell_too_long`` or ``invalid_csv``."""
+
+    def __init__(self, file_reason: str, why: str):
+        super().__init__("runs.csv", "runs.csv", "runs.csv", why)
+        self.detail = f"the folder's runs.csv cannot be read, so no run of this folder is resolved: {why}"
+        self.file_reason = file_reason
+        self.why = why
 
 
 def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -83,7 +100,9 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
 
     Raises:
         MetadataError: a value of the wrong type (e.g. ``tp="eight"``), or a text value longer than
-            ``MAX_TEXT_CHARS`` or holding control characters, naming the key and the source.
+            ``MAX_TEXT_CHARS`` or holding control characters (``invalid_metadata:<key>``); an integer key
+            outside the int32 range (``int_out_of_range:<key>``, e.g. ``max_concurrency`` 3e9); naming the key
+            and the source.
     """
     out: dict[str, Any] = {}
     for key in METADATA_KEYS:
@@ -94,6 +113,9 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
             value = _normalize_text(key, given) if type(given) is str else _NORMALIZERS[key](given)
         except (TypeError, ValueError) as exc:
             raise MetadataError(key, _shortened(raw[key]), source, str(exc)) from exc
+        if type(value) is int and not INT32_MIN <= value <= INT32_MAX:
+            raise MetadataError(key, value, source, "outside the int32 range a count is stored in",
+                                reason="int_out_of_range")
         if type(value) is str:
             if len(value) > MAX_TEXT_CHARS:
                 raise MetadataError(key, _shortened(value), source,
@@ -121,7 +143,8 @@ def load_sidecar(path: Path | str) -> dict[str, Any] | None:
     """The JSON object of a ``*.meta.json`` sidecar, or None when there is none.
 
     Raises:
-        MetadataError: ``invalid_metadata:sidecar`` when the sidecar is not a JSON object.
+        MetadataError: ``invalid_metadata:sidecar`` when the sidecar is not a JSON object (or nests deeper than
+            ``MAX_DEPTH``); ``duplicate_key:<key>`` when it gives a key twice (the last would win unseen).
     """
     try:  # one open instead of a stat then an open: most runs have no sidecar
         with open(path, "rb") as handle:
@@ -134,21 +157,53 @@ def load_sidecar(path: Path | str) -> dict[str, Any] | None:
         raise MetadataError("sidecar", os.path.basename(path), "sidecar", f"invalid JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise MetadataError("sidecar", os.path.basename(path), "sidecar", "sidecar is not a JSON object")
+    if depth_and_keys(doc)[0] > MAX_DEPTH:
+        raise MetadataError("sidecar", os.path.basename(path), "sidecar", f"nested deeper than {MAX_DEPTH} levels")
+    repeated = duplicate_keys(data.decode("utf-8", "replace"), doc)
+    if repeated:
+        raise MetadataError(repeated[0], os.path.basename(path), "the sidecar",
+                            f"key {', '.join(map(repr, repeated[:5]))} given twice: the last would win unseen",
+                            reason="duplicate_key")
     return doc
+
+
+# A runs.csv cell longer than this is refused (the csv module's own default limit): metadata values are at most
+# MAX_TEXT_CHARS, so a longer cell is a broken file (an unclosed quote swallowing the rest) or a hostile one.
+MAX_CELL_CHARS = 131072
 
 
 def load_manifest(folder: Path) -> dict[str, dict[str, str]]:
     """``runs.csv`` of ``folder`` as {file name: row}; empty when the folder has none. Cells that are empty are
-    dropped so they do not mask other sources."""
+    dropped so they do not mask other sources.
+
+    Raises:
+        ManifestError: the file is not UTF-8 (``invalid_encoding``), has a cell over ``MAX_CELL_CHARS``
+            characters (``cell_too_long``) or is not CSV the reader accepts (``invalid_csv``); the message names
+            the byte offset or line.
+    """
     path = folder / "runs.csv"
     if not path.is_file():
         return {}
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ManifestError("invalid_encoding", f"runs.csv is not UTF-8: byte {data[exc.start]:#04x} at offset "
+                                                f"{exc.start}") from None
     rows: dict[str, dict[str, str]] = {}
-    with io.open(path, encoding="utf-8-sig", newline="") as handle:
-        for row in csv.DictReader(handle):
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        for row in reader:
             name = (row.get("file") or "").strip()
             if name:
-                rows[name] = {k.strip(): v.strip() for k, v in row.items() if k and v is not None and v.strip() != ""}
+                rows[name] = {k.strip(): v.strip() for k, v in row.items()
+                              if isinstance(k, str) and k and isinstance(v, str) and v.strip() != ""}
+    except csv.Error as exc:
+        line = reader.line_num
+        if "field larger than field limit" in str(exc):
+            raise ManifestError("cell_too_long", f"runs.csv line {line}: a cell longer than {MAX_CELL_CHARS} "
+                                                 "characters") from None
+        raise ManifestError("invalid_csv", f"runs.csv line {line}: {exc}") from None
     return rows
 
 

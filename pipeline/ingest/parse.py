@@ -21,9 +21,10 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.ingest.metadata import MetadataError, load_manifest, load_sidecar, resolve
+from pipeline.ingest.metadata import ManifestError, MetadataError, load_manifest, load_sidecar, resolve
 from pipeline.ingest.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
 from pipeline.ingest.parsers.base import interactivity
+from pipeline.ingest.scan import MANIFEST_NAME, undecodable_path
 from pipeline.ingest.schema import FIXED_SEQ, INTVTY_STATS, QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
 
 FILE_SCHEMA = pa.schema(
@@ -188,19 +189,29 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
     runs: list[dict[str, Any]] = []
     rejects: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
-    manifests: dict[str, dict[str, dict[str, str]]] = {}
+    manifests: dict[str, dict[str, dict[str, str]] | ManifestError] = {}
     for rel in rels:
         path = os.path.join(root, rel)
-        readout = _read(path, real_root)
+        if undecodable_path(root, rel) is not None:  # a name that is not UTF-8, listed escaped: never opened
+            readout = FileReadout("refused", rejects=[Reject(
+                None, "invalid_file_name", "the file name is not UTF-8 (listed with \\x escapes): not opened")])
+        else:
+            readout = _read(path, real_root)
+        folder, name = posixpath.split(rel)
+        if name == MANIFEST_NAME and not readout.runs and readout.kind != "refused":
+            manifest = _manifest(manifests, root, folder)
+            if isinstance(manifest, ManifestError):  # its own ledger row names why its folder's runs are refused
+                readout = FileReadout("unreadable", rejects=[Reject(None, manifest.file_reason, manifest.why)],
+                                      sha256=readout.sha256, size_bytes=readout.size_bytes)
         for reject in readout.rejects:
             rejects.append(_reject_row(rel, reject.source_format or readout.source_format, reject.row,
                                        reject.reason_code, reject.detail))
         n_runs = 0
         if readout.runs:
-            folder, name = posixpath.split(rel)
-            if folder not in manifests:
-                manifests[folder] = load_manifest(Path(root, folder))
-            try:  # read once per file; a bad sidecar rejects each of the file's runs
+            manifest = _manifest(manifests, root, folder)
+            try:  # read once per file; a bad sidecar or runs.csv rejects each of the file's runs
+                if isinstance(manifest, ManifestError):
+                    raise manifest
                 listed = sidecars is None or rel + SIDECAR_SUFFIX in sidecars
                 sidecar, sidecar_error = (load_sidecar(path + SIDECAR_SUFFIX) if listed else None), None
             except MetadataError as exc:
@@ -210,14 +221,19 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
                     if sidecar_error is not None:
                         raise sidecar_error
                     meta, sources, conflicts = resolve(
-                        parsed.in_file_meta, sidecar, manifests[folder].get(name), parsed.fallback_meta)
+                        parsed.in_file_meta, sidecar, manifest.get(name), parsed.fallback_meta)
                 except MetadataError as exc:
                     rejects.append(_reject_row(rel, fmt, row, exc.reason_code, exc.detail))
                     continue
                 if sources.get("spec_decoding") == "default" and parsed.values.get("spec_accept_length") is not None:
                     # the engine measured draft acceptance: "none" would be a guess, and a wrong one
                     meta["spec_decoding"], sources["spec_decoding"] = None, "unknown"
-                runs.append(_run_row(rel, fmt, row, parsed, meta, sources, conflicts))
+                record = _run_row(rel, fmt, row, parsed, meta, sources, conflicts)
+                unstorable = _out_of_range(record)
+                if unstorable is not None:  # one row lost, not the run: Arrow would raise on the whole table
+                    rejects.append(_reject_row(rel, fmt, row, f"int_out_of_range:{unstorable[0]}", unstorable[1]))
+                    continue
+                runs.append(record)
                 n_runs += 1
         files.append(_file_row(rel, readout, n_runs, len(readout.rejects) + len(readout.runs) - n_runs))
     return IngestResult(
@@ -226,6 +242,30 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
         rejects=pa.Table.from_pylist(rejects, schema=QUARANTINE_SCHEMA),
         files=pa.Table.from_pylist(files, schema=FILE_SCHEMA),
     )
+
+
+def _manifest(cache: dict, root: str, folder: str) -> dict[str, dict[str, str]] | ManifestError:
+    """``load_manifest`` of ``folder`` once per parse, its error kept in place of its rows."""
+    if folder not in cache:
+        try:
+            cache[folder] = load_manifest(Path(root, folder))
+        except ManifestError as exc:
+            cache[folder] = exc
+    return cache[folder]
+
+
+_INT_RANGES = {field.name: (-(2 ** (field.type.bit_width - 1)), 2 ** (field.type.bit_width - 1) - 1)
+               for field in RUN_SCHEMA if pa.types.is_integer(field.type)}
+
+
+def _out_of_range(record: dict[str, Any]) -> tuple[str, str] | None:
+    """(column, detail) of the first integer column of a run row whose value its Arrow type cannot hold, else None
+    (the parsers bound what they read; this holds for values they compute, such as sums of counts)."""
+    for column, (low, high) in _INT_RANGES.items():
+        value = record[column]
+        if value is not None and not low <= value <= high:
+            return column, f"{column} = {value:.4g} does not fit the {RUN_SCHEMA.field(column).type} column"
+    return None
 
 
 def _read(path: str, root: str) -> FileReadout:

@@ -7,9 +7,36 @@ later like any file.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+
+MANIFEST_NAME = "runs.csv"
+# A byte of a file name that is not UTF-8 is listed as ``\xNN`` (backslash, x, two lowercase hex digits): the
+# name must become text in the ledger and the marts. Such a file is never opened (``invalid_file_name``).
+_ESCAPED_BYTE = re.compile(r"\\x([0-9a-f]{2})")
+
+
+def listed_name(name: str) -> str:
+    r"""A file name as the scan lists it: itself when it is UTF-8, else its undecodable bytes as ``\xNN``
+    (``os.fsdecode`` keeps them as lone surrogates, which no Arrow string, hash or report can hold)."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def undecodable_path(raw_dir: str, rel: str) -> str | None:
+    """The path on disk (with ``os.fsdecode``'s surrogates) of a ``rel`` (relative to ``raw_dir``) that
+    ``listed_name`` escaped, when that entry exists; None for every other path."""
+    if "\\x" not in rel:
+        return None
+    original = _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m[1], 16)), rel)
+    path = os.path.join(raw_dir, original)
+    return path if original != rel and os.path.lexists(path) else None
 
 
 @dataclass(frozen=True)
@@ -64,18 +91,20 @@ def _scan_into(entries: list[os.DirEntry], prefix: str, listing: Listing) -> Non
             regular = not is_dir and stat.S_ISREG(st.st_mode)
         except OSError:
             regular = False
-        listing.rel.append(prefix + entry.name)
+        name = listed_name(entry.name)
+        regular = regular and name == entry.name  # an escaped name is not opened, so never cached by its stat
+        listing.rel.append(prefix + name)
         listing.size.append(st.st_size if regular else None)
         listing.mtime_ns.append(st.st_mtime_ns if regular else None)
     for entry in subfolders:
         try:
             children = _sorted_entries(entry.path)
         except OSError:  # an unreadable sub-folder is listed itself: ingest records it with a reason
-            listing.rel.append(prefix + entry.name)
+            listing.rel.append(prefix + listed_name(entry.name))
             listing.size.append(None)
             listing.mtime_ns.append(None)
             continue
-        _scan_into(children, f"{prefix}{entry.name}/", listing)
+        _scan_into(children, f"{prefix}{listed_name(entry.name)}/", listing)
 
 
 def list_files(raw_dir: Path) -> list[Path]:

@@ -24,8 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, LATENCY_COLUMNS, QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.ingest.schema import (AGENTIC_TRACES, BENCHMARK_TYPES, FIXED_SEQ, LATENCY_COLUMNS, QUARANTINE_SCHEMA,
+                                     RUN_SCHEMA)
 from pipeline.validate.lines import LINE_COLUMNS, line_id
+from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
 
 Run = Mapping[str, Any]
 Finding = tuple[str, str]
@@ -216,8 +218,118 @@ def unknown_hw_rule(known_hw: Iterable[str]) -> Callable[[Run], Finding | None]:
     return _screen(lambda t: pc.invert(_any(pc.is_in(t["hw"], value_set=pa.array(sorted(known), pa.string())))))(rule)
 
 
-def rules(known_hw: Iterable[str]) -> list[Callable[[Run], Finding | None]]:
-    """The rule list, in reporting order: failures and numbers first (the strongest reason), metadata after."""
+@_screen(lambda t: pc.invert(_any(pc.is_in(t["benchmark_type"], value_set=pa.array(BENCHMARK_TYPES, pa.string())))))
+def _benchmark_type(run: Run) -> Finding | None:
+    """Sides and x-axes are chosen by ``benchmark_type``: a value no rule knows has neither (null is read as
+    ``fixed_seq``, as everywhere)."""
+    kind = run.get("benchmark_type")
+    if kind is not None and kind not in BENCHMARK_TYPES:
+        return "unknown_benchmark_type", f"benchmark_type {kind!r} is not one of {', '.join(BENCHMARK_TYPES)}"
+    return None
+
+
+def _float(table: pa.Table, name: str) -> pa.ChunkedArray:
+    return pc.cast(table[name], pa.float64())
+
+
+def _ratio_value(run: Run, field: str) -> float | None:
+    """A derived ratio of ``plausibility.csv`` for one run: tokens / throughput / duration (None when an input is
+    missing or not positive: other rules judge those)."""
+    duration = run.get("duration_s")
+    if field == "output_duration_ratio":
+        tokens, tput = run.get("total_output_tokens"), run.get("output_tput_tok_s")
+    else:
+        tokens_in, tokens_out, tput = run.get("total_input_tokens"), run.get("total_output_tokens"), run.get("total_tput_tok_s")
+        tokens = None if tokens_in is None or tokens_out is None else tokens_in + tokens_out
+    if tokens is None or not tput or not duration or tput <= 0 or duration <= 0 or tokens <= 0:
+        return None
+    return tokens / tput / duration
+
+
+def _ratio_column(table: pa.Table, field: str) -> pa.ChunkedArray:
+    duration = _float(table, "duration_s")
+    if field == "output_duration_ratio":
+        tokens, tput = _float(table, "total_output_tokens"), _float(table, "output_tput_tok_s")
+    else:
+        tokens = pc.add(_float(table, "total_input_tokens"), _float(table, "total_output_tokens"))
+        tput = _float(table, "total_tput_tok_s")
+    return pc.divide(pc.divide(tokens, tput), duration)
+
+
+def range_rule(bound: Range) -> Callable[[Run], Finding | None]:
+    """Rule ``implausible:<reason_field>``: the run's ``bound.field`` (a column or a derived duration ratio) lies
+    outside [``bound.min``, ``bound.max``] (NaN and infinities included); absent values pass."""
+    derived = bound.field in ("output_duration_ratio", "total_duration_ratio")
+
+    def rule(run: Run) -> Finding | None:
+        value = _ratio_value(run, bound.field) if derived else run.get(bound.field)
+        if value is None or bound.min <= value <= bound.max:
+            return None
+        return (f"implausible:{bound.reason_field}",
+                f"{bound.field} = {value:.6g} {bound.unit} is outside [{bound.min:g}, {bound.max:g}] "
+                "(data/reference/plausibility.csv)")
+
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        value = _ratio_column(table, bound.field) if derived else _float(table, bound.field)
+        return _any(pc.invert(pc.and_(pc.greater_equal(value, bound.min), pc.less_equal(value, bound.max))))
+
+    rule.__doc__ = f"{bound.field} within [{bound.min:g}, {bound.max:g}] {bound.unit} (data/reference/plausibility.csv)."
+    return _screen(screen)(rule)
+
+
+def _gpus(run: Run) -> int | None:
+    """GPUs of a run as ``sql/run_gpu_counts.sql`` counts them (None when a count is missing)."""
+    if run.get("disagg"):
+        prefill, decode = run.get("num_prefill_gpu"), run.get("num_decode_gpu")
+        return None if prefill is None or decode is None else prefill + decode
+    tp = run.get("tp")
+    return None if tp is None else tp * (run.get("pp") or 1) * (run.get("pcp") or 1)
+
+
+def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
+    """Rule ``implausible:tput_per_gpu``: tok/s/GPU (system total ÷ GPUs, else the reported per-GPU value, as the
+    metrics read it) above what the GPU's dense peak can compute for the model (``Plausibility.ceiling``)."""
+    lowest = plausibility.lowest_ceiling
+
+    def rule(run: Run) -> Finding | None:
+        total, gpus = run.get("total_tput_tok_s"), _gpus(run)
+        per_gpu = total / gpus if total is not None and gpus else run.get("reported_tput_per_gpu")
+        ceiling = plausibility.ceiling(run.get("hw"), run.get("model"))
+        if per_gpu is None or ceiling is None or not per_gpu > ceiling:
+            return None
+        return "implausible:tput_per_gpu", (
+            f"{per_gpu:.6g} tok/s/GPU is above the {ceiling:.6g} a {run.get('hw')} can compute for model "
+            f"{run.get('model')!r} (dense peak ÷ 2 FLOPs per activated parameter; data/reference/gpu_peak_flops.csv, "
+            "model_active_params.csv)")
+
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        disagg = pc.fill_null(table["disagg"], False)
+        single = pc.multiply(pc.multiply(_float(table, "tp"), pc.fill_null(_float(table, "pp"), 1.0)),
+                             pc.fill_null(_float(table, "pcp"), 1.0))
+        gpus = pc.if_else(disagg, pc.add(_float(table, "num_prefill_gpu"), _float(table, "num_decode_gpu")), single)
+        from_total = pc.if_else(pc.greater(gpus, 0), pc.divide(table["total_tput_tok_s"], gpus), None)
+        per_gpu = pc.coalesce(from_total, table["reported_tput_per_gpu"])
+        return _any(pc.greater(per_gpu, lowest))
+
+    rule.__doc__ = ceiling_rule.__doc__
+    return _screen(screen)(rule)
+
+
+def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> list[Callable[[Run], Finding | None]]:
+    """The rule list, in reporting order: failures and numbers first (the strongest reason), metadata after, then
+    plausibility (``implausible:<field>``, ``data/reference/plausibility.csv`` and the tok/s/GPU ceiling).
+
+    Together the rules reject every run the blocking expectations of ``pipeline.validate.expectations`` (and the
+    metrics stage's finite-and-positive check) would fail on, so a failing blocking check means a bug, not a bad
+    file.
+
+    Args:
+        known_hw: the GPU reference's ``hw`` keys.
+        plausibility: the plausibility reference; default ``load_plausibility()``.
+    Raises:
+        PlausibilityError: the default reference files cannot be used.
+    """
+    plausibility = plausibility if plausibility is not None else _default_plausibility()
     return [
         _failed_requests,
         _positive("total_tput_tok_s", "total_token_throughput", "reported_tput_per_gpu"),
@@ -230,7 +342,20 @@ def rules(known_hw: Iterable[str]) -> list[Callable[[Run], Finding | None]]:
         unknown_hw_rule(known_hw),
         _missing_metadata,
         _gpu_count,
+        _benchmark_type,
+        ceiling_rule(plausibility),
+        *(range_rule(bound) for bound in plausibility.ranges),
     ]
+
+
+_LOADED: list[Plausibility] = []
+
+
+def _default_plausibility() -> Plausibility:
+    """``load_plausibility()`` read once per process (the files are reference data, versioned with the code)."""
+    if not _LOADED:
+        _LOADED.append(load_plausibility())
+    return _LOADED[0]
 
 
 def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Finding | None:

@@ -34,6 +34,7 @@ from pipeline.ingest.parsers import (  # harness exports, detected last
     vllm,
 )
 from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected
+from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
 from pipeline.ingest.parsers.non_run import classify_text
 
 # (detector, parser) pairs; InferenceX first because its rows also contain vLLM-like latency keys.
@@ -246,30 +247,61 @@ def _non_run(kind: str, description: str) -> Reject:
 
 
 def _read_json(text: str) -> FileReadout:
+    """A JSON document, array or JSON Lines text as its run objects and rejects. A document nested deeper than
+    ``MAX_DEPTH`` is refused whole (``too_deep``), and so is one that gives a key twice in an object
+    (``duplicate_key:<key>``); in JSON Lines each line is judged on its own and the others are kept."""
     objects: list[tuple[int, Any]] = []
     line_errors: list[Reject] = []
     try:
         doc = _loads(text)
-        objects = list(enumerate(doc)) if isinstance(doc, list) else [(0, doc)]
+    except _TooDeep as exc:
+        return FileReadout("unreadable", rejects=[Reject(None, "too_deep", str(exc))])
     except ValueError as whole_error:
         # JSON Lines (one run per line) when at least one line is a JSON object on its own; otherwise the file
         # is one broken document (e.g. truncated pretty-printed JSON) and is rejected whole.
         parsed: list[tuple[int, int, Any]] = []
         for index, (lineno, line) in enumerate((i, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()):
             try:
-                parsed.append((index, lineno, _loads(line)))
+                obj = _loads(line)
+                problem = _shape_problem(line, obj)
+                parsed.append((index, lineno, problem if problem is not None else obj))
             except ValueError as exc:
                 parsed.append((index, lineno, exc))
         if not any(isinstance(obj, dict) for _, _, obj in parsed):
+            if any(isinstance(obj, Reject) for _, _, obj in parsed):
+                first = next(obj for _, _, obj in parsed if isinstance(obj, Reject))
+                return FileReadout("unreadable", rejects=[Reject(None, first.reason_code, first.detail)])
             return FileReadout("unreadable", rejects=[Reject(None, "invalid_json", _short(whole_error))])
         for index, lineno, obj in parsed:
-            if isinstance(obj, Exception):
+            if isinstance(obj, Reject):
+                line_errors.append(Reject(index, obj.reason_code, f"line {lineno + 1}: {obj.detail}"))
+            elif isinstance(obj, _TooDeep):
+                line_errors.append(Reject(index, "too_deep", f"line {lineno + 1}: {obj}"))
+            elif isinstance(obj, Exception):
                 line_errors.append(Reject(index, "invalid_json", f"line {lineno + 1}: {_short(obj)}"))
             else:
                 objects.append((index, obj))
+    else:
+        problem = _shape_problem(text, doc)
+        if problem is not None:
+            return FileReadout("unreadable", rejects=[problem])
+        objects = list(enumerate(doc)) if isinstance(doc, list) else [(0, doc)]
     if not objects:
         return FileReadout("unrecognized", rejects=[Reject(None, "empty_document", "JSON array with no elements")])
     return _parse_objects(objects, line_errors)
+
+
+def _shape_problem(text: str, doc: Any) -> Reject | None:
+    """``too_deep`` or ``duplicate_key:<key>`` for a decoded document (file-level Reject), or None."""
+    depth, keys = depth_and_keys(doc)
+    if depth > MAX_DEPTH:
+        return Reject(None, "too_deep", f"JSON nested {depth} levels deep, more than the {MAX_DEPTH} accepted")
+    repeated = duplicate_keys(text, doc, keys)
+    if repeated:
+        return Reject(None, f"duplicate_key:{repeated[0]}",
+                      f"key {', '.join(map(repr, repeated[:5]))} given twice in one JSON object: every reader "
+                      "silently keeps the last value, so the file is not trusted")
+    return None
 
 
 def _parse_objects(objects: list[tuple[int, Any]], line_errors: list[Reject]) -> FileReadout:
@@ -292,6 +324,8 @@ def _parse_objects(objects: list[tuple[int, Any]], line_errors: list[Reject]) ->
             readout.runs.append((row, fmt, parsed))
         except (FieldError, RowRejected) as exc:
             readout.rejects.append(Reject(row, exc.reason_code, exc.detail, fmt))
+        except OverflowError as exc:  # arithmetic on an infinite or huge number inside a parser
+            readout.rejects.append(Reject(row, "number_out_of_range", f"a value too large to use: {_short(exc)}", fmt))
     formats = {fmt for _, fmt, _ in readout.runs} | {r.source_format for r in readout.rejects if r.source_format}
     readout.source_format = formats.pop() if len(formats) == 1 else ("mixed" if formats else None)
     if not readout.runs and all(r.reason_code == "unrecognized_format" for r in readout.rejects) and len(objects) > 0:
@@ -329,12 +363,25 @@ def _object_hash(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical).hexdigest()
 
 
+class _TooDeep(ValueError):
+    """JSON nested beyond what the decoders recurse through (orjson stops at 1024 levels, the standard library at
+    the interpreter's recursion limit)."""
+
+
 def _loads(text: str) -> Any:
-    """orjson first; the standard library as fallback for the bare ``Infinity``/``NaN`` tokens SGLang writes."""
+    """orjson first; the standard library as fallback for the bare ``Infinity``/``NaN`` tokens SGLang writes.
+
+    Raises:
+        _TooDeep: nesting the standard library cannot decode (``RecursionError``).
+        ValueError: text that is not JSON.
+    """
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise _TooDeep(f"JSON nested deeper than the {MAX_DEPTH} levels accepted (too deep to decode)") from None
 
 
 def _short(exc: Exception) -> str:

@@ -14,6 +14,9 @@ from typing import Any, Mapping
 
 from pipeline.ingest.schema import INTVTY_STATS, LATENCY_METRICS, LATENCY_STATS
 
+# The range of the int64 columns of ``RUN_SCHEMA`` (request and token counts): a larger value cannot be stored.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 
 class FieldError(ValueError):
     """A field of a run that cannot be read: missing where required, wrong type, or impossible value.
@@ -59,7 +62,8 @@ def number(doc: Mapping[str, Any], key: str, *, label: str | None = None) -> flo
     """The float at ``doc[key]``; ``None`` when absent or null. NaN/Infinity are kept (validation rejects them).
 
     Raises:
-        FieldError: ``not_a_number:<key>`` for strings, lists, dicts or booleans.
+        FieldError: ``not_a_number:<key>`` for strings, lists, dicts or booleans; ``int_out_of_range:<key>`` for an
+            integer literal too large for a float (e.g. 1 followed by 400 zeros).
     """
     value = doc.get(key)
     if value is None:
@@ -70,24 +74,31 @@ def number(doc: Mapping[str, Any], key: str, *, label: str | None = None) -> flo
         if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "nan", "-inf"):
             return float(value.strip().lower().replace("infinity", "inf"))
         raise FieldError("not_a_number", label or key, f"expected a number, got {type(value).__name__} {value!r:.40}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise FieldError("int_out_of_range", label or key,
+                         f"an integer of {len(str(abs(value)))} digits, beyond the float range") from None
 
 
 def integer(doc: Mapping[str, Any], key: str, *, label: str | None = None) -> int | None:
     """The integer at ``doc[key]`` (integral floats accepted); ``None`` when absent or null.
 
     Raises:
-        FieldError: ``not_an_integer:<key>`` for non-integral or non-numeric values.
+        FieldError: ``not_an_integer:<key>`` for non-integral or non-numeric values; ``int_out_of_range:<key>`` for
+            an integral value outside the int64 range (``completed: 1e30``).
     """
     value = doc.get(key)
     if value is None:
         return None
     if isinstance(value, bool):
         raise FieldError("not_an_integer", label or key, f"expected an integer, got {value!r}")
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise FieldError("int_out_of_range", label or key, f"{value:.4g} is outside the int64 range")
+        return value
     raise FieldError("not_an_integer", label or key, f"expected an integer, got {value!r:.40}")
 
 

@@ -1,0 +1,129 @@
+"""Plausibility reference, its rules at their boundaries, and the per-file limits of the parse (issue 17)."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.ingest.metadata import MetadataError, normalize
+from pipeline.ingest.parsers import read_file
+from pipeline.ingest.parsers.base import FieldError, integer
+from pipeline.ingest.parsers.json_shape import MAX_DEPTH, duplicate_keys
+from pipeline.io.paths import REFERENCE_DIR
+from pipeline.validate.plausibility import PlausibilityError, load_plausibility
+from pipeline.validate.rules import check_run, rules
+
+GOOD = Path(__file__).parent / "good_inputs" / "good_vllm_h200_conc8.json"
+KNOWN_HW = ["h200", "b200"]
+RUN = {"hw": "h200", "model": "dsr1", "framework": "vllm", "precision": "fp8", "spec_decoding": "none",
+       "tp": 8, "isl": 1024, "osl": 1024, "conc": 8, "benchmark_type": "fixed_seq", "completed": 80,
+       "total_tput_tok_s": 1359.6, "output_tput_tok_s": 679.8, "median_tpot_s": 0.0112,
+       "median_ttft_s": 0.1401, "median_e2el_s": 11.61, "duration_s": 120.5, "total_input_tokens": 81920,
+       "total_output_tokens": 81920, "latency_unit_in_file": "ms"}
+
+
+def _code(**change):
+    found = check_run({**RUN, **change}, rules(KNOWN_HW))
+    return None if found is None else found[0]
+
+
+def test_the_run_itself_passes():
+    assert _code() is None
+
+
+def test_tok_s_per_gpu_ceiling_at_its_boundary():
+    # H200: 1.979 PFLOP/s dense FP8; DeepSeek-R1 activates 37B parameters: 1.979e15 / (2 × 37e9) tok/s/GPU
+    ceiling = 1.979e15 / 74e9
+    assert load_plausibility().ceiling("h200", "dsr1") == pytest.approx(ceiling) == pytest.approx(26743.24, abs=0.01)
+    tokens = ceiling * 8 * 120.5  # keep the duration check satisfied: tokens = throughput × duration
+    at = dict(total_tput_tok_s=ceiling * 8, total_input_tokens=int(tokens / 2), total_output_tokens=int(tokens / 2),
+              output_tput_tok_s=ceiling * 4)
+    assert _code(**at) is None
+    assert _code(**{**at, "total_tput_tok_s": ceiling * 8 * 1.0001}) == "implausible:tput_per_gpu"
+    # an unknown model gets the loosest ceiling (1B activated), still finite
+    assert load_plausibility().ceiling("h200", "some-new-model") == pytest.approx(1.979e15 / 2e9)
+    assert load_plausibility().ceiling("rtx-4070", "dsr1") is None
+
+
+@pytest.mark.parametrize("field, inside, outside, code", [
+    ("median_tpot_s", 0.0005, 0.000499, "implausible:median_tpot_ms"),
+    ("median_tpot_s", 5.0, 5.001, "implausible:median_tpot_ms"),
+    ("median_ttft_s", 0.001, 0.000999, "implausible:median_ttft_ms"),
+    ("median_e2el_s", 86400.0, 86401.0, "implausible:median_e2el_ms"),
+    ("median_e2el_s", 11.61, -11.61, "implausible:median_e2el_ms"),
+    ("tp", 1024, 1025, "implausible:tp"),
+    ("conc", 1, 0, "implausible:conc"),
+    ("isl", 1048576, 1048577, "implausible:isl"),
+    ("ep", 0, -1, "implausible:ep"),
+])
+def test_range_rules_at_their_boundaries(field, inside, outside, code):
+    unit = {"latency_unit_in_file": None}  # no unit-slip evidence: the range decides (else unit_mismatch comes first)
+    assert _code(**{field: inside}, **unit) is None
+    assert _code(**{field: outside}, **unit) == code
+
+
+def test_duration_must_match_tokens_over_throughput():
+    # 81,920 output tokens at 679.8 tok/s take 120.5 s; the ratio may be 0.5 to 2
+    assert _code(duration_s=81920 / 679.8 / 2) is None
+    assert _code(duration_s=81920 / 679.8 / 2.01) == "implausible:output_throughput"
+
+
+def test_unknown_benchmark_type():
+    assert _code(benchmark_type="mystery") == "unknown_benchmark_type"
+
+
+@pytest.mark.parametrize("file, edit, message", [
+    ("plausibility.csv", lambda t: t.replace("median_tpot_s,median_tpot_ms,0.0005,5", "median_tpot_s,median_tpot_ms,5,0.0005"), "line 2: min 5.0 > max 0.0005"),
+    ("plausibility.csv", lambda t: t.replace("median_ttft_s,", "medain_ttft_s,", 1), "line 3, column field: 'medain_ttft_s'"),
+    ("plausibility.csv", lambda t: t.replace("field,reason_field,min,max", "field,reason_field,low,max"), "missing column(s) min"),
+    ("gpu_peak_flops.csv", lambda t: t.replace("h200,1.979", "h200,fast"), "line 3, column dense_pflops: 'fast'"),
+    ("model_active_params.csv", lambda t: "\n".join(l for l in t.splitlines() if not l.startswith("*")), "no '*' row"),
+])
+def test_a_malformed_reference_names_file_line_and_column(tmp_path, file, edit, message):
+    for name in ("plausibility.csv", "gpu_peak_flops.csv", "model_active_params.csv"):
+        shutil.copy(REFERENCE_DIR / name, tmp_path / name)
+    (tmp_path / file).write_text(edit((tmp_path / file).read_text()))
+    with pytest.raises(PlausibilityError, match=re.escape(message)) as error:
+        load_plausibility(tmp_path)
+    assert file in str(error.value)
+
+
+def _nested(depth: int) -> bytes:
+    good = GOOD.read_text().rstrip().rstrip("}")
+    # the run object is level 1, each object under "extra" one more
+    return (good + ', "extra": ' + '{"a": ' * (depth - 1) + "1" + "}" * (depth - 1) + "}").encode()
+
+
+def test_nesting_limit():
+    assert [r.reason_code for r in read_file("x.json", _nested(MAX_DEPTH)).rejects] == []
+    assert [r.reason_code for r in read_file("x.json", _nested(MAX_DEPTH + 1)).rejects] == ["too_deep"]
+    assert [r.reason_code for r in read_file("x.json", b'{"a":' * 10000 + b"1" + b"}" * 10000).rejects] == ["too_deep"]
+
+
+def test_duplicate_keys_found_whatever_the_spacing_and_never_invented():
+    assert duplicate_keys('{"a" : 1, "b": {"c":2,"c" :3}}', {"a": 1, "b": {"c": 3}}) == ["c"]
+    assert duplicate_keys('{"a":1,"a"\n:2}', {"a": 2}) == ["a"]
+    text = '{"note": "x\\": 1, \\"y\\":", "a": 1}'  # a string value holding quote-colon sequences
+    assert duplicate_keys(text, json.loads(text)) == []
+    lines = GOOD.read_text().rstrip().rstrip("}") + ', "failed": 0}'
+    assert [r.reason_code for r in read_file("x.json", lines.encode()).rejects] == ["duplicate_key:failed"]
+
+
+def test_jsonl_duplicate_key_costs_one_line():
+    line = json.dumps(json.loads(GOOD.read_text()))
+    text = line + "\n" + line[:-1] + ', "completed": 80}\n'
+    readout = read_file("x.jsonl", text.encode())
+    assert len(readout.runs) == 1 and [(r.row, r.reason_code) for r in readout.rejects] == [(1, "duplicate_key:completed")]
+
+
+def test_integer_ranges():
+    assert integer({"n": 2**63 - 1}, "n") == 2**63 - 1
+    with pytest.raises(FieldError) as error:
+        integer({"n": 2**63}, "n")
+    assert error.value.reason_code == "int_out_of_range:n"
+    assert normalize({"tp": 2**31 - 1}, "the sidecar") == {"tp": 2**31 - 1}
+    with pytest.raises(MetadataError) as error:
+        normalize({"conc": 2**31}, "the file")
+    assert error.value.reason_code == "int_out_of_range:conc"
