@@ -44,7 +44,7 @@ def frontiers(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     sides = len(set(table.column("side_id").to_pylist()))
     context.log.info(f"{sides} sides, {table.num_rows} frontier points -> {path}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=path, preview_columns=["side_id", "point_index", "x_intvty",
+        **table_metadata(table, path=path, mart="frontiers", preview_columns=["side_id", "point_index", "x_intvty",
                                                             "tput_per_gpu", "concurrency"]),
         "sides": sides,
     })
