@@ -73,7 +73,9 @@ def parse_side(text: str) -> dict[str, str]:
         key, value = (s.strip() for s in item.split("=", 1))
         key = KEY_ALIASES.get(key.lower(), key.lower())
         if key not in SIDE_KEYS:
-            raise UsageError(suggest("side key", key, SIDE_KEYS, f"in {text!r}"))
+            close = difflib.get_close_matches(key, (*SIDE_KEYS, *KEY_ALIASES), n=1, cutoff=0.5)
+            hint = f"; did you mean {KEY_ALIASES.get(close[0], close[0])}?" if close else ""
+            raise UsageError(f"unknown side key {key!r} in {text!r}; valid: {', '.join(SIDE_KEYS)}{hint}")
         side[key] = value
     return side
 
