@@ -298,8 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep runs whose measured ISL/OSL is more than 10%% off nominal on the frontiers")
     cmp.set_defaults(func=_compare)
     sub.add_parser("report", help="rebuild the HTML report from the warehouse",
-                   description="Rebuild <PIPELINE_OUT_DIR>/report/index.html from the warehouse (run `run` first). "
-                               "Exit 1 when the warehouse has no comparisons yet.").set_defaults(func=_report)
+                   description="Rebuild <PIPELINE_OUT_DIR>/report/index.html from the warehouse. Exit 1 when it cannot be "
+                               "built (materialize the pipeline first: python -m pipeline run).").set_defaults(func=_report)
     sub.add_parser("partitions", help="register the raw logs' run dates as partitions on DAGSTER_HOME",
                    description="Add every run date found under PIPELINE_RAW_DIR (plus `undated`) to the run_date "
                                "partitions of DAGSTER_HOME's instance, so a partition backfill (UI or `dagster "
