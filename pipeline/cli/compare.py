@@ -82,8 +82,8 @@ def parse_side(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Catalog:
-    """The runs of one price book, and what the mart holds: price books, and per (model, isl, osl) the side keys'
-    values with runs."""
+    """The fixed-sequence runs of one price book (``runs/`` rows, one per run) and every price book the mart holds.
+    Agentic-trace runs are left out: their comparisons are in the comparisons mart, on their own x-axis."""
 
     runs: list[dict[str, Any]]
     price_books: tuple[str, ...]
