@@ -1,11 +1,18 @@
 """Command line for people who do not open the Dagster UI.
 
     python -m pipeline run                 materialize every asset, stage by stage, with a progress bar
+    python -m pipeline compare --list      the sides the runs mart holds, with run counts
     python -m pipeline compare …           print one comparison table for two sides and chosen targets
     python -m pipeline report              rebuild the static HTML report from the warehouse
+    python -m pipeline partitions          register the raw logs' run dates on DAGSTER_HOME (before a backfill)
+    python -m pipeline docs                regenerate docs/marts.md from pipeline/io/columns.py
     python -m pipeline sample              regenerate data/sample from its fixed seed
 
-Paths come from PIPELINE_RAW_DIR, PIPELINE_OUT_DIR, PIPELINE_DB_PATH (README).
+Paths come from PIPELINE_RAW_DIR, PIPELINE_OUT_DIR, PIPELINE_DB_PATH (README). Runs made here are recorded in
+DAGSTER_HOME's instance when DAGSTER_HOME is set (and then show in the UI), else in a throwaway one.
+
+Exit codes: 0 done; 1 a stage failed, the input-loss guard stopped the run, or a value the marts do not have
+(the line says which and lists the valid ones); 2 a blocking check failed (run), or a malformed command line.
 """
 
 from __future__ import annotations
@@ -160,51 +167,11 @@ def _report(_: argparse.Namespace) -> int:
     return 0
 
 
-def _side(text: str) -> dict[str, str]:
-    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
-    if any(len(p) != 2 for p in pairs):
-        raise argparse.ArgumentTypeError(f"expected key=value[,key=value…], got {text!r}")
-    return {k.strip(): v.strip().lower() for k, v in pairs}
-
-
 def _compare(args: argparse.Namespace) -> int:
-    from pipeline.comparisons.compare import compare
-    from pipeline.frontiers.points import build_frontiers, frontiers_by_side
-    from pipeline.frontiers.sides import POOLED, Side, make_comparison
+    from pipeline.cli.compare import run_compare
     from pipeline.io.paths import env_path
 
-    out_dir = Path(env_path("PIPELINE_OUT_DIR"))
-    try:
-        runs = [r for r in read_mart(out_dir, "runs").to_pylist() if r["price_book"] == args.price_book]
-    except FileNotFoundError:
-        print(f"no runs mart in {out_dir}: run `python -m pipeline run` first", file=sys.stderr)
-        return 1
-    base = {"model": args.model, "isl": args.isl, "osl": args.osl}
-    sides = []
-    for given in (args.a, args.b):
-        keys = {**base, "spec_decoding": POOLED, "framework": POOLED, **given}
-        unknown = set(keys) - {"model", "isl", "osl", "hw", "precision", "spec_decoding", "framework"}
-        if unknown or "hw" not in keys or "precision" not in keys:
-            print(f"a side needs hw= and precision= (and may set spec_decoding=, framework=); got {given}",
-                  file=sys.stderr)
-            return 1
-        sides.append(Side(keys["model"], int(keys["isl"]), int(keys["osl"]), keys["hw"], keys["precision"],
-                          keys["spec_decoding"], keys["framework"]))
-    a, b = sides
-    differs = [k for k in ("spec_decoding", "framework", "hw", "precision") if getattr(a, k) != getattr(b, k)]
-    kind = {"spec_decoding": "spec_decoding", "framework": "framework", "hw": "hardware",
-            "precision": "precision"}[differs[0]] if differs else "hardware"
-
-    comparison = make_comparison(kind, a, b)
-    table = build_frontiers(runs, [a, b], include_off_nominal=args.include_off_nominal)
-    by_side = frontiers_by_side(table.to_pylist())
-    missing = [s.side_id for s in (a, b) if s.side_id not in by_side]
-    if missing:
-        print(f"no runs for side(s): {', '.join(missing)}", file=sys.stderr)
-        return 1
-    rows = compare(comparison, by_side, targets=args.targets)
-    print(format_comparison(rows, rows[0]["comparison_id"]))
-    return 0
+    return run_compare(args, Path(env_path("PIPELINE_OUT_DIR")))
 
 
 def summary(out_dir: Path, raw_dir: Path) -> str:
@@ -220,7 +187,7 @@ def summary(out_dir: Path, raw_dir: Path) -> str:
         f"raw logs:        {raw_dir}",
         f"marts:           {out_dir}/{{quarantine,frontiers,comparisons,ingest_ledger}}.parquet, "
         f"runs/ and trends/ (<model>/<run_date>/)",
-        f"runs accepted:   {runs.num_rows}",
+        f"runs accepted:   {_runs_line(runs)}",
         f"quarantined:     {sum(rejected.values())} rows {_by_reason(rejected)}",
         f"not run logs:    {sum(not_runs.values())} files recorded in quarantine {_by_reason(not_runs)}",
         f"comparisons:     {len(set(ids))} ({comparisons.num_rows} rows)",
@@ -244,39 +211,19 @@ def _showcase(rows: list[dict]) -> str:
     return preferred[0]["comparison_id"]
 
 
-def format_comparison(rows: list[dict], comparison_id: str) -> str:
-    """One comparison as a terminal table: per target, both sides' throughput, cost, tok/s/MW, concurrency, the
-    measured frontier points bracketing the target, and under a cell that is clamped or sparse its ``cell_note``."""
-    from pipeline.comparisons.compare import headline
+def _runs_line(runs) -> str:
+    """Accepted runs counted once each (the mart has one row per run and price book), and the row count when a
+    second price book makes them differ."""
+    distinct = len(set(runs.column("run_id").to_pylist()))
+    books = len(set(runs.column("price_book").to_pylist()))
+    return f"{distinct}" if books <= 1 else f"{distinct} ({runs.num_rows} rows in runs/: one per run and price book, {books} books)"
 
-    mine = [r for r in rows if r["comparison_id"] == comparison_id]
-    first = mine[0]
-    header = (f"{first['title']}  ({first['model']}, ISL/OSL {first['isl']}/{first['osl']}; band "
-              f"{first['band_display_min']}–{first['band_display_max']} tok/s/user)")
-    out = [header]
-    for row in mine[:2]:
-        if row["excluded_runs"]:
-            out.append(f"{'':>8} {row['side_label']}: {row['excluded_runs']} run(s) left off the frontier "
-                       "(measured ISL/OSL more than 10 % off nominal)")
-    out.append(f"{'target':>8} {'side':<10} {'tok/s/GPU':>10} {'$/M tok':>8} {'tok/s/MW':>11} {'conc':>7}"
-               f" {'measured tok/s/MW':>18} {'measured points':>16}")
-    for row in mine:
-        measured = "—" if row["measured_tok_s_per_mw"] is None else f"{row['measured_tok_s_per_mw']:,.0f}"
-        lo, hi = row["bracket_lo_intvty"], row["bracket_hi_intvty"]
-        bracket = f"{'—' if lo is None else f'{lo:.1f}'}–{'—' if hi is None else f'{hi:.1f}'}"
-        out.append(
-            f"{row['target_intvty']:>8.0f} {row['side_label']:<10} {row['tput_per_gpu']:>10.1f} "
-            f"{row['cost_per_mtok_hyperscaler']:>8.3f} {row['tok_s_per_mw']:>11,.0f} {row['concurrency']:>7.1f}"
-            f" {measured:>18} {bracket:>16}"
-        )
-        if row["cell_note"]:
-            out.append(f"{'':>8} not measured at the target: {row['cell_note']}")
-        if row["side"] == "b" and row["target_index"] == len({r["target_index"] for r in mine}) and row["cross_engine"]:
-            out.append(f"{'':>8} caveat: spec-decoding points come from engines whose acceptance rates are not "
-                       "defined the same way (cross_engine)")
-        if row["side"] == "b":
-            out.append(f"{'':>8} at {row['target_intvty']:.0f} tok/s/user ({row['band_phrase']}): {headline(row)}")
-    return "\n".join(out)
+
+def format_comparison(rows: list[dict], comparison_id: str, tier: str = "hyperscaler") -> str:
+    """One comparison as a terminal table (``pipeline.cli.compare.format_comparison``)."""
+    from pipeline.cli.compare import format_comparison as table
+
+    return table(rows, comparison_id, tier)
 
 
 def _sample(_: argparse.Namespace) -> int:
@@ -286,32 +233,91 @@ def _sample(_: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary")
+def _partitions(args: argparse.Namespace) -> int:
+    from pipeline.cli.operator import run_partitions
+
+    return run_partitions(args)
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from pipeline.cli.operator import run_docs
+
+    return run_docs(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m pipeline`` parser: every command and option has help text."""
+    from pipeline.cli.compare import TIERS
+
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__, formatter_class=raw)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser(
+        "run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary", formatter_class=raw,
+        description="Materialize every asset, stage by stage, over every run date of PIPELINE_RAW_DIR; write the "
+                    "marts to PIPELINE_OUT_DIR and print a summary.\nExit 0 done; 1 a stage failed or the input-loss "
+                    "guard stopped it (previous marts untouched); 2 a blocking check failed.")
     run.add_argument("--allow-shrink", action="store_true",
                      help="accept a scan with over 20%% fewer runs than the last one (logs removed on purpose); "
                           "without it such a run stops before publishing")
     run.set_defaults(func=_run)
-    cmp = sub.add_parser("compare", help="print one comparison table for two sides at chosen targets",
-                         description="Example: python -m pipeline compare --model dsr1 --isl 1024 --osl 1024 "
-                                     "--a hw=mi355x,precision=fp4,spec_decoding=mtp "
-                                     "--b hw=mi355x,precision=fp4,spec_decoding=none --targets 40 55 70")
-    cmp.add_argument("--model", required=True)
-    cmp.add_argument("--isl", type=int, required=True)
-    cmp.add_argument("--osl", type=int, required=True)
-    cmp.add_argument("--a", type=_side, required=True, help="side a: hw=…,precision=…[,spec_decoding=…][,framework=…]")
-    cmp.add_argument("--b", type=_side, required=True, help="side b, same form")
-    cmp.add_argument("--targets", type=float, nargs="+", help="tok/s/user (default: the band's 25/50/75 %%)")
-    cmp.add_argument("--price-book", default=DEFAULT_PRICE_BOOK)
+    cmp = sub.add_parser(
+        "compare", help="list the sides with runs, or print one comparison of two sides at chosen targets",
+        formatter_class=raw,
+        description="Two sides of one model and ISL/OSL read at the same interactivity, from the runs mart.\n\n"
+                    "  python -m pipeline compare --list\n"
+                    "  python -m pipeline compare --model dsr1 --isl 1024 --osl 1024 \\\n"
+                    "      --a hw=mi355x,precision=fp4,spec=mtp --b hw=mi355x,precision=fp4,spec=off --targets 40 55 70\n\n"
+                    "Values pass the ingest aliases (nvfp4/mxfp4 -> fp4, off -> none, trt -> trtllm, mi355 -> mi355x); "
+                    "an unknown one is answered with the valid ones.\nA target marked * is clamped to the side's "
+                    "frontier end (not measured there), ~ is sparse.\nExit 0 printed; 1 a value or side the mart does "
+                    "not have, the same side twice, or no mart yet; 2 a malformed command line.")
+    cmp.add_argument("--list", action="store_true",
+                     help="print the sides with runs (model, isl/osl, hw, precision, spec_decoding, framework, runs "
+                          "counted once each), narrowed by --model/--isl/--osl when given")
+    cmp.add_argument("--model", help="model key, e.g. dsr1 (see --list)")
+    cmp.add_argument("--isl", type=int, help="nominal input sequence length in tokens, e.g. 1024")
+    cmp.add_argument("--osl", type=int, help="nominal output sequence length in tokens, e.g. 1024")
+    cmp.add_argument("--a", metavar="SIDE",
+                     help="side a (the challenger): hw=…,precision=…[,spec_decoding=…][,framework=…]; spec= is short "
+                          "for spec_decoding=; unset spec_decoding/framework pool every value (all)")
+    cmp.add_argument("--b", metavar="SIDE", help="side b, same form; must differ from side a in at least one key")
+    cmp.add_argument("--targets", type=float, nargs="+", metavar="TOK_S_USER",
+                     help="interactivities to read both sides at, tok/s/user (default: the band's 25/50/75 %%); "
+                          "a target outside a side's frontier is clamped and marked *")
+    cmp.add_argument("--price-book", default=DEFAULT_PRICE_BOOK, metavar="NAME",
+                     help=f"price book for costs and tok/s/MW (default {DEFAULT_PRICE_BOOK}; --list names the others)")
+    cmp.add_argument("--tier", choices=TIERS, default="hyperscaler",
+                     help="price tier of the table's $/M tok column and cost sentence (default hyperscaler)")
+    fmt = cmp.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true",
+                     help="print the rows as JSON (comparisons mart columns; with --list, the sides)")
+    fmt.add_argument("--csv", action="store_true",
+                     help="print the rows as CSV with a header (comparisons mart columns; with --list, the sides)")
     cmp.add_argument("--include-off-nominal", action="store_true",
                      help="keep runs whose measured ISL/OSL is more than 10%% off nominal on the frontiers")
     cmp.set_defaults(func=_compare)
-    sub.add_parser("report", help="rebuild the HTML report from the warehouse").set_defaults(func=_report)
-    sub.add_parser("sample", help="regenerate data/sample from its fixed seed").set_defaults(func=_sample)
-    args = parser.parse_args(argv)
+    sub.add_parser("report", help="rebuild the HTML report from the warehouse",
+                   description="Rebuild <PIPELINE_OUT_DIR>/report/index.html from the warehouse. Exit 1 when it cannot be "
+                               "built (materialize the pipeline first: python -m pipeline run).").set_defaults(func=_report)
+    sub.add_parser("partitions", help="register the raw logs' run dates as partitions on DAGSTER_HOME",
+                   description="Add every run date found under PIPELINE_RAW_DIR (plus `undated`) to the run_date "
+                               "partitions of DAGSTER_HOME's instance, so a partition backfill (UI or `dagster "
+                               "asset materialize --partition`) works before the sensor has ticked. Exit 1 without "
+                               "DAGSTER_HOME or without the raw folder.").set_defaults(func=_partitions)
+    docs = sub.add_parser("docs", help="regenerate docs/marts.md from pipeline/io/columns.py",
+                          description="Write docs/marts.md (every mart column with unit and meaning, and the glossary) "
+                                      "from pipeline/io/columns.py, the source of the UI's column descriptions.")
+    docs.add_argument("--check", action="store_true", help="exit 1 if docs/marts.md differs; write nothing")
+    docs.set_defaults(func=_docs)
+    sub.add_parser("sample", help="regenerate data/sample from its fixed seed",
+                   description="Regenerate the synthetic logs under data/sample from their fixed seed "
+                               "(byte-identical output).").set_defaults(func=_sample)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 

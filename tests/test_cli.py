@@ -1,34 +1,198 @@
-"""The command line: `compare` prints the same numbers as the comparisons mart; bad sides get a clear message."""
+"""The command line: `compare` prints the same numbers as the comparisons mart; every value it does not know is
+answered with the valid ones and the closest; aliases, --list, --json/--csv, --tier and clamped cells."""
 
-from conftest import SAMPLE_DIR
+import csv
+import io
+import json
 
-from pipeline.__main__ import main
+import pytest
+from conftest import SAMPLE_DIR, PipelineRun, StagedResult
+
+from pipeline.__main__ import build_parser, main
+
+MI355X = ["--model", "dsr1", "--isl", "1024", "--osl", "1024"]
 
 
-def test_compare_matches_the_mart(run_pipeline, capsys):
-    run = run_pipeline(SAMPLE_DIR)
-    rows = [r for r in run.mart("comparisons").to_pylist()
-            if r["title"] == "MI355X FP4: MTP vs Off" and r["price_book"] == "inferencex-seed"]
+@pytest.fixture(scope="module")
+def _sample_run(tmp_path_factory):
+    """The pipeline over the sample, once for the module (the CLI only reads the marts)."""
+    import dagster as dg
+
+    from pipeline.__main__ import materialize_all
+
+    root = tmp_path_factory.mktemp("cli")
+    env = {"PIPELINE_RAW_DIR": str(SAMPLE_DIR), "PIPELINE_OUT_DIR": str(root / "marts"),
+           "PIPELINE_DB_PATH": str(root / "warehouse.duckdb")}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        results = materialize_all(dg.DagsterInstance.ephemeral())
+    assert all(r.success for r in results)
+    return PipelineRun(StagedResult(results), root / "marts", root / "warehouse.duckdb"), env
+
+
+@pytest.fixture
+def sample_marts(_sample_run, monkeypatch):
+    run, env = _sample_run
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return run
+
+
+def _mart_rows(run, title="MI355X FP4: MTP vs Off", book="inferencex-seed"):
+    return [r for r in run.mart("comparisons").to_pylist() if r["title"] == title and r["price_book"] == book]
+
+
+def test_compare_matches_the_mart(sample_marts, capsys):
+    rows = _mart_rows(sample_marts)
     targets = sorted({r["target_intvty"] for r in rows})
-    code = main(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024",
-                 "--a", "hw=mi355x,precision=fp4,spec_decoding=mtp", "--b", "hw=mi355x,precision=fp4,spec_decoding=none",
-                 "--targets", *map(str, targets)])
+    code = main(["compare", *MI355X, "--a", "hw=mi355x,precision=fp4,spec_decoding=mtp",
+                 "--b", "hw=mi355x,precision=fp4,spec_decoding=none", "--targets", *map(str, targets)])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("MI355X FP4: MTP vs Off")
     for r in rows:
-        assert f"{r['tput_per_gpu']:>10.1f}" in out and f"{r['cost_per_mtok_hyperscaler']:>8.3f}" in out
+        assert f"{r['tput_per_gpu']:>10.1f}" in out and f"{r['cost_per_mtok_hyperscaler']:>10.3f}" in out
         assert r["cost_sentence"] in out
 
 
-def test_compare_rejects_incomplete_side(run_pipeline, capsys):
-    run_pipeline(SAMPLE_DIR)
-    code = main(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024", "--a", "hw=mi355x", "--b",
-                 "hw=b200,precision=fp4"])
-    assert code == 1 and "needs hw= and precision=" in capsys.readouterr().err
+def test_json_parses_and_equals_the_mart_with_aliases(sample_marts, capsys):
+    """nvfp4 and off are the ingest aliases of fp4 and none; the JSON rows are the mart's rows, column for column."""
+    rows = _mart_rows(sample_marts)
+    targets = sorted({r["target_intvty"] for r in rows})
+    code = main(["compare", *MI355X, "--a", "hw=MI355X,precision=nvfp4,spec=mtp",
+                 "--b", "hw=mi355,precision=mxfp4,spec=off", "--targets", *map(str, targets), "--json"])
+    got = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(got) == len(rows) == 6
+    key = lambda r: (r["target_index"], r["side"])  # noqa: E731
+    for mine, mart in zip(sorted(got, key=key), sorted(rows, key=key)):
+        assert mine == {k: v for k, v in mart.items()}
 
 
-def test_compare_reports_sides_without_runs(run_pipeline, capsys):
-    run_pipeline(SAMPLE_DIR)
-    code = main(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024", "--a", "hw=h100,precision=fp8",
-                 "--b", "hw=b200,precision=fp8"])
-    assert code == 1 and "no runs for side(s)" in capsys.readouterr().err
+def test_csv_has_the_mart_columns(sample_marts, capsys):
+    code = main(["compare", *MI355X, "--a", "hw=mi355x,precision=fp4,spec=mtp", "--b",
+                 "hw=mi355x,precision=fp4,spec=none", "--csv"])
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    mart = sample_marts.mart("comparisons")
+    assert code == 0 and list(rows[0]) == mart.column_names and len(rows) == 6
+    assert {r["side_label"] for r in rows} == {"MTP", "Off"}
+
+
+@pytest.mark.parametrize("side, expected", [
+    ("hw=h300,precision=fp4", "unknown hw 'h300' for side a at dsr1 1024/1024; valid: b200, gb200, h200, mi355x; "
+                              "did you mean h200?"),
+    ("hw=mi355x,precision=fp88", "unknown precision 'fp88' for side a at dsr1 1024/1024 hw=mi355x; valid: fp4, fp8; "
+                                 "did you mean fp8?"),
+    ("hw=h100,precision=fp8", "no runs with hw 'h100' for side a at dsr1 1024/1024; valid: b200, gb200, h200, "
+                              "mi355x; did you mean h200?"),
+    ("hw=mi355x,precision=fp4,spex=mtp", "unknown side key 'spex' in 'hw=mi355x,precision=fp4,spex=mtp'; valid: hw, "
+                                         "precision, spec_decoding, framework; did you mean spec_decoding?"),
+    ("hw=mi355x", "side a needs hw= and precision="),
+])
+def test_unknown_values_are_answered_with_the_valid_ones(sample_marts, capsys, side, expected):
+    code = main(["compare", *MI355X, "--a", side, "--b", "hw=mi355x,precision=fp4"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith(expected) and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--model", "dsr2", "--isl", "1024", "--osl", "1024"], "unknown model 'dsr2'; valid: dsr1, qwen3.5-397b-a17b; "
+                                                          "did you mean dsr1?"),
+    (["--model", "dsr1", "--isl", "1024", "--osl", "8192"], "unknown ISL/OSL '1024/8192' for model dsr1; valid: "
+                                                          "1024/1024"),
+    ([*MI355X, "--price-book", "seed"], "unknown price book 'seed'; valid: inferencex-seed"),
+])
+def test_unknown_model_lengths_and_price_book(sample_marts, capsys, args, expected):
+    code = main(["compare", *args, "--a", "hw=mi355x,precision=fp4,spec=mtp", "--b", "hw=mi355x,precision=fp4"])
+    assert code == 1 and capsys.readouterr().err.startswith(expected)
+
+
+def test_same_side_twice_is_refused(sample_marts, capsys):
+    """off is none after the alias, so these are one side: refused in one line rather than compared with itself."""
+    code = main(["compare", *MI355X, "--a", "hw=mi355x,precision=fp4,spec=off", "--b",
+                 "hw=mi355x,precision=fp4,spec_decoding=none"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == ("side a and side b are the same side (dsr1|1024/1024|mi355x|fp4|spec=none|"
+                                 "framework=all): change at least one of hw, precision, spec_decoding, framework\n")
+
+
+def test_clamped_targets_are_marked(sample_marts, capsys):
+    """5 and 300 tok/s/user lie outside both frontiers: their rows carry target_clamped, and the table marks them *
+    with the note under each cell, and says on stderr that they are outside the band."""
+    code = main(["compare", *MI355X, "--a", "hw=mi355x,precision=fp4,spec=mtp", "--b", "hw=mi355x,precision=fp4,spec=off",
+                 "--targets", "5", "55", "300", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    clamped = {r["target_intvty"] for r in rows if r["target_clamped"]}
+    assert code == 0 and clamped == {5.0, 300.0}
+    code = main(["compare", *MI355X, "--a", "hw=mi355x,precision=fp4,spec=mtp", "--b", "hw=mi355x,precision=fp4,spec=off",
+                 "--targets", "5", "55", "300"])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    marked = [line for line in lines if line[:9].strip().endswith("*")]
+    assert [line.split()[0] for line in marked] == ["5*", "5*", "300*", "300*"]
+    assert not any(line.split()[0] == "55*" for line in lines)
+    assert sum(line.strip().startswith("not measured at the target:") for line in lines) == 4
+    assert lines[-1].startswith("* target outside the side's frontier")
+    assert "target 5 tok/s/user is outside the band" in captured.err
+    assert "target 300 tok/s/user is outside the band" in captured.err
+
+
+def test_list_counts_runs_once_per_run_not_per_price_book(run_pipeline, capsys):
+    """A second price book doubles the runs mart's rows, not --list's counts, nor the run summary's."""
+    overrides = {"ops": {"reference__price_books": {"config": {"overrides": [
+        {"price_book": "my-contract", "hw": "h200", "hyperscaler_usd_per_gpu_hour": 1.2}]}}}}
+    run = run_pipeline(SAMPLE_DIR, overrides)
+    runs = run.mart("runs").to_pylist()
+    books = {r["price_book"] for r in runs}
+    distinct = {r["run_id"] for r in runs}
+    assert books == {"inferencex-seed", "my-contract"} and len(runs) == 2 * len(distinct)
+    assert main(["compare", "--list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sum(r["runs"] for r in listed) == len(distinct)
+    expected = {}
+    for r in runs:
+        if r["price_book"] == "inferencex-seed":
+            key = (r["model"], r["isl"], r["osl"], r["hw"], r["precision"], r["spec_decoding"], r["framework"])
+            expected[key] = expected.get(key, 0) + 1
+    assert {tuple(r[k] for k in ("model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")): r["runs"]
+            for r in listed} == expected
+    assert main(["compare", "--list", "--price-book", "my-contract"]) == 0
+    assert "price books: inferencex-seed, my-contract" in capsys.readouterr().out
+
+    from pipeline.__main__ import summary
+    text = summary(run.out_dir, SAMPLE_DIR)
+    assert f"runs accepted:   {len(distinct)} ({len(runs)} rows in runs/" in text
+
+
+def test_tier_changes_the_cost_column(sample_marts, capsys):
+    rows = _mart_rows(sample_marts)
+    targets = sorted({r["target_intvty"] for r in rows})
+    code = main(["compare", *MI355X, "--a", "hw=mi355x,precision=fp4,spec=mtp", "--b", "hw=mi355x,precision=fp4,spec=off",
+                 "--tier", "rental", "--targets", *map(str, targets)])
+    out = capsys.readouterr().out
+    assert code == 0 and "$/M tok at rental prices" in out
+    for r in rows:
+        assert f"{r['cost_per_mtok_rental']:>10.3f}" in out
+    a = {r["target_index"]: r for r in rows if r["side"] == "a"}
+    b = {r["target_index"]: r for r in rows if r["side"] == "b"}
+    for i in a:
+        ratio = max(a[i]["cost_per_mtok_rental"], b[i]["cost_per_mtok_rental"]) / min(
+            a[i]["cost_per_mtok_rental"], b[i]["cost_per_mtok_rental"])
+        cheaper = "MTP" if a[i]["cost_per_mtok_rental"] < b[i]["cost_per_mtok_rental"] else "Off"
+        assert f"{cheaper} is {int((ratio - 1) * 100 + 0.5)}% cheaper per token at rental prices" in out
+
+
+def test_every_command_and_option_has_help():
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    helps = {c.dest: c.help for c in subparsers._choices_actions}
+    assert set(helps) == {"run", "compare", "report", "partitions", "docs", "sample"} and all(helps.values())
+    for name, sub in subparsers.choices.items():
+        assert sub.description, name
+        for action in sub._actions:
+            assert action.help, f"{name} {action.option_strings}"
+
+
+def test_missing_mart_says_what_to_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "nothing"))
+    assert main(["compare", "--list"]) == 1
+    assert "run `python -m pipeline run` first" in capsys.readouterr().err

@@ -58,7 +58,9 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
 
 
 @dg.schedule(job=refresh_all, cron_schedule="0 2 * * *", execution_timezone="UTC",
-             default_status=dg.DefaultScheduleStatus.STOPPED)
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="Every night at 02:00 UTC, after the fleet's drop: registers new run dates found under "
+                         "PIPELINE_RAW_DIR and refreshes every partition and every mart in one run.")
 def nightly_refresh(context: dg.ScheduleEvaluationContext, paths: PipelinePaths):
     """Fires every night at 02:00 UTC, after the fleet's nightly drop: registers any new run dates and refreshes
     every partition and every mart in one run."""

@@ -7,17 +7,25 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
+from pipeline.io.columns import describe
 from pipeline.io.storage import markdown_preview, markdown_text, type_name
 
 
+def column_schema(table: pa.Table, mart: str | None = None) -> dg.TableSchema:
+    """``dagster/column_schema`` of ``table``: every column's name, type and its description with unit from
+    ``pipeline.io.columns`` (the same text as docs/marts.md; ``mart`` picks mart-specific notes)."""
+    return dg.TableSchema(columns=[dg.TableColumn(name=f.name, type=type_name(f.type),
+                                                  description=describe(f.name, mart)) for f in table.schema])
+
+
 def table_metadata(table: pa.Table, *, path: Path | None = None, preview_columns: list[str] | None = None,
-                   preview_rows: int = 12) -> dict[str, Any]:
-    """``dagster/row_count``, ``dagster/column_schema``, a Markdown preview and the mart path (when written)."""
+                   preview_rows: int = 12, mart: str | None = None) -> dict[str, Any]:
+    """``dagster/row_count``, ``dagster/column_schema`` (with each column's description and unit), a Markdown
+    preview of the first ``preview_rows`` rows and the mart path (when written). ``mart`` names the mart of
+    ``pipeline.io.columns.MARTS`` the table is written as, for its mart-specific column notes."""
     metadata: dict[str, Any] = {
         "dagster/row_count": table.num_rows,
-        "dagster/column_schema": dg.TableSchema(
-            columns=[dg.TableColumn(name=f.name, type=type_name(f.type)) for f in table.schema]
-        ),
+        "dagster/column_schema": column_schema(table, mart),
         "preview": dg.MetadataValue.md(markdown_preview(table, preview_columns, preview_rows)),
     }
     if path is not None:
@@ -31,3 +39,14 @@ def counts_markdown(counts: dict[str, int], key_header: str) -> dg.MetadataValue
     lines = [f"| {markdown_text(key_header)} | rows |", "|---|---|"]
     lines += [f"| {markdown_text(k)} | {v} |" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     return dg.MetadataValue.md("\n".join(lines))
+
+
+def rejections_first(table: pa.Table) -> pa.Table:
+    """The quarantine with real rejections first and ``not_a_run_log:*`` rows (sidecars, telemetry, docs) after,
+    each part in its original order, so a preview of the first rows shows what was refused, not the sidecars."""
+    import pyarrow.compute as pc
+
+    if table.num_rows == 0:
+        return table
+    not_run = pc.fill_null(pc.starts_with(table.column("reason_code"), "not_a_run_log:"), False)
+    return pa.concat_tables([table.filter(pc.invert(not_run)), table.filter(not_run)])

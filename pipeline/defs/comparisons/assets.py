@@ -49,7 +49,7 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     kinds = Counter(r["kind"] for r in rows if r["side"] == "a" and r["target_index"] == 1)
     default_rows = [r for r in rows if r["price_book"] == REPORT_PRICE_BOOK]
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=path, preview_rows=24, preview_columns=[
+        **table_metadata(table, path=path, mart="comparisons", preview_rows=24, preview_columns=[
             "title", "model", "side_label", "target_intvty", "tput_per_gpu", "cost_per_mtok_hyperscaler",
             "tok_s_per_mw", "concurrency", "cost_sentence"]),
         "comparisons": n_comparisons,

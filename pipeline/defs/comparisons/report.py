@@ -77,7 +77,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
     in_range = sum(table.column("in_range").to_pylist())
     context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates -> {folder}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=folder, preview_columns=["run_date", "hw", "framework", "precision",
+        **table_metadata(table, path=folder, mart="trends", preview_columns=["run_date", "hw", "framework", "precision",
                                                               "spec_decoding", "in_range", "tput_per_gpu"]),
         "target_intvty": config.target_intvty, "rows_in_range_in_these_dates": in_range})
 

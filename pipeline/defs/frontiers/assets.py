@@ -61,7 +61,7 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
     context.log.info(f"{sides} sides, {table.num_rows} frontier points"
                      f"{f' as of {config.as_of}' if config.as_of else ''} -> {path}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=path, preview_columns=["side_id", "point_index", "x_intvty",
+        **table_metadata(table, path=path, mart="frontiers", preview_columns=["side_id", "point_index", "x_intvty",
                                                             "tput_per_gpu", "concurrency"]),
         "sides": sides,
     })

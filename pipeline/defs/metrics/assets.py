@@ -105,7 +105,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     context.log.info(f"run_metrics: {table.num_rows} rows in {len(dates)} dates ({len(written)} partition files) "
                      f"of {total} -> {paths.mart_folder('runs')}")
     return dg.MaterializeResult(metadata=table_metadata(
-        table, path=paths.mart_folder("runs"),
+        table, path=paths.mart_folder("runs"), mart="runs",
         preview_columns=["model", "hw", "precision", "spec_decoding", "framework", "conc", "median_intvty",
                          "tput_per_gpu", "cost_per_mtok_hyperscaler", "tok_s_per_mw"],
     ))

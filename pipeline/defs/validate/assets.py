@@ -7,7 +7,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
-from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.defs.ui import counts_markdown, rejections_first, table_metadata
 from pipeline.io.storage import read_table, replace_partitions, write_parquet_atomic, write_table
 from pipeline.validate.rules import quarantine_table, validate_table
 
@@ -76,6 +76,7 @@ def quarantine(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pat
     reasons = Counter(table.column("reason_code").to_pylist())
     context.log.info(f"quarantine: {table.num_rows} rows")
     return dg.MaterializeResult(
-        metadata={**table_metadata(table, path=path, preview_columns=["source_file", "reason_code", "detail"]),
+        metadata={**table_metadata(rejections_first(table), path=path, mart="quarantine",
+                                 preview_columns=["source_file", "reason_code", "detail"]),
                   "rows_by_reason": counts_markdown(dict(reasons), "reason_code")},
     )

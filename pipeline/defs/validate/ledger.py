@@ -35,7 +35,7 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
     outcomes = Counter(table.column("outcome").to_pylist())
     context.log.info(f"ledger: {table.num_rows} files -> {path}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=path, preview_columns=["source_file", "kind", "rows_read", "accepted_rows",
+        **table_metadata(table, path=path, mart="ingest_ledger", preview_columns=["source_file", "kind", "rows_read", "accepted_rows",
                                                             "quarantined_rows", "outcome"]),
         "files_by_outcome": counts_markdown(dict(outcomes), "outcome"),
     })

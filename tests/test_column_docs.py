@@ -1,0 +1,69 @@
+"""Column documentation from one place: every column of every mart has a description with its unit in
+``pipeline/io/columns.py``; the Dagster column schemas carry them; docs/marts.md is that module, generated.
+Also what the UI shows beside them: the quarantine preview leads with real rejections, and the automation has
+descriptions."""
+
+from pathlib import Path
+
+import dagster as dg
+from conftest import SAMPLE_DIR
+
+from pipeline.io.columns import DESCRIPTIONS, GLOSSARY, MARTS, describe, marts_markdown
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "marts.md"
+
+
+def test_committed_marts_doc_is_the_generated_one():
+    assert DOC.read_text(encoding="utf-8") == marts_markdown(), "run: python -m pipeline docs"
+
+
+def test_glossary_names_the_abbreviations_of_the_column_names():
+    terms = {term for term, _ in GLOSSARY}
+    assert {"intvty", "tput", "mtok", "conc"} <= terms
+    text = DOC.read_text(encoding="utf-8")
+    assert "## Glossary" in text and "| `intvty` | interactivity" in text
+
+
+def test_every_mart_column_is_described_and_the_ui_shows_it(run_pipeline):
+    run = run_pipeline(SAMPLE_DIR)
+    for mart, (_, _, columns) in MARTS.items():
+        actual = run.mart(mart).column_names
+        assert actual == list(columns), f"{mart}: pipeline/io/columns.py MARTS lists other columns"
+        assert [c for c in actual if c not in DESCRIPTIONS] == [], mart
+    # Every table the UI describes (marts and warehouse-only tables) has a description on every column.
+    schemas = {}
+    for event in run.result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            materialization = event.event_specific_data.materialization
+            schema = materialization.metadata.get("dagster/column_schema")
+            if schema is not None:
+                schemas[materialization.asset_key.to_user_string()] = schema.value
+    assert {"metrics/run_metrics", "validated/quarantine", "marts/comparisons", "frontiers/pareto_frontiers",
+            "validated/ingest_ledger", "marts/trends", "raw/benchmark_runs", "metrics/run_power"} <= set(schemas)
+    for key, schema in schemas.items():
+        assert [c.name for c in schema.columns if not c.description] == [], key
+    by_name = {c.name: c.description for c in schemas["metrics/run_metrics"].columns}
+    assert by_name["tput_per_gpu"].endswith("[tok/s/GPU]")
+    assert by_name["cost_per_mtok_hyperscaler"].endswith("[$/M tok]")
+    assert by_name["median_intvty"] == describe("median_intvty") and "[tok/s/user]" in by_name["median_intvty"]
+    comparison = {c.name: c.description for c in schemas["marts/comparisons"].columns}
+    assert "splined" in comparison["tput_per_gpu"] and "splined" not in by_name["tput_per_gpu"]
+
+    # The quarantine preview leads with what was refused; sidecars and telemetry (not_a_run_log:*) follow.
+    quarantine = run.mart("quarantine").to_pylist()
+    rejected = [r for r in quarantine if not r["reason_code"].startswith("not_a_run_log:")]
+    assert rejected and len(quarantine) > 12 + len(rejected)
+    preview = next(e.event_specific_data.materialization.metadata["preview"].value for e in run.result.all_events
+                   if e.event_type_value == "ASSET_MATERIALIZATION"
+                   and e.event_specific_data.materialization.asset_key == dg.AssetKey(["validated", "quarantine"]))
+    rows = [line for line in preview.splitlines() if line.startswith("|")][2:]
+    for row, expected in zip(rows, rejected):
+        assert expected["reason_code"] in row
+    assert "not_a_run_log:" in rows[len(rejected)]
+
+
+def test_schedule_and_sensor_have_descriptions():
+    from pipeline.defs.automation import nightly_refresh, raw_logs_sensor
+
+    assert "02:00 UTC" in nightly_refresh.description and "every partition" in nightly_refresh.description
+    assert raw_logs_sensor.description
