@@ -1,12 +1,10 @@
 """The command line: `compare` prints the same numbers as the comparisons mart; bad sides get a clear message."""
 
-from conftest import SAMPLE_DIR
-
 from pipeline.__main__ import main
 
 
-def test_compare_matches_the_mart(run_pipeline, capsys):
-    run = run_pipeline(SAMPLE_DIR)
+def test_compare_matches_the_mart(sample_run, capsys):
+    run = sample_run
     rows = [r for r in run.mart("comparisons").to_pylist()
             if r["title"] == "MI355X FP4: MTP vs Off" and r["price_book"] == "inferencex-seed"]
     targets = sorted({r["target_intvty"] for r in rows})
@@ -20,15 +18,13 @@ def test_compare_matches_the_mart(run_pipeline, capsys):
         assert r["cost_sentence"] in out
 
 
-def test_compare_rejects_incomplete_side(run_pipeline, capsys):
-    run_pipeline(SAMPLE_DIR)
+def test_compare_rejects_incomplete_side(sample_run, capsys):
     code = main(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024", "--a", "hw=mi355x", "--b",
                  "hw=b200,precision=fp4"])
     assert code == 1 and "needs hw= and precision=" in capsys.readouterr().err
 
 
-def test_compare_reports_sides_without_runs(run_pipeline, capsys):
-    run_pipeline(SAMPLE_DIR)
+def test_compare_reports_sides_without_runs(sample_run, capsys):
     code = main(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024", "--a", "hw=h100,precision=fp8",
                  "--b", "hw=b200,precision=fp8"])
     assert code == 1 and "no runs for side(s)" in capsys.readouterr().err

@@ -1,0 +1,446 @@
+"""Value tests for the rule modules (issue 18): each expectation is hand-computed (the arithmetic is in the
+comment) or comes from an independent implementation written here, never from the code under test. Each test
+names the mutant it is there to kill; README "Tests" gives the mutation command and scores."""
+
+import datetime as dt
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipeline.comparisons.band import band_phrase, default_targets, interactivity_band
+from pipeline.comparisons.compare import _sentences, compare, headline
+from pipeline.frontiers.points import build_frontiers, frontiers_by_side
+from pipeline.frontiers.sides import enumerate_comparisons
+from pipeline.frontiers.spline import interpolate, steffen_tangents
+from pipeline.ingest.parsers.base import (FieldError, integer, interactivity, interactivity_block, latency_block,
+                                          number, require)
+from pipeline.ingest.schema import RUN_SCHEMA
+from pipeline.metrics.reference import load_gpu_reference
+from pipeline.validate.rules import check_run, rules, validate_runs, validate_table
+
+# --- Steffen / d3.curveMonotoneX, written again as d3 writes it: one point at a time, plain floats ----------
+
+
+def _sign(v: float) -> float:
+    return -1.0 if v < 0 else 1.0
+
+
+def _d3_tangents(x: list[float], y: list[float]) -> list[float]:
+    """d3's slope3 at interior points, slope2 at the ends (first end first), as scalar Python."""
+    n = len(x)
+    h = [x[i + 1] - x[i] for i in range(n - 1)]
+    s = [(y[i + 1] - y[i]) / h[i] for i in range(n - 1)]
+    m = [0.0] * n
+    for i in range(1, n - 1):
+        h0, h1, s0, s1 = h[i - 1], h[i], s[i - 1], s[i]
+        p = (s0 * h1 + s1 * h0) / (h0 + h1)
+        m[i] = (_sign(s0) + _sign(s1)) * min(abs(s0), abs(s1), 0.5 * abs(p))
+    m[0] = (3 * s[0] - m[1]) / 2
+    m[n - 1] = (3 * s[n - 2] - m[n - 2]) / 2
+    return m
+
+
+def _hermite(x: list[float], y: list[float], m: list[float], t: float) -> float:
+    """Cubic Hermite between the two points around t, with the textbook basis functions."""
+    i = max(j for j in range(len(x) - 1) if x[j] <= t)
+    h = x[i + 1] - x[i]
+    u = (t - x[i]) / h
+    h00, h10 = 2 * u**3 - 3 * u**2 + 1, u**3 - 2 * u**2 + u
+    h01, h11 = -2 * u**3 + 3 * u**2, u**3 - u**2
+    return h00 * y[i] + h10 * h * m[i] + h01 * y[i + 1] + h11 * h * m[i + 1]
+
+
+def test_steffen_four_uneven_points_by_hand():
+    # x 0,1,4,6; y 10,8,3,2 (a frontier's shape: y falls, slopes flatten). h = 1,3,2; s = -2, -5/3, -1/2.
+    # m1: p = (s0·h1 + s1·h0)/(h0+h1) = (-6 - 5/3)/4 = -23/12; ½|p| = 23/24 < 5/3 → m1 = -2·23/24 = -23/12
+    #     (with h0, h1 swapped p = (-2 - 5)/4 = -7/4 → -7/4: a different value)
+    # m2: p = (-5/3·2 + -1/2·3)/5 = (-10/3 - 3/2)/5 = -29/30; ½|p| = 29/60 < 1/2 → m2 = -29/30
+    # m0 = (3·-2 - m1)/2 = (-6 + 23/12)/2 = -49/24; m3 = (3·-1/2 - m2)/2 = (-3/2 + 29/30)/2 = -4/15
+    #     (m3 from m1, the wrong neighbour: (-3/2 + 23/12)/2 = 5/24)
+    np.testing.assert_allclose(steffen_tangents([0, 1, 4, 6], [10, 8, 3, 2]),
+                               [-49 / 24, -23 / 12, -29 / 30, -4 / 15], rtol=1e-13)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_steffen_uneven_frontiers_match_an_independent_implementation(seed):
+    rng = np.random.default_rng(seed)
+    n = 4 + seed  # 5, 6, 7 points
+    x = np.cumsum(rng.uniform(0.5, 20.0, n)).tolist()  # unevenly spaced
+    y = np.sort(rng.uniform(100.0, 3000.0, n))[::-1].tolist()  # decreasing, as a frontier
+    y[2] = y[1]  # a flat stretch: sgn(0) = +1, slope 0
+    expected = _d3_tangents(x, y)
+    np.testing.assert_allclose(steffen_tangents(x, y), expected, rtol=1e-12, atol=1e-12)
+    # and the spline through them, between every pair of points
+    targets = [x[i] + f * (x[i + 1] - x[i]) for i in range(n - 1) for f in (0.2, 0.5, 0.9)]
+    got = interpolate(x, y, targets, clamp=False)
+    np.testing.assert_allclose(got, [_hermite(x, y, expected, t) for t in targets], rtol=1e-12)
+
+
+def test_steffen_columns_are_independent_curves():
+    x = [0, 1, 4, 6, 10]
+    a, b = [10, 8, 3, 2, 1.5], [1, 2, 2, 7, 20]
+    both = steffen_tangents(x, np.column_stack([a, b]))
+    np.testing.assert_allclose(both[:, 0], _d3_tangents(x, a), rtol=1e-13)
+    np.testing.assert_allclose(both[:, 1], _d3_tangents(x, b), rtol=1e-13)
+
+
+def test_steffen_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least 2"):
+        steffen_tangents([1.0], [2.0])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        steffen_tangents([0, 1, 1], [3, 2, 1])
+
+
+def test_interpolation_clamps_each_metric_to_its_own_range():
+    # two metrics; the targets beyond both ends take each metric's own end value (clamped x), never extrapolated
+    x = [10.0, 20.0, 40.0]
+    v = np.column_stack([[900.0, 700.0, 100.0], [1.0, 2.0, 9.0]])
+    out = interpolate(x, v, [0.0, 10.0, 40.0, 55.0], clamp=True)
+    np.testing.assert_allclose(out, [[900, 1], [900, 1], [100, 9], [100, 9]], rtol=1e-12)
+    trend = interpolate(x, v, [9.99, 10.0, 40.0, 40.01], clamp=False)
+    assert np.isnan(trend[0]).all() and np.isnan(trend[3]).all()
+    np.testing.assert_allclose(trend[1:3], [[900, 1], [100, 9]], rtol=1e-12)
+    with pytest.raises(ValueError, match="bad frontier"):
+        interpolate([], [], [1.0], clamp=True)
+    with pytest.raises(ValueError, match="bad frontier"):
+        interpolate([1.0, 2.0], [1.0], [1.0], clamp=True)
+
+
+# --- the band and its targets ----------------------------------------------------------------------------------
+
+
+def test_band_quarter_points_on_half_round_up():
+    # lo 10, hi 12: 10.5, 11, 11.5 → half up 11, 11, 12 (banker's would give 10, 11, 12)
+    assert default_targets(10, 12) == [11, 11, 12]
+    # lo 1, hi 3: 1.5, 2, 2.5 → 2, 2, 3 (banker's: 2, 2, 2)
+    assert default_targets(1, 3) == [2, 2, 3]
+
+
+def test_band_uses_each_sides_extremes():
+    # a = [30, 5, 20] (min 5, max 30), b = [25, 8, 12] → overlap [8, 25]
+    assert interactivity_band([30, 5, 20], [25, 8, 12]) == (8.0, 25.0, False)
+    # disjoint: union of [5, 6] and [7, 9]
+    assert interactivity_band([6, 5], [9, 7]) == (5.0, 9.0, True)
+    with pytest.raises(ValueError):
+        interactivity_band([], [1.0])
+    with pytest.raises(ValueError):
+        interactivity_band([1.0], [])
+
+
+def test_band_phrase_at_the_thirds():
+    # displayed band 10–40: u = (t − 10)/30; t = 20 is u = ⅓ exactly → "around the middle" (not < ⅓);
+    # t = 30 is u = ⅔ → "around the middle" (not > ⅔)
+    assert band_phrase(19.9, 10, 40) == "near the low end"
+    assert band_phrase(20, 10, 40) == "around the middle"
+    assert band_phrase(30, 10, 40) == "around the middle"
+    assert band_phrase(30.1, 10, 40) == "toward the upper edge"
+    # phrased on the displayed band ceil(9.2)=10 – floor(40.7)=40, not on 9.2–40.7: t = 19.95 is u < ⅓ on
+    # the displayed band, u = 0.342 > ⅓ on the raw one
+    assert band_phrase(19.95, 9.2, 40.7) == "near the low end"
+    # a displayed band of one integer (10.2–11.0 shows as 11–11): u = ½ whatever the target
+    assert band_phrase(99, 10.2, 11.0) == "around the middle"
+
+
+# --- comparisons: band from all runs, targets from the unrounded band -------------------------------------------
+
+H = 1.48  # mi355x hyperscaler $/GPU-h
+
+
+def _run(i, spec, x, y, conc):
+    cost = H / (y * 3600 / 1e6)
+    return {"run_id": f"r{i}", "price_book": "book", "price_book_version": "v1", "spec_metric_source": None,
+            "measured_tok_s_per_mw": None, "source_file": f"f{i}", "model": "dsr1", "isl": 1024, "osl": 1024,
+            "hw": "mi355x", "precision": "fp4", "spec_decoding": spec, "framework": "sglang", "conc": conc,
+            "median_intvty": x, "x_intvty": x, "benchmark_type": "fixed_seq", "tput_per_gpu": y,
+            "output_tput_per_gpu": y / 2, "input_tput_per_gpu": y / 2,
+            "cost_per_mtok_hyperscaler": cost, "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost,
+            **{f"{d}_cost_per_mtok_{t}": 2 * cost for d in ("output", "input") for t in ("hyperscaler", "neocloud", "rental")},
+            "tok_s_per_mw": y * 1000 / 2.65, "length_off_nominal": False}
+
+
+# MTP: frontier (20.4, 1200), (60, 300); the run (5, 100) is dominated but widens the side's range to 5.
+# Off: frontier (10, 1000), (49.6, 200).
+BAND_RUNS = [_run(0, "mtp", 5.0, 100, 256), _run(1, "mtp", 20.4, 1200, 64), _run(2, "mtp", 60.0, 300, 8),
+             _run(3, "none", 10.0, 1000, 128), _run(4, "none", 49.6, 200, 4)]
+
+
+def test_band_from_all_runs_and_targets_from_the_unrounded_band():
+    comparison = next(c for c in enumerate_comparisons(BAND_RUNS) if c.kind == "spec_decoding")
+    frontiers = frontiers_by_side(build_frontiers(BAND_RUNS, [comparison.a, comparison.b]).to_pylist())
+    assert [p["x_intvty"] for p in frontiers[comparison.a.side_id]] == [20.4, 60.0]  # (5, 100) is not on it
+    rows = compare(comparison, frontiers)
+    # band over all runs: lo = max(5, 10) = 10, hi = min(60, 49.6) = 49.6 (frontier points only: lo = 20.4)
+    assert {(r["band_min"], r["band_max"], r["band_is_union"]) for r in rows} == {(10.0, 49.6, False)}
+    assert {(r["band_display_min"], r["band_display_max"]) for r in rows} == {(10, 49)}
+    # targets: 10 + 39.6·(¼, ½, ¾) = 19.9, 29.8, 39.7 → 20, 30, 40
+    # (from the displayed band 10–49: 19.75, 29.5, 39.25 → 20, 30, 39)
+    assert [r["target_intvty"] for r in rows if r["side"] == "a"] == [20.0, 30.0, 40.0]
+    # target 20 lies below MTP's first frontier point: clamped to 20.4, no measured point below it
+    first = next(r for r in rows if r["side"] == "a" and r["target_index"] == 1)
+    assert (first["evaluated_intvty"], first["target_clamped"]) == (20.4, True)
+    assert (first["bracket_lo_intvty"], first["bracket_hi_intvty"]) == (None, 20.4)
+    assert first["tput_per_gpu"] == 1200.0
+    assert first["cell_note"] == ("MTP is outside its measured range: its frontier starts at 20.4 tok/s/user, "
+                                  "above the 20 tok/s/user target")
+
+
+# --- sentences: tie threshold and half-up percentages ----------------------------------------------------------
+
+
+def _cell(cost: float, tput: float) -> dict:
+    return {"cost_per_mtok_hyperscaler": cost, "tput_per_gpu": tput}
+
+
+@pytest.mark.parametrize("cost_b, sentence", [
+    (1.0099, "A and B are essentially tied on cost per token"),  # ratio 1.0099 < 1.01
+    (1.01, "A is 1% cheaper per token"),  # ratio exactly 1.01 is not a tie
+    (1.0101, "A is 1% cheaper per token"),
+    (1.02, "A is 2% cheaper per token"),  # a 1.05 threshold would call this a tie
+])
+def test_cost_tie_threshold_on_both_sides_of_1_01(cost_b, sentence):
+    assert _sentences("A", "B", _cell(1.0, 500.0), _cell(cost_b, 500.0))["cost_sentence"] == sentence
+
+
+@pytest.mark.parametrize("tput_a, sentence", [
+    (1009.9, "A and B are essentially tied on tok/s/GPU"),
+    (1010.0, "A delivers 1% more tok/s/GPU"),
+    (1010.1, "A delivers 1% more tok/s/GPU"),
+    (1020.0, "A delivers 2% more tok/s/GPU"),
+])
+def test_throughput_tie_threshold_on_both_sides_of_1_01(tput_a, sentence):
+    assert _sentences("A", "B", _cell(1.0, tput_a), _cell(1.0, 1000.0))["tput_sentence"] == sentence
+
+
+def test_sentence_percentages_round_half_up_not_bankers():
+    # cost 1.125 vs 1.0: (1.125 − 1)·100 = 12.5 exactly → 13 (banker's: 12); B is the cheaper side
+    # tok/s/GPU 1000 vs 1125: 12.5 → 13, B faster; 1.625 vs 1.0 and 1625 vs 1000: 62.5 → 63 (banker's: 62)
+    s = _sentences("A", "B", _cell(1.125, 1000.0), _cell(1.0, 1125.0))
+    assert s == {"cost_sentence": "B is 13% cheaper per token", "tput_sentence": "B delivers 13% more tok/s/GPU"}
+    s = _sentences("A", "B", _cell(1.625, 1625.0), _cell(1.0, 1000.0), caveat="note")
+    assert s == {"cost_sentence": "B is 63% cheaper per token (note)", "tput_sentence": "A delivers 63% more tok/s/GPU (note)"}
+
+
+def test_headline_states_the_caveat_once():
+    row = {"cost_sentence": "B is 3% cheaper per token (note)", "tput_sentence": "A delivers 3% more tok/s/GPU (note)",
+           "sentence_caveat": "note"}
+    assert headline(row) == "B is 3% cheaper per token; A delivers 3% more tok/s/GPU (note)"
+    assert headline({**row, "sentence_caveat": None}) == (
+        "B is 3% cheaper per token (note); A delivers 3% more tok/s/GPU (note)")
+
+
+# --- validation rules ------------------------------------------------------------------------------------------
+
+KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
+RULES = rules(KNOWN_HW)
+
+
+def _good_run(i=0, **over):
+    run = {name: None for name in RUN_SCHEMA.names}
+    run.update({"source_file": f"f{i}.json", "source_format": "vllm_bench_serve", "source_row": 0,
+                "content_sha256": f"sha{i}", "metadata_conflicts": "", "benchmark_type": "fixed_seq",
+                "model": "dsr1", "hw": "h200", "framework": "vllm", "precision": "fp8", "spec_decoding": "none",
+                "isl": 1024, "osl": 1024, "conc": 8 + i, "tp": 8, "disagg": False, "completed": 80, "failed": 0,
+                "num_prompts": 80, "total_tput_tok_s": 5000.0, "output_tput_tok_s": 2500.0,
+                "median_tpot_s": 0.02, "median_ttft_s": 0.5, "median_e2el_s": 20.0,
+                "latency_unit_in_file": "ms", "run_date": dt.date(2026, 1, 1)})
+    run.update(over)
+    return run
+
+
+def _both_paths(runs):
+    """Codes by source file from the reference path and from the screened table path (must agree)."""
+    _, slow = validate_runs(runs, KNOWN_HW)
+    _, fast = validate_table(pa.Table.from_pylist(runs, schema=RUN_SCHEMA), KNOWN_HW)
+    slow_codes = {q["source_file"]: q["reason_code"] for q in slow}
+    assert slow_codes == dict(zip(fast["source_file"].to_pylist(), fast["reason_code"].to_pylist()))
+    return slow_codes
+
+
+def test_zero_tpot_is_rejected_from_seconds_and_ms_keyed_rows_on_both_paths():
+    runs = [_good_run(0, median_tpot_s=0.0, latency_unit_in_file="ms"),
+            _good_run(1, median_tpot_s=0.0, latency_unit_in_file="s"),
+            _good_run(2, median_tpot_s=-0.0, latency_unit_in_file="s"),
+            _good_run(3, median_tpot_s=None, latency_unit_in_file="s"),
+            _good_run(4, latency_unit_in_file="s")]
+    assert _both_paths(runs) == {"f0.json": "non_positive:median_tpot_ms", "f1.json": "non_positive:median_tpot_ms",
+                                 "f2.json": "non_positive:median_tpot_ms", "f3.json": "missing_field:median_tpot_ms"}
+
+
+@pytest.mark.parametrize("value, code", [
+    (float("-inf"), "non_finite:median_tpot_ms"),  # not non_positive: it is not a number of seconds at all
+    (float("inf"), "non_finite:median_tpot_ms"),
+    (float("nan"), "non_finite:median_tpot_ms"),
+    (-1e-9, "non_positive:median_tpot_ms"),
+    (1e-3, None),  # 1 ms/token
+])
+def test_tpot_sign_and_finiteness(value, code):
+    runs = [_good_run(0, median_tpot_s=value)]
+    assert _both_paths(runs).get("f0.json") == code
+    assert (check_run(runs[0], RULES) or (None,))[0] == code
+
+
+def test_negative_infinite_throughput_is_non_finite():
+    run = _good_run(0, total_tput_tok_s=float("-inf"))
+    assert check_run(run, RULES)[0] == "non_finite:total_token_throughput"
+    # the per-GPU figure stands in for a missing total
+    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=600.0), RULES) is None
+    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=0.0), RULES)[0] == \
+        "non_positive:total_token_throughput"
+
+
+@pytest.mark.parametrize("unit, tpot, code", [
+    # ms keys: below 0.5 ms/token (> 2000 tok/s/user) is impossible; exactly 0.5 ms is allowed
+    ("ms", 0.5e-3, None),
+    ("ms", 0.4999e-3, "implausible_value:median_tpot_ms"),
+    ("ms", 4e-3, None),  # a limit moved 10× up (5 ms) would reject this
+    ("ms", 0.06e-3, "implausible_value:median_tpot_ms"),  # a limit moved 10× down (0.05 ms) would accept this
+    # seconds keys: above 5 s/token is impossible; exactly 5 s is allowed
+    ("s", 5.0, None),
+    ("s", 5.0001, "implausible_value:median_tpot_ms"),
+    ("s", 0.6, None),  # a limit moved 10× down (0.5 s) would reject this
+    ("s", 40.0, "implausible_value:median_tpot_ms"),  # 10× up (50 s) would accept this
+])
+def test_plausibility_limits_at_their_boundaries(unit, tpot, code):
+    # median TTFT 0.5 s ≤ E2EL: keep the E2EL above TTFT whatever the TPOT; no duration → no Little's-law evidence
+    runs = [_good_run(0, median_tpot_s=tpot, latency_unit_in_file=unit, median_e2el_s=1000.0, mean_e2el_s=None)]
+    assert _both_paths(runs).get("f0.json") == code
+
+
+def test_unit_mismatch_confirmed_by_littles_law_with_the_numbers_in_the_detail():
+    # ms keys holding seconds: TPOT 0.02 "ms", mean E2EL 20 "ms" → read as 0.02e-3 s and 0.02 s.
+    # completed·E2EL/(conc·duration) = 100·0.02/(10·200) = 0.001 as read, 1.0 if the file meant s → unit_mismatch
+    run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
+                    median_ttft_s=0.001, completed=100, num_prompts=100, conc=10, duration_s=200.0)
+    code, detail = check_run(run, RULES)
+    assert code == "unit_mismatch"
+    assert detail == ("unit_mismatch: median TPOT 0.02 ms as read from 'ms' keys; completed×E2EL/(conc×duration) "
+                      "= 0.001 as read, 1 if the file meant s")
+    # seconds keys holding ms: TPOT 20 "s", E2EL 20000 "s": 100·20000/(10·200) = 1000 as read, 1 as ms
+    run = _good_run(0, median_tpot_s=20.0, latency_unit_in_file="s", mean_e2el_s=20000.0, median_e2el_s=20000.0,
+                    completed=100, num_prompts=100, conc=10, duration_s=200.0)
+    assert check_run(run, RULES) == ("unit_mismatch", (
+        "unit_mismatch: median TPOT 2e+04 ms as read from 's' keys; completed×E2EL/(conc×duration) = 1e+03 as "
+        "read, 1 if the file meant ms"))
+    # the evidence says the unit was right (ratio 1 as read): the impossible TPOT stays implausible
+    run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=20.0, median_e2el_s=20.0,
+                    completed=100, num_prompts=100, conc=10, duration_s=200.0)
+    assert check_run(run, RULES)[0] == "implausible_value:median_tpot_ms"
+
+
+def test_unit_mismatch_from_per_gpu_output_rate():
+    # per-GPU row, no totals: (out/GPU · GPUs / conc)/(OSL/E2EL); GPUs = tp·pp·pcp = 2·2·2 = 8,
+    # out/GPU 100 → 800 tok/s over conc 16 = 50 tok/s/user; OSL 1000 over E2EL 0.02 s (20 "ms") = 50000
+    # → 0.001 as read, 1 as seconds
+    run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
+                    median_ttft_s=0.001, completed=None, num_prompts=None, duration_s=None, conc=16, osl=1000,
+                    tp=2, pp=2, pcp=2, reported_output_tput_per_gpu=100.0)
+    code, detail = check_run(run, RULES)
+    assert (code, detail) == ("unit_mismatch", (
+        "unit_mismatch: median TPOT 0.02 ms as read from 'ms' keys; (output tok/s per user)/(OSL/E2EL) = 0.001 as "
+        "read, 1 if the file meant s"))
+    # pp and pcp absent count as 1: GPUs 2 → 12.5 tok/s/user → 0.00025 as read, 0.25 as seconds
+    run.update(pp=None, pcp=None)
+    assert check_run(run, RULES)[1].endswith("= 0.00025 as read, 0.25 if the file meant s")
+    # disaggregated rows do not use this evidence (their GPUs are split by role)
+    run.update(disagg=True, num_prefill_gpu=1, num_decode_gpu=1)
+    assert check_run(run, RULES)[0] == "implausible_value:median_tpot_ms"
+
+
+@pytest.mark.parametrize("over, detail", [
+    ({"completed": 70, "failed": 10}, "failed_requests: 10 of 80 requests failed (12.5%)"),
+    ({"completed": 70, "failed": None, "num_prompts": 80}, "failed_requests: completed 70 of num_prompts 80 (12.5% lost)"),
+    ({"completed": 0, "failed": 80}, "no_completed_requests: completed=0 (failed=80, num_prompts=80)"),
+    ({"completed": 80, "failed": 0, "num_prompts": 80}, None),
+    ({"completed": 81, "failed": 0, "num_prompts": 80}, None),
+    ({"completed": None, "failed": 0, "num_prompts": 80}, None),
+    ({"output_tput_tok_s": 5000.0 * (1 + 1e-10)}, None),  # within the 1e-9 tolerance
+    ({"output_tput_tok_s": 5001.0}, "inconsistent:output_throughput: output_throughput 5001.0 > total_token_throughput 5000.0"),
+    ({"median_ttft_s": 20.001}, "inconsistent:ttft_ms: median TTFT 20.001 s > median E2EL 20.0 s"),
+    ({"median_ttft_s": 20.0}, None),
+])
+def test_rule_details(over, detail):
+    finding = check_run(_good_run(0, **over), RULES)
+    assert (None if finding is None else finding[1]) == detail
+
+
+def test_gpu_count_and_metadata_rules():
+    assert check_run(_good_run(0, tp=0), RULES)[0] == "missing_metadata:tp"
+    assert check_run(_good_run(0, tp=None, reported_tput_per_gpu=500.0), RULES) is None
+    disagg = _good_run(0, disagg=True, tp=None, num_prefill_gpu=0, num_decode_gpu=None)
+    assert check_run(disagg, RULES) == ("missing_metadata:num_prefill_gpu",
+                                        "missing_metadata:num_prefill_gpu: GPU count needs num_prefill_gpu, num_decode_gpu")
+    assert check_run(_good_run(0, disagg=True, tp=None, num_prefill_gpu=2, num_decode_gpu=6), RULES) is None
+    # agentic runs need no ISL/OSL, fixed-sequence runs do
+    agentic = _good_run(0, benchmark_type="agentic_traces", isl=None, osl=None, e2e_norm_intvty_p90=2.0)
+    assert check_run(agentic, RULES) is None
+    assert check_run(_good_run(0, isl=None, osl=None), RULES) == (
+        "missing_metadata:isl", "missing_metadata:isl: no value for isl, osl in the file, a <file>.meta.json "
+        "sidecar or a runs.csv row")
+    assert check_run(_good_run(0, hw=None), RULES)[0] == "missing_metadata:hw"
+    assert check_run(_good_run(0, metadata_conflicts="tp: file=8 sidecar=4"), RULES) == (
+        "metadata_conflict:tp", "metadata_conflict:tp: tp: file=8 sidecar=4")
+
+
+def test_duplicates_keep_the_first_by_file_then_row():
+    a, b = _good_run(0), _good_run(1, conc=8)  # same natural key as run 0, other content
+    c = _good_run(2, content_sha256="sha0", conc=99)  # same content as run 0, other key
+    accepted, rejected = validate_runs([b, c, a], KNOWN_HW)
+    assert [r["source_file"] for r in accepted] == ["f0.json"]
+    assert [(q["source_file"], q["reason_code"]) for q in rejected] == [("f1.json", "duplicate_run"),
+                                                                        ("f2.json", "duplicate_run")]
+    assert "same natural key" in rejected[0]["detail"] and "as f0.json row 0 (kept)" in rejected[0]["detail"]
+    assert rejected[1]["detail"] == "f2.json row 0: same content as f0.json row 0 (kept)"
+    fast_accepted, fast_rejected = validate_table(pa.Table.from_pylist([b, c, a], schema=RUN_SCHEMA), KNOWN_HW)
+    assert fast_accepted["source_file"].to_pylist() == ["f0.json"]
+    assert fast_rejected.to_pylist() == rejected
+
+
+# --- parsers' unit handling ------------------------------------------------------------------------------------
+
+
+def test_interactivity_per_unit_and_zero():
+    assert interactivity(20.0, "ms") == 50.0  # 1000 / 20 ms
+    assert interactivity(0.02, "s") == 1 / 0.02
+    assert interactivity(8.0, "ms") == 125.0 and interactivity(8.0, "s") == 0.125
+    for unit in ("ms", "s"):
+        assert interactivity(0.0, unit) is None and interactivity(0, unit) is None and interactivity(None, unit) is None
+    with pytest.raises(ValueError, match="'us'"):
+        interactivity(1.0, "us")
+    assert interactivity_block({"median_tpot_ms": 20.0, "p90_tpot_ms": 0.0, "mean_tpot_ms": 40}, "{stat}_tpot_ms", "ms") == {
+        "mean_intvty": 25.0, "median_intvty": 50.0, "p90_intvty": None, "p99_intvty": None}
+    assert interactivity_block({"median_tpot": 0.0, "p99_tpot": 0.5}, "{stat}_tpot", "s") == {
+        "mean_intvty": None, "median_intvty": None, "p90_intvty": None, "p99_intvty": 2.0}
+
+
+def test_latency_block_scales_and_renames():
+    doc = {"median_ttft_ms": 250, "p99_e2e_latency_ms": 4000.0, "mean_tpot_ms": None}
+    out = latency_block(doc, "{stat}_{metric}_ms", 1e-3, (("e2el", "e2e_latency"),))
+    assert out["median_ttft_s"] == 0.25 and out["p99_e2el_s"] == 4.0
+    assert out["mean_tpot_s"] is None and out["median_e2el_s"] is None
+    assert latency_block({"median_itl": 0.03}, "{stat}_{metric}", 1.0)["median_itl_s"] == 0.03
+    with pytest.raises(FieldError) as err:
+        latency_block({"median_ttft_ms": "fast"}, "{stat}_{metric}_ms", 1e-3)
+    assert err.value.reason_code == "not_a_number:median_ttft_ms"
+
+
+def test_number_integer_require():
+    assert number({"v": 3}, "v") == 3.0 and type(number({"v": 3}, "v")) is float
+    assert number({"v": 2.5}, "v") == 2.5 and number({}, "v") is None and number({"v": None}, "v") is None
+    assert number({"v": " Infinity "}, "v") == math.inf and number({"v": "-inf"}, "v") == -math.inf
+    assert math.isnan(number({"v": "NaN"}, "v"))
+    for bad in (True, "12", [1], {"a": 1}):
+        with pytest.raises(FieldError) as err:
+            number({"v": bad}, "v", label="median_tpot_ms")
+        assert err.value.reason_code == "not_a_number:median_tpot_ms"
+    assert integer({"n": 4}, "n") == 4 and integer({"n": 4.0}, "n") == 4 and integer({}, "n") is None
+    for bad in (True, 4.5, math.inf, "4"):
+        with pytest.raises(FieldError) as err:
+            integer({"n": bad}, "n")
+        assert err.value.reason_code == "not_an_integer:n"
+    assert require(0, "k") == 0
+    with pytest.raises(FieldError) as err:
+        require(None, "median_tpot_ms")
+    assert err.value.reason_code == "missing_field:median_tpot_ms"
+    assert err.value.detail == "field 'median_tpot_ms': required and absent (or null)"
