@@ -87,10 +87,41 @@ def test_steffen_columns_are_independent_curves():
 
 
 def test_steffen_rejects_bad_input():
-    with pytest.raises(ValueError, match="at least 2"):
+    with pytest.raises(ValueError, match="^tangents need at least 2 points$"):
         steffen_tangents([1.0], [2.0])
-    with pytest.raises(ValueError, match="strictly increasing"):
+    with pytest.raises(ValueError, match="^x must be strictly increasing$"):
         steffen_tangents([0, 1, 1], [3, 2, 1])
+
+
+def test_float32_columns_are_computed_in_float64():
+    # a float32 column (an Arrow float32 frontier) gives the tangents and values of the same numbers as float64
+    x, y = [0.1, 1.3, 4.7, 6.2, 9.9], [1000.3, 812.7, 301.1, 250.9, 20.3]
+    x32, y32 = np.array(x, dtype=np.float32), np.array(y, dtype=np.float32)
+    x64, y64 = x32.astype(np.float64).tolist(), y32.astype(np.float64).tolist()
+    tangents = steffen_tangents(x32, y32)
+    assert tangents.dtype == np.float64
+    np.testing.assert_allclose(tangents, _d3_tangents(x64, y64), rtol=1e-14)
+    targets = np.array([0.7, 3.3, 8.1], dtype=np.float32)
+    got = interpolate(x32, y32, targets, clamp=True)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, [_hermite(x64, y64, _d3_tangents(x64, y64), float(t)) for t in targets],
+                               rtol=1e-14)
+
+
+def test_clamp_takes_each_metrics_own_end_value_exactly():
+    # x 125, 142; tok/s/GPU 1886 → 420 and a cost 1.25 → 7.75. Evaluated at x = 142 the cubic lands a rounding
+    # error past each metric's end (419.9999999999997 and 7.750000000000001): the clamp into each metric's own
+    # [min, max] returns the measured values exactly (clamping into the range of all metrics together would not)
+    out = interpolate([125.0, 142.0], np.column_stack([[1886.0, 420.0], [1.25, 7.75]]), [142.0, 300.0], clamp=True)
+    assert out.tolist() == [[420.0, 7.75], [420.0, 7.75]]
+    assert interpolate([125.0, 142.0], [1886.0, 420.0], [142.0], clamp=True).tolist() == [420.0]
+
+
+def test_single_point_frontier_with_several_metrics():
+    out = interpolate([25.0], np.array([[400.0, 3.5, 64.0]]), [10.0, 25.0, 90.0], clamp=True)
+    assert out.tolist() == [[400.0, 3.5, 64.0]] * 3
+    trend = interpolate([25.0], np.array([[400.0, 3.5]]), [10.0, 25.0], clamp=False)
+    assert np.isnan(trend[0]).all() and trend[1].tolist() == [400.0, 3.5]
 
 
 def test_interpolation_clamps_each_metric_to_its_own_range():
@@ -233,7 +264,10 @@ def test_headline_states_the_caveat_once():
 # --- validation rules ------------------------------------------------------------------------------------------
 
 KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
-RULES = rules(KNOWN_HW)
+
+
+def _rules():
+    return rules(KNOWN_HW)
 
 
 def _good_run(i=0, **over):
@@ -250,11 +284,15 @@ def _good_run(i=0, **over):
 
 
 def _both_paths(runs):
-    """Codes by source file from the reference path and from the screened table path (must agree)."""
-    _, slow = validate_runs(runs, KNOWN_HW)
-    _, fast = validate_table(pa.Table.from_pylist(runs, schema=RUN_SCHEMA), KNOWN_HW)
+    """Codes by source file from the reference path and from the screened table path (must agree, and both
+    must accept exactly the runs they do not quarantine)."""
+    slow_ok, slow = validate_runs(runs, KNOWN_HW)
+    fast_ok, fast = validate_table(pa.Table.from_pylist(runs, schema=RUN_SCHEMA), KNOWN_HW)
     slow_codes = {q["source_file"]: q["reason_code"] for q in slow}
     assert slow_codes == dict(zip(fast["source_file"].to_pylist(), fast["reason_code"].to_pylist()))
+    accepted = [r["source_file"] for r in slow_ok]
+    assert fast_ok["source_file"].to_pylist() == accepted
+    assert sorted(accepted + list(slow_codes)) == sorted(r["source_file"] for r in runs)
     return slow_codes
 
 
@@ -278,15 +316,15 @@ def test_zero_tpot_is_rejected_from_seconds_and_ms_keyed_rows_on_both_paths():
 def test_tpot_sign_and_finiteness(value, code):
     runs = [_good_run(0, median_tpot_s=value)]
     assert _both_paths(runs).get("f0.json") == code
-    assert (check_run(runs[0], RULES) or (None,))[0] == code
+    assert (check_run(runs[0], _rules()) or (None,))[0] == code
 
 
 def test_negative_infinite_throughput_is_non_finite():
     run = _good_run(0, total_tput_tok_s=float("-inf"))
-    assert check_run(run, RULES)[0] == "non_finite:total_token_throughput"
+    assert check_run(run, _rules())[0] == "non_finite:total_token_throughput"
     # the per-GPU figure stands in for a missing total
-    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=600.0), RULES) is None
-    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=0.0), RULES)[0] == \
+    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=600.0), _rules()) is None
+    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=0.0), _rules())[0] == \
         "non_positive:total_token_throughput"
 
 
@@ -313,20 +351,20 @@ def test_unit_mismatch_confirmed_by_littles_law_with_the_numbers_in_the_detail()
     # completed·E2EL/(conc·duration) = 100·0.02/(10·200) = 0.001 as read, 1.0 if the file meant s → unit_mismatch
     run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
                     median_ttft_s=0.001, completed=100, num_prompts=100, conc=10, duration_s=200.0)
-    code, detail = check_run(run, RULES)
+    code, detail = check_run(run, _rules())
     assert code == "unit_mismatch"
     assert detail == ("unit_mismatch: median TPOT 0.02 ms as read from 'ms' keys; completed×E2EL/(conc×duration) "
                       "= 0.001 as read, 1 if the file meant s")
     # seconds keys holding ms: TPOT 20 "s", E2EL 20000 "s": 100·20000/(10·200) = 1000 as read, 1 as ms
     run = _good_run(0, median_tpot_s=20.0, latency_unit_in_file="s", mean_e2el_s=20000.0, median_e2el_s=20000.0,
                     completed=100, num_prompts=100, conc=10, duration_s=200.0)
-    assert check_run(run, RULES) == ("unit_mismatch", (
+    assert check_run(run, _rules()) == ("unit_mismatch", (
         "unit_mismatch: median TPOT 2e+04 ms as read from 's' keys; completed×E2EL/(conc×duration) = 1e+03 as "
         "read, 1 if the file meant ms"))
     # the evidence says the unit was right (ratio 1 as read): the impossible TPOT stays implausible
     run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=20.0, median_e2el_s=20.0,
                     completed=100, num_prompts=100, conc=10, duration_s=200.0)
-    assert check_run(run, RULES)[0] == "implausible_value:median_tpot_ms"
+    assert check_run(run, _rules())[0] == "implausible_value:median_tpot_ms"
 
 
 def test_unit_mismatch_from_per_gpu_output_rate():
@@ -336,16 +374,16 @@ def test_unit_mismatch_from_per_gpu_output_rate():
     run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
                     median_ttft_s=0.001, completed=None, num_prompts=None, duration_s=None, conc=16, osl=1000,
                     tp=2, pp=2, pcp=2, reported_output_tput_per_gpu=100.0)
-    code, detail = check_run(run, RULES)
+    code, detail = check_run(run, _rules())
     assert (code, detail) == ("unit_mismatch", (
         "unit_mismatch: median TPOT 0.02 ms as read from 'ms' keys; (output tok/s per user)/(OSL/E2EL) = 0.001 as "
         "read, 1 if the file meant s"))
     # pp and pcp absent count as 1: GPUs 2 → 12.5 tok/s/user → 0.00025 as read, 0.25 as seconds
     run.update(pp=None, pcp=None)
-    assert check_run(run, RULES)[1].endswith("= 0.00025 as read, 0.25 if the file meant s")
+    assert check_run(run, _rules())[1].endswith("= 0.00025 as read, 0.25 if the file meant s")
     # disaggregated rows do not use this evidence (their GPUs are split by role)
     run.update(disagg=True, num_prefill_gpu=1, num_decode_gpu=1)
-    assert check_run(run, RULES)[0] == "implausible_value:median_tpot_ms"
+    assert check_run(run, _rules())[0] == "implausible_value:median_tpot_ms"
 
 
 @pytest.mark.parametrize("over, detail", [
@@ -361,25 +399,25 @@ def test_unit_mismatch_from_per_gpu_output_rate():
     ({"median_ttft_s": 20.0}, None),
 ])
 def test_rule_details(over, detail):
-    finding = check_run(_good_run(0, **over), RULES)
+    finding = check_run(_good_run(0, **over), _rules())
     assert (None if finding is None else finding[1]) == detail
 
 
 def test_gpu_count_and_metadata_rules():
-    assert check_run(_good_run(0, tp=0), RULES)[0] == "missing_metadata:tp"
-    assert check_run(_good_run(0, tp=None, reported_tput_per_gpu=500.0), RULES) is None
+    assert check_run(_good_run(0, tp=0), _rules())[0] == "missing_metadata:tp"
+    assert check_run(_good_run(0, tp=None, reported_tput_per_gpu=500.0), _rules()) is None
     disagg = _good_run(0, disagg=True, tp=None, num_prefill_gpu=0, num_decode_gpu=None)
-    assert check_run(disagg, RULES) == ("missing_metadata:num_prefill_gpu",
+    assert check_run(disagg, _rules()) == ("missing_metadata:num_prefill_gpu",
                                         "missing_metadata:num_prefill_gpu: GPU count needs num_prefill_gpu, num_decode_gpu")
-    assert check_run(_good_run(0, disagg=True, tp=None, num_prefill_gpu=2, num_decode_gpu=6), RULES) is None
+    assert check_run(_good_run(0, disagg=True, tp=None, num_prefill_gpu=2, num_decode_gpu=6), _rules()) is None
     # agentic runs need no ISL/OSL, fixed-sequence runs do
     agentic = _good_run(0, benchmark_type="agentic_traces", isl=None, osl=None, e2e_norm_intvty_p90=2.0)
-    assert check_run(agentic, RULES) is None
-    assert check_run(_good_run(0, isl=None, osl=None), RULES) == (
+    assert check_run(agentic, _rules()) is None
+    assert check_run(_good_run(0, isl=None, osl=None), _rules()) == (
         "missing_metadata:isl", "missing_metadata:isl: no value for isl, osl in the file, a <file>.meta.json "
         "sidecar or a runs.csv row")
-    assert check_run(_good_run(0, hw=None), RULES)[0] == "missing_metadata:hw"
-    assert check_run(_good_run(0, metadata_conflicts="tp: file=8 sidecar=4"), RULES) == (
+    assert check_run(_good_run(0, hw=None), _rules())[0] == "missing_metadata:hw"
+    assert check_run(_good_run(0, metadata_conflicts="tp: file=8 sidecar=4"), _rules()) == (
         "metadata_conflict:tp", "metadata_conflict:tp: tp: file=8 sidecar=4")
 
 
@@ -444,3 +482,238 @@ def test_number_integer_require():
         require(None, "median_tpot_ms")
     assert err.value.reason_code == "missing_field:median_tpot_ms"
     assert err.value.detail == "field 'median_tpot_ms': required and absent (or null)"
+
+
+# one fault per run, through both paths: the table path's screens must flag every run a rule rejects
+AGENTIC = {"benchmark_type": "agentic_traces", "isl": None, "osl": None, "median_tpot_s": None,
+           "e2e_norm_intvty_p90": 2.0}
+SINGLE_FAULTS = [
+    ({}, None),
+    ({"tp": 0}, "missing_metadata:tp"),
+    ({"tp": None}, "missing_metadata:tp"),
+    ({"tp": None, "reported_tput_per_gpu": 600.0}, None),  # the source gave per-GPU values itself
+    ({"tp": 1}, None),
+    ({"disagg": None}, None),  # a null disagg reads as aggregated: tp counts
+    ({"disagg": True, "tp": None, "num_prefill_gpu": 2, "num_decode_gpu": 6}, None),
+    ({"disagg": True, "tp": 8, "num_prefill_gpu": 0, "num_decode_gpu": 6}, "missing_metadata:num_prefill_gpu"),
+    ({"disagg": True, "tp": 8, "num_prefill_gpu": 2, "num_decode_gpu": None}, "missing_metadata:num_decode_gpu"),
+    ({"hw": "rtx4090"}, "unknown_hw"),
+    ({"hw": None}, "missing_metadata:hw"),
+    ({"benchmark_type": None, "median_tpot_s": 0.0}, "non_positive:median_tpot_ms"),  # null type is fixed_seq
+    ({"benchmark_type": None, "median_tpot_s": None}, "missing_field:median_tpot_ms"),
+    ({"total_tput_tok_s": None, "reported_tput_per_gpu": None}, "missing_field:total_token_throughput"),
+    ({"total_tput_tok_s": 0.5, "output_tput_tok_s": 0.25}, None),
+    ({"total_tput_tok_s": -3.0}, "non_positive:total_token_throughput"),
+    ({"total_tput_tok_s": None, "reported_tput_per_gpu": float("nan")}, "non_finite:total_token_throughput"),
+    (AGENTIC, None),  # no TPOT and no ISL/OSL needed
+    ({**AGENTIC, "e2e_norm_intvty_p90": 0.0}, "non_positive:p90_e2e_norm_intvty"),
+    ({**AGENTIC, "e2e_norm_intvty_p90": None}, "missing_field:p90_e2e_norm_intvty"),
+    ({**AGENTIC, "e2e_norm_intvty_p90": float("-inf")}, "non_finite:p90_e2e_norm_intvty"),
+    ({"e2e_norm_intvty_p90": 0.0}, None),  # the agentic x-axis is not required of fixed-sequence runs
+    ({"completed": 79}, "failed_requests"),
+    ({"failed": 1}, "failed_requests"),
+    ({"metadata_conflicts": "hw: file=h200 sidecar=b200"}, "metadata_conflict:hw"),
+    ({"output_tput_tok_s": 6000.0}, "inconsistent:output_throughput"),
+]
+
+
+def test_every_single_fault_on_both_paths():
+    runs = [_good_run(i, **over) for i, (over, _) in enumerate(SINGLE_FAULTS)]
+    expected = {f"f{i}.json": code for i, (_, code) in enumerate(SINGLE_FAULTS) if code}
+    assert _both_paths(runs) == expected
+
+
+def test_empty_table_on_the_table_path():
+    accepted, rejected = validate_table(RUN_SCHEMA.empty_table(), KNOWN_HW)
+    assert accepted.num_rows == 0 and rejected.num_rows == 0
+
+
+def test_detail_joins_every_failing_rule_and_unknown_hw_names_the_reference():
+    code, detail = check_run(_good_run(0, hw="rtx4090", completed=0, failed=80), _rules())
+    assert code == "no_completed_requests"
+    assert detail == ("no_completed_requests: completed=0 (failed=80, num_prompts=80); unknown_hw: hw 'rtx4090' is "
+                      f"not in the GPU reference ({', '.join(sorted(KNOWN_HW))})")
+    assert {"h200", "b200", "mi355x"} <= set(KNOWN_HW)
+
+
+def test_duplicate_by_natural_key_names_the_key_and_the_kept_copy():
+    a = _good_run(0, run_date_partition="2026-01-01")
+    b = _good_run(1, conc=8, source_row=3, run_date_partition="2026-01-01")
+    _, rejected = validate_runs([a, b], KNOWN_HW)
+    assert rejected == [{
+        "source_file": "f1.json", "source_format": "vllm_bench_serve", "source_row": 3, "reason_code": "duplicate_run",
+        "detail": "f1.json row 3: same natural key (model=dsr1, hw=h200, framework=vllm, precision=fp8, "
+                  "spec_decoding=none, tp=8, disagg=False, isl=1024, osl=1024, conc=8, run_date=2026-01-01, "
+                  "benchmark_type=fixed_seq) as f0.json row 0 (kept)",
+        "stage": "validate", "run_date_partition": "2026-01-01"}]
+
+
+def test_quarantine_table_sorts_ingest_and_rule_rejects_together():
+    from pipeline.ingest.schema import QUARANTINE_SCHEMA
+    from pipeline.validate.rules import quarantine_table
+
+    def row(file, line, code):
+        return {"source_file": file, "source_format": "x", "source_row": line, "reason_code": code, "detail": "d",
+                "stage": "s", "run_date_partition": None}
+    ingest = pa.Table.from_pylist([row("b.json", 2, "i1"), row("a.json", 0, "i2")], schema=QUARANTINE_SCHEMA)
+    rule = pa.Table.from_pylist([row("b.json", 1, "r1"), row("c.json", 0, "r2")], schema=QUARANTINE_SCHEMA)
+    out = quarantine_table(ingest, rule)
+    assert out.schema.equals(QUARANTINE_SCHEMA)
+    assert out.column("reason_code").to_pylist() == ["i2", "r1", "i1", "r2"]
+
+
+# --- one comparison row, every column by hand ------------------------------------------------------------------
+
+K = H / 0.0036  # $/M tokens at 1 tok/s/GPU: cost = K / tok/s/GPU
+# MTP: (30, 1000) is its only frontier point; (20, 500) is dominated but counts for the band and side_runs.
+# Off: (10, 1200) and (40, 400), both on the frontier, a wide gap between them.
+ROW_RUNS = [_run(0, "mtp", 20.0, 500, 64), _run(1, "mtp", 30.0, 1000, 32),
+            _run(2, "none", 10.0, 1200, 64), _run(3, "none", 40.0, 400, 8)]
+
+
+def _row_comparison():
+    comparison = next(c for c in enumerate_comparisons(ROW_RUNS) if c.kind == "spec_decoding")
+    return comparison, frontiers_by_side(build_frontiers(ROW_RUNS, [comparison.a, comparison.b]).to_pylist())
+
+
+def test_comparison_row_every_column_by_hand():
+    comparison, frontiers = _row_comparison()
+    rows = compare(comparison, frontiers)
+    # band: MTP [20, 30] (all its runs), Off [10, 40] → [20, 30]; targets 22.5, 25, 27.5 → 23, 25, 28
+    assert [(r["target_index"], r["side"], r["target_intvty"]) for r in rows] == [
+        (1, "a", 23.0), (1, "b", 23.0), (2, "a", 25.0), (2, "b", 25.0), (3, "a", 28.0), (3, "b", 28.0)]
+    a, b = rows[2], rows[3]
+    note_a = "MTP is outside its measured range: its frontier starts at 30.0 tok/s/user, above the 25 tok/s/user target"
+    note_b = "Off's values are interpolated across a gap between 10.0 and 40.0 tok/s/user"
+    caveat = f"{note_a}; {note_b}"
+    # MTP at 25: its single point, clamped to x = 30; every metric that point's own value
+    assert a == {
+        "comparison_id": comparison.comparison_id, "price_book": "book", "price_book_version": "v1",
+        "kind": "spec_decoding", "title": "MI355X FP4: MTP vs Off", "model": "dsr1", "isl": 1024, "osl": 1024,
+        "side": "a", "side_label": "MTP", "side_id": comparison.a.side_id, "hw": "mi355x", "precision": "fp4",
+        "spec_decoding": "mtp", "framework": comparison.a.framework, "benchmark_type": "fixed_seq",
+        "side_runs": 2, "excluded_runs": 0, "frontier_points": 1,
+        "band_min": 20.0, "band_max": 30.0, "band_is_union": False, "band_display_min": 20, "band_display_max": 30,
+        "target_index": 2, "target_intvty": 25.0, "evaluated_intvty": 30.0, "target_clamped": True,
+        "bracket_lo_intvty": None, "bracket_hi_intvty": 30.0,
+        "tput_per_gpu": 1000.0, "output_tput_per_gpu": 500.0, "input_tput_per_gpu": 500.0,
+        "cost_per_mtok_hyperscaler": H / (1000 * 3600 / 1e6), "cost_per_mtok_neocloud": H / (1000 * 3600 / 1e6),
+        "cost_per_mtok_rental": H / (1000 * 3600 / 1e6),
+        **{f"{d}_cost_per_mtok_{t}": 2 * H / (1000 * 3600 / 1e6) for d in ("output", "input")
+           for t in ("hyperscaler", "neocloud", "rental")},
+        "tok_s_per_mw": 1000 * 1000 / 2.65, "measured_tok_s_per_mw": None, "concurrency": 32.0,
+        "implied_cost_per_mtok_hyperscaler": pytest.approx(K / 1000, rel=1e-12), "sparse_frontier": False,
+        "cell_note": note_a, "measured_power_coverage": 0.0, "cross_engine": False,
+        "band_phrase": "around the middle",  # (25 − 20)/(30 − 20) = ½
+        # cost K/1000 vs Off's K·0.00182292 (below): 82 % cheaper; 1000 vs 725 tok/s/GPU: 37.9 % → 38 %
+        "cost_sentence": f"MTP is 82% cheaper per token ({caveat})",
+        "tput_sentence": f"MTP delivers 38% more tok/s/GPU ({caveat})",
+        "sentence_caveat": caveat,
+    }
+    # Off at 25, halfway between 10 and 40 (h = 30): two-point Steffen tangents m0 = 1.5·s, m1 = 0.75·s, and
+    # at u = ½ the Hermite value is ½(y0 + y1) + ⅛·h·(m0 − m1) = ½(y0 + y1) + 3.75·0.75·s.
+    # tok/s/GPU: s = −800/30 → 800 − 75 = 725. Cost (splined on its own): y K/1200, K/400, s = K/18000
+    # → K/600 + 2.8125·K/18000 = K·0.001822916…; implied by 725 tok/s/GPU: K/725; ratio 1.32 > 1.05 → sparse
+    assert b["tput_per_gpu"] == pytest.approx(725.0, rel=1e-12)
+    assert b["cost_per_mtok_hyperscaler"] == pytest.approx(K / 600 + 2.8125 * K / 18000, rel=1e-12)
+    assert b["implied_cost_per_mtok_hyperscaler"] == pytest.approx(K / 725, rel=1e-12)
+    assert (b["sparse_frontier"], b["cell_note"], b["frontier_points"], b["side_runs"]) == (True, note_b, 2, 2)
+    assert (b["bracket_lo_intvty"], b["bracket_hi_intvty"], b["target_clamped"]) == (10.0, 40.0, False)
+    assert (b["spec_decoding"], b["side_label"], b["side_id"]) == ("none", "Off", comparison.b.side_id)
+    # a side without a frontier: no rows
+    assert compare(comparison, {comparison.a.side_id: frontiers[comparison.a.side_id]}) == []
+    assert compare(comparison, {comparison.b.side_id: frontiers[comparison.b.side_id]}) == []
+
+
+def test_cross_engine_and_measured_power_coverage():
+    def runs(frameworks, measured):
+        out = []
+        for i, (spec, fw, x, y) in enumerate([("mtp", frameworks[0], 10.0, 900), ("mtp", frameworks[1], 20.0, 600),
+                                              ("none", frameworks[2], 10.0, 800), ("none", frameworks[3], 20.0, 500)]):
+            out.append({**_run(i, spec, x, y, 16), "framework": fw, "measured_tok_s_per_mw": measured[i]})
+        return out
+
+    def rows(frameworks, measured=(None, None, None, None)):
+        data = runs(frameworks, measured)
+        comparison = next(c for c in enumerate_comparisons(data) if c.kind == "spec_decoding")
+        frontiers = frontiers_by_side(build_frontiers(data, [comparison.a, comparison.b]).to_pylist())
+        return compare(comparison, frontiers, targets=[15])
+
+    # spec-decoding points from SGLang and vLLM: different acceptance conventions
+    assert {r["cross_engine"] for r in rows(("sglang", "vllm", "sglang", "sglang"))} == {True}
+    # one family under two names (dynamo-sglang is SGLang); the Off side's engines do not count
+    assert {r["cross_engine"] for r in rows(("sglang", "dynamo-sglang", "vllm", "trtllm"))} == {False}
+    # engines the family table does not know are their own family
+    assert {r["cross_engine"] for r in rows(("engine-x", "engine-y", "sglang", "sglang"))} == {True}
+    assert {r["cross_engine"] for r in rows(("engine-x", "engine-x", "sglang", "vllm"))} == {False}
+    # measured tok/s/MW on one of MTP's two points, both of Off's: coverage ½ and 1; splined only when 1
+    a, b = rows(("sglang",) * 4, measured=(300.0, None, 250.0, 150.0))
+    assert (a["measured_power_coverage"], a["measured_tok_s_per_mw"]) == (0.5, None)
+    assert b["measured_power_coverage"] == 1.0 and 150.0 < b["measured_tok_s_per_mw"] < 250.0
+
+
+def test_compare_all_every_book_in_name_order():
+    from pipeline.comparisons.compare import COMPARISON_SCHEMA, compare_all
+
+    comparison, _ = _row_comparison()
+    books = {"zeta": ROW_RUNS, "alpha": [{**r, "price_book": "alpha"} for r in ROW_RUNS]}
+    frontier_rows = [row for book in ("zeta", "alpha") for row in build_frontiers(
+        [{**r, "price_book": book} for r in books[book]], [comparison.a, comparison.b]).to_pylist()]
+    table = compare_all(ROW_RUNS, frontier_rows)
+    assert table.schema.equals(COMPARISON_SCHEMA)
+    assert table.column("price_book").to_pylist() == ["alpha"] * 6 + ["zeta"] * 6
+    assert table.column("target_intvty").to_pylist() == [23.0, 23.0, 25.0, 25.0, 28.0, 28.0] * 2
+    assert compare_all(ROW_RUNS, []).num_rows == 0
+
+
+# --- band, Pareto and parser helpers: errors and edge cases ----------------------------------------------------
+
+
+def test_band_needs_runs_on_both_sides_but_one_is_enough():
+    assert interactivity_band([5.0], [7.0, 9.0]) == (5.0, 9.0, True)
+    assert interactivity_band([8.0, 3.0], [6.0]) == (3.0, 8.0, True)
+    for a, b in (([], [1.0]), ([1.0], []), ([], [])):
+        with pytest.raises(ValueError, match="^both sides need runs for a band$"):
+            interactivity_band(a, b)
+
+
+def test_pareto_null_is_nan_and_shapes_must_agree():
+    from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers, pareto_frontier
+
+    with pytest.raises(ValueError, match="^frontier input contains NaN$"):
+        pareto_frontier([1.0, None], [2.0, 1.0])  # a null from an Arrow column's to_pylist
+    with pytest.raises(ValueError, match="^frontier input contains NaN$"):
+        pareto_frontier([1.0, 2.0], [None, 1.0])
+    with pytest.raises(ValueError, match=r"^group, x and y differ in shape: \(2,\), \(3,\), \(3,\)$"):
+        grouped_pareto_frontiers([0, 0], [1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match=r"^group, x and y differ in shape: \(2,\), \(2,\), \(1,\)$"):
+        grouped_pareto_frontiers([0, 0], [1.0, 2.0], [3.0])
+    assert pareto_frontier([7.0], [3.0]).tolist() == [0]
+    assert pareto_frontier([], []).tolist() == []
+    values = float_values(pa.chunked_array([[1, None], [3]], pa.int32()))
+    assert values.dtype == np.float64 and values[0] == 1.0 and math.isnan(values[1]) and values[2] == 3.0
+
+
+def test_field_errors_and_row_rejections_carry_code_and_detail():
+    from pipeline.ingest.parsers.base import RowRejected, metadata_keys_in
+
+    with pytest.raises(FieldError) as err:
+        number({"v": "12"}, "v", label="median_tpot_ms")
+    assert str(err.value) == "median_tpot_ms: expected a number, got str '12'"
+    assert err.value.detail == "field 'median_tpot_ms': expected a number, got str '12'"
+    with pytest.raises(FieldError) as err:
+        integer({"n": True}, "n")
+    assert str(err.value) == "n: expected an integer, got True"
+    with pytest.raises(FieldError) as err:
+        integer({"n": 2.5}, "n", label="conc")
+    assert (err.value.reason_code, str(err.value)) == ("not_an_integer:conc", "conc: expected an integer, got 2.5")
+    rejected = RowRejected("agentic_row", "an agentic-benchmark row")
+    assert (rejected.reason_code, rejected.detail, str(rejected)) == (
+        "agentic_row", "an agentic-benchmark row", "an agentic-benchmark row")
+    doc = {"hw": "h200", "tp": None, "framework": "", "conc": 0, "other": 1}
+    assert metadata_keys_in(doc, ("hw", "tp", "framework", "conc", "model")) == {"hw": "h200", "conc": 0}
+
+
+@pytest.mark.parametrize("text", ["inf", "INF", " Inf ", "infinity", "INFINITY", "Infinity"])
+def test_number_reads_infinity_in_any_case(text):
+    assert number({"v": text}, "v") == math.inf
