@@ -118,6 +118,9 @@ def test_clamp_takes_each_metrics_own_end_value_exactly():
 
 
 def test_single_point_frontier_with_several_metrics():
+    # integer inputs give float output, as every other frontier does
+    assert interpolate([25], [400], [10, 25], clamp=True).dtype == np.float64
+    assert interpolate([25], [[400, 2]], [10], clamp=True).dtype == np.float64
     out = interpolate([25.0], np.array([[400.0, 3.5, 64.0]]), [10.0, 25.0, 90.0], clamp=True)
     assert out.tolist() == [[400.0, 3.5, 64.0]] * 3
     trend = interpolate([25.0], np.array([[400.0, 3.5]]), [10.0, 25.0], clamp=False)
@@ -494,6 +497,7 @@ SINGLE_FAULTS = [
     ({"tp": None, "reported_tput_per_gpu": 600.0}, None),  # the source gave per-GPU values itself
     ({"tp": 1}, None),
     ({"disagg": None}, None),  # a null disagg reads as aggregated: tp counts
+    ({"disagg": None, "tp": None}, "missing_metadata:tp"),
     ({"disagg": True, "tp": None, "num_prefill_gpu": 2, "num_decode_gpu": 6}, None),
     ({"disagg": True, "tp": 8, "num_prefill_gpu": 0, "num_decode_gpu": 6}, "missing_metadata:num_prefill_gpu"),
     ({"disagg": True, "tp": 8, "num_prefill_gpu": 2, "num_decode_gpu": None}, "missing_metadata:num_decode_gpu"),
@@ -623,6 +627,25 @@ def test_comparison_row_every_column_by_hand():
     # a side without a frontier: no rows
     assert compare(comparison, {comparison.a.side_id: frontiers[comparison.a.side_id]}) == []
     assert compare(comparison, {comparison.b.side_id: frontiers[comparison.b.side_id]}) == []
+    # the sides' roles swapped (the single-point frontier as side b): the same band
+    swapped = compare(comparison, {comparison.a.side_id: frontiers[comparison.b.side_id],
+                                   comparison.b.side_id: frontiers[comparison.a.side_id]})
+    assert {(r["band_min"], r["band_max"]) for r in swapped} == {(20.0, 30.0)}
+
+
+def test_sparse_flag_is_strictly_above_1_05():
+    # MTP frontier x 10, 20, 30; tok/s/GPU 1000, 500, 400; hyperscaler cost 1.0, 2.1, 3.0 $/M. $/GPU-h implied by
+    # the first point: 1.0·1000; at x = 20 the spline returns the point itself: implied 1000/500 = 2.0 against
+    # the splined 2.1: ratio 2.1/2.0 = 1.05 exactly → not sparse. At x = 30: 1000/400 = 2.5 vs 3.0 → 1.2, sparse.
+    mtp = [dict(_run(i, "mtp", x, y, 8), cost_per_mtok_hyperscaler=c)
+           for i, (x, y, c) in enumerate([(10.0, 1000, 1.0), (20.0, 500, 2.1), (30.0, 400, 3.0)])]
+    data = mtp + [_run(5, "none", 10.0, 900, 8), _run(6, "none", 30.0, 300, 8)]
+    comparison = next(c for c in enumerate_comparisons(data) if c.kind == "spec_decoding")
+    frontiers = frontiers_by_side(build_frontiers(data, [comparison.a, comparison.b]).to_pylist())
+    at_20, _, at_30, _ = compare(comparison, frontiers, targets=[20, 30])
+    assert (at_20["cost_per_mtok_hyperscaler"], at_20["implied_cost_per_mtok_hyperscaler"]) == (2.1, 2.0)
+    assert (at_20["sparse_frontier"], at_20["cell_note"]) == (False, None)
+    assert at_30["implied_cost_per_mtok_hyperscaler"] == 2.5 and at_30["sparse_frontier"] is True
 
 
 def test_cross_engine_and_measured_power_coverage():
@@ -684,6 +707,8 @@ def test_pareto_null_is_nan_and_shapes_must_agree():
         pareto_frontier([1.0, None], [2.0, 1.0])  # a null from an Arrow column's to_pylist
     with pytest.raises(ValueError, match="^frontier input contains NaN$"):
         pareto_frontier([1.0, 2.0], [None, 1.0])
+    with pytest.raises(ValueError, match="^frontier input contains NaN$"):
+        grouped_pareto_frontiers([0, 1], [1.0, None], [2.0, 1.0])
     with pytest.raises(ValueError, match=r"^group, x and y differ in shape: \(2,\), \(3,\), \(3,\)$"):
         grouped_pareto_frontiers([0, 0], [1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
     with pytest.raises(ValueError, match=r"^group, x and y differ in shape: \(2,\), \(2,\), \(1,\)$"):
