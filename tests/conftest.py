@@ -142,11 +142,23 @@ def sample_run(_sample_session_run, monkeypatch) -> PipelineRun:
 
 
 @pytest.fixture(scope="session")
-def sample_run_again(tmp_path_factory) -> PipelineRun:
-    """A second, independent run of the sample (fresh warehouse, marts and Dagster instance), for the
-    repeatability tests that compare two runs."""
-    tmp = tmp_path_factory.mktemp("sample-run-again")
-    return _materialize_sample(tmp / "marts", tmp / "warehouse.duckdb")
+def sample_rerun(_sample_session_run, tmp_path_factory) -> PipelineRun:
+    """The sample run a second time over a copy of the shared run's warehouse, marts and parse cache (a fresh
+    Dagster instance, as a second ``run_pipeline(SAMPLE_DIR)`` in the same folders), for the repeatability
+    tests that compare the two."""
+    tmp = tmp_path_factory.mktemp("sample-rerun")
+    out_dir, db_path = _copy_run(_sample_session_run, tmp)
+    return _materialize_sample(out_dir, db_path)
+
+
+def _copy_run(src: PipelineRun, dest: Path) -> tuple[Path, Path]:
+    out_dir, db_path = dest / "marts", dest / "warehouse.duckdb"
+    shutil.copytree(src.out_dir, out_dir)
+    shutil.copy2(src.db_path, db_path)
+    cache = Path(f"{src.db_path}.parse_cache")
+    if cache.is_dir():
+        shutil.copytree(cache, Path(f"{db_path}.parse_cache"))
+    return out_dir, db_path
 
 
 @pytest.fixture
@@ -155,12 +167,7 @@ def sample_run_copy(_sample_session_run, tmp_path, monkeypatch) -> PipelineRun:
     ``tmp_path``, for tests that change it; ``run_pipeline(SAMPLE_DIR)`` in the same test writes over it, as a
     second run in the same folders."""
     src = _sample_session_run
-    out_dir, db_path = tmp_path / "marts", tmp_path / "warehouse.duckdb"
-    shutil.copytree(src.out_dir, out_dir)
-    shutil.copy2(src.db_path, db_path)
-    cache = Path(f"{src.db_path}.parse_cache")
-    if cache.is_dir():
-        shutil.copytree(cache, Path(f"{db_path}.parse_cache"))
+    out_dir, db_path = _copy_run(src, tmp_path)
     monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
     monkeypatch.setenv("PIPELINE_OUT_DIR", str(out_dir))
     monkeypatch.setenv("PIPELINE_DB_PATH", str(db_path))
