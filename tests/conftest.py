@@ -1,7 +1,14 @@
-"""Shared fixtures: paths to the bundled sample and the real logs, and a helper that runs the whole Dagster job
-against a temporary warehouse and mart folder."""
+"""Shared fixtures: paths to the bundled sample and the real logs, the sample pipeline run once per session
+(``sample_run``, read-only; ``sample_run_copy`` for tests that change it), and a helper that runs the whole
+Dagster job against a temporary warehouse and mart folder (``run_pipeline``, for other folders or run configs).
 
+In CI (``CI=true``) the suite refuses to start without ``../shared/real-logs``, Chromium or PostgreSQL's server
+binaries, so the tests that need them cannot skip unnoticed; locally those tests skip with the reason."""
+
+import glob
 import json
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +20,26 @@ from pipeline.io.storage import read_mart
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "data" / "sample"
 REAL_LOGS = REPO.parent / "shared" / "real-logs"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+POSTGRES_INITDB = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+
+
+def missing_in_ci() -> list[str]:
+    """What the skipping tests need and this machine lacks: the real logs, Chromium, PostgreSQL's server."""
+    missing = []
+    if not REAL_LOGS.is_dir():
+        missing.append(f"real logs ({REAL_LOGS}: clone with ../shared beside the repo)")
+    if CHROMIUM is None:
+        missing.append("chromium (apt-get install chromium)")
+    if not POSTGRES_INITDB:
+        missing.append("PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb: apt-get install postgresql)")
+    return missing
+
+
+def pytest_sessionstart(session):
+    """In CI a test that would skip for want of these is a failure: stop before any test, in one line."""
+    if os.environ.get("CI", "").lower() == "true" and (missing := missing_in_ci()):
+        pytest.exit(f"CI=true but missing: {'; '.join(missing)}", returncode=1)
 
 
 @pytest.fixture
@@ -76,3 +103,72 @@ def run_pipeline(tmp_path, monkeypatch):
         return PipelineRun(StagedResult(results), out_dir, db_path)
 
     return run
+
+
+def _materialize_sample(out_dir: Path, db_path: Path) -> PipelineRun:
+    from pipeline.__main__ import materialize_all
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
+        mp.setenv("PIPELINE_OUT_DIR", str(out_dir))
+        mp.setenv("PIPELINE_DB_PATH", str(db_path))
+        results = materialize_all(dg.DagsterInstance.ephemeral())
+    return PipelineRun(StagedResult(results), out_dir, db_path)
+
+
+@pytest.fixture(scope="session")
+def _sample_session_run(tmp_path_factory) -> PipelineRun:
+    tmp = tmp_path_factory.mktemp("sample-run")
+    return _materialize_sample(tmp / "marts", tmp / "warehouse.duckdb")
+
+
+def _stamps(run: PipelineRun) -> dict[str, tuple[int, int]]:
+    files = [p for p in run.out_dir.rglob("*") if p.is_file()] + [run.db_path]
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in files}
+
+
+@pytest.fixture
+def sample_run(_sample_session_run, monkeypatch) -> PipelineRun:
+    """The bundled sample through the whole pipeline, run once per session and shared: read it, never change it
+    (the test fails if its marts or warehouse changed). ``PIPELINE_*`` point at it for the test, as after
+    ``run_pipeline(SAMPLE_DIR)``. Tests that change marts or the warehouse take ``sample_run_copy``."""
+    run = _sample_session_run
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(run.out_dir))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(run.db_path))
+    before = _stamps(run)
+    yield run
+    assert _stamps(run) == before, "a test changed the shared sample run (use sample_run_copy)"
+
+
+@pytest.fixture(scope="session")
+def sample_rerun(_sample_session_run, tmp_path_factory) -> PipelineRun:
+    """The sample run a second time over a copy of the shared run's warehouse, marts and parse cache (a fresh
+    Dagster instance, as a second ``run_pipeline(SAMPLE_DIR)`` in the same folders), for the repeatability
+    tests that compare the two."""
+    tmp = tmp_path_factory.mktemp("sample-rerun")
+    out_dir, db_path = _copy_run(_sample_session_run, tmp)
+    return _materialize_sample(out_dir, db_path)
+
+
+def _copy_run(src: PipelineRun, dest: Path) -> tuple[Path, Path]:
+    out_dir, db_path = dest / "marts", dest / "warehouse.duckdb"
+    shutil.copytree(src.out_dir, out_dir)
+    shutil.copy2(src.db_path, db_path)
+    cache = Path(f"{src.db_path}.parse_cache")
+    if cache.is_dir():
+        shutil.copytree(cache, Path(f"{db_path}.parse_cache"))
+    return out_dir, db_path
+
+
+@pytest.fixture
+def sample_run_copy(_sample_session_run, tmp_path, monkeypatch) -> PipelineRun:
+    """A private copy of the shared sample run (marts, warehouse, parse cache) at ``run_pipeline``'s paths under
+    ``tmp_path``, for tests that change it; ``run_pipeline(SAMPLE_DIR)`` in the same test writes over it, as a
+    second run in the same folders."""
+    src = _sample_session_run
+    out_dir, db_path = _copy_run(src, tmp_path)
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(out_dir))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(db_path))
+    return PipelineRun(src.result, out_dir, db_path)

@@ -57,10 +57,15 @@ def test_spec_comparison_rows_by_hand():
     assert [r["target_intvty"] for r in rows if r["side"] == "a"] == [28, 35, 43]
     off_at_30 = compare(comparison, frontiers, targets=[30])
     assert off_at_30[1]["tput_per_gpu"] == pytest.approx(600)  # a frontier point is returned exactly
-    # the sentence's N from the two rows' own costs, rounded half up
+    # the sentence's N by hand. Cost is splined on its own: with K = H/0.0036, MTP's frontier costs are K/1200,
+    # K/900, K/300 at x 20, 40, 60: s0 = K/72000, s1 = K/9000, p = K/16000 → m1 = 2·min(s0, s1, ½p) = K/36000,
+    # m0 = (3·s0 − m1)/2 = K/144000; at 30 (t = ½): ½(K/1200 + K/900) + ⅛·20·(m0 − m1) = K·132.5/144000.
+    # Off at its point 30: K/600 = K·240/144000. Ratio 240/132.5 = 1.8113 → "81% cheaper"
     a, b = off_at_30
-    ratio = b["cost_per_mtok_hyperscaler"] / a["cost_per_mtok_hyperscaler"]
-    assert a["cost_sentence"] == f"MTP is {int(ratio * 100 - 100 + 0.5)}% cheaper per token"
+    K = H / 0.0036
+    assert a["cost_per_mtok_hyperscaler"] == pytest.approx(K * 132.5 / 144000, rel=1e-12)
+    assert b["cost_per_mtok_hyperscaler"] == pytest.approx(K / 600, rel=1e-12)
+    assert a["cost_sentence"] == "MTP is 81% cheaper per token"
 
 
 def test_interpolated_value_between_points_matches_hermite_by_hand():

@@ -111,8 +111,8 @@ def test_every_reader_opens_the_folder_with_date_typed_run_date(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["runs", "trends"])
-def test_pipeline_marts_read_alike_in_every_reader(run_pipeline, name):
-    run = run_pipeline(SAMPLE_DIR)
+def test_pipeline_marts_read_alike_in_every_reader(sample_run, name):
+    run = sample_run
     assert run.result.success
     folder = run.out_dir / name
     if name == "trends":  # trends has no tput for out-of-range dates; compare on the columns every row has

@@ -20,8 +20,8 @@ def test_definitions_load():
     assert d.resolve_job_def("refresh_all") is not None
 
 
-def test_sample_end_to_end(run_pipeline):
-    run = run_pipeline(SAMPLE_DIR)
+def test_sample_end_to_end(sample_run):
+    run = sample_run
     assert run.result.success
     assert all(run.check_results().values()), run.check_results()
 
@@ -69,8 +69,8 @@ def test_sample_end_to_end(run_pipeline):
         assert {m for m in metrics if row[m] is not None} == side_has[(row["side_id"], row["price_book"])], row["side_id"]
 
 
-def test_sample_values_trace_back_to_files(run_pipeline):
-    run = run_pipeline(SAMPLE_DIR)
+def test_sample_values_trace_back_to_files(sample_run):
+    run = sample_run
     runs = {(r["source_file"], r["source_row"]): r for r in run.mart("runs").to_pylist()}
     # an InferenceX agg row: per-GPU throughput as the file states it
     name = "inferencex/agg_dsr1_1k1k_mi355x_fp4_sglang_mtp_conc16.json"
@@ -180,10 +180,11 @@ def _rows(doc):
     return [row for row in (doc if isinstance(doc, list) else [doc]) if isinstance(row, dict)]
 
 
-def test_running_twice_gives_identical_marts(run_pipeline, tmp_path):
-    first = run_pipeline(SAMPLE_DIR)
+def test_running_twice_gives_identical_marts(sample_run, sample_rerun):
+    first = sample_run
     snapshot = {name: first.mart(name) for name in ("runs", "quarantine", "frontiers", "comparisons")}
-    second = run_pipeline(SAMPLE_DIR)
+    second = sample_rerun  # the second run, over a copy of the first's warehouse, marts and parse cache
+    assert second.result.success and second.out_dir != first.out_dir
     for name, table in snapshot.items():
         assert second.mart(name).equals(table), name
 
@@ -217,13 +218,13 @@ def test_parallel_parse_gives_identical_content(real_logs):
                 assert getattr(serial, part).column("source_file").equals(getattr(other, part).column("source_file"))
 
 
-def test_metrics_check_catches_a_run_lost_in_a_join_but_not_a_date_not_yet_materialized(run_pipeline):
+def test_metrics_check_catches_a_run_lost_in_a_join_but_not_a_date_not_yet_materialized(sample_run_copy):
     """A date whose run_metrics are not written yet (another run is between its validation and its metrics)
     passes; a validated run missing from a date that has metrics fails, one missing row per price book."""
     from pipeline.defs.metrics.checks import metrics_finite_and_positive
     from pipeline.defs.resources import Warehouse
 
-    run = run_pipeline(SAMPLE_DIR)
+    run = sample_run_copy
     warehouse = Warehouse(database=str(run.db_path))
     assert metrics_finite_and_positive(warehouse=warehouse).passed
     with duckdb.connect(str(run.db_path)) as conn:

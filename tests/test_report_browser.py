@@ -8,7 +8,6 @@ import shutil
 import threading
 
 import pytest
-from conftest import SAMPLE_DIR
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -16,20 +15,12 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 @pytest.fixture(scope="module")
-def report_server(tmp_path_factory):
-    """The sample's report, served on localhost."""
-    import dagster as dg
-
-    from pipeline.__main__ import STAGES, materialize_all
-
-    tmp = tmp_path_factory.mktemp("report")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
-        mp.setenv("PIPELINE_OUT_DIR", str(tmp / "marts"))
-        mp.setenv("PIPELINE_DB_PATH", str(tmp / "w.duckdb"))
-        results = materialize_all(dg.DagsterInstance.ephemeral())
-        assert len(results) == len(STAGES) and all(r.success for r in results)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp / "marts" / "report"))
+def report_server(_sample_session_run, tmp_path_factory):
+    """The sample's report (the shared session run's, served read-only), on localhost."""
+    run = _sample_session_run
+    assert run.result.success
+    tmp = tmp_path_factory.mktemp("report")  # screenshots go here, not into the shared run
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(run.out_dir / "report"))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

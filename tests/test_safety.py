@@ -24,9 +24,10 @@ def _hashes(out_dir):
     return {name: content_hash(read_mart(out_dir, name)) for name in MARTS}
 
 
-def test_running_twice_gives_identical_content(run_pipeline):
-    first = _hashes(run_pipeline(SAMPLE_DIR).out_dir)
-    second = _hashes(run_pipeline(SAMPLE_DIR).out_dir)
+def test_running_twice_gives_identical_content(sample_run, sample_rerun):
+    assert sample_rerun.result.success and sample_rerun.out_dir != sample_run.out_dir
+    first = _hashes(sample_run.out_dir)
+    second = _hashes(sample_rerun.out_dir)  # the second run, over a copy of the first's folders
     assert first == second
 
 
@@ -38,8 +39,8 @@ def test_content_hash_ignores_row_order_but_not_values():
     assert content_hash(a) != content_hash(pa.table({"x": [1, 2], "y": [0.5, 0.2500001]}))
 
 
-def test_kill_mid_write_leaves_previous_marts_readable(run_pipeline, tmp_path):
-    run = run_pipeline(SAMPLE_DIR)
+def test_kill_mid_write_leaves_previous_marts_readable(sample_run_copy, run_pipeline, tmp_path):
+    run = sample_run_copy  # the previous night's marts and warehouse, at run_pipeline's paths
     before = _hashes(run.out_dir)
     marker = tmp_path / "tmp_written"
     # A second run whose Parquet writes stall after the temporary file is written, until it is killed.
@@ -76,6 +77,7 @@ def test_kill_mid_write_leaves_previous_marts_readable(run_pipeline, tmp_path):
     assert _hashes(run.out_dir) == before  # every mart still reads, unchanged
     # the warehouse survives the kill and the next run succeeds and cleans the dead writer's temporaries
     again = run_pipeline(SAMPLE_DIR)
+    assert (again.out_dir, again.db_path) == (run.out_dir, run.db_path)
     assert again.result.success
     assert _hashes(again.out_dir) == before
     assert not list(run.out_dir.glob(".*.tmp"))
