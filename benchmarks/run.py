@@ -34,7 +34,7 @@ from benchmarks.generate import generate  # noqa: E402
 from pipeline.defs.automation import FILES_KEY, raw_dir_state  # noqa: E402
 from pipeline.defs.comparisons.assets import comparisons  # noqa: E402
 from pipeline.defs.comparisons.report import TrendConfig, trends  # noqa: E402
-from pipeline.defs.frontiers.assets import frontiers  # noqa: E402
+from pipeline.defs.frontiers.assets import FrontierConfig, frontiers  # noqa: E402
 from pipeline.defs.frontiers.checks import frontier_strictly_monotone  # noqa: E402
 from pipeline.defs.ingest.assets import IngestConfig, raw_runs  # noqa: E402
 from pipeline.defs.metrics.assets import run_metrics, run_power  # noqa: E402
@@ -94,7 +94,7 @@ def materialize(table: Table, label: str, instance: dg.DagsterInstance, keys: li
         ("validated/ingest_ledger", lambda: ingest_ledger(whole, **res)),
         ("metrics/run_power", lambda: run_power(partitioned, **res)),
         ("metrics/run_metrics (SQL) + runs/ mart", lambda: run_metrics(partitioned, **res)),
-        ("frontiers/pareto_frontiers", lambda: frontiers(whole, **res)),
+        ("frontiers/pareto_frontiers", lambda: frontiers(whole, config=FrontierConfig(), **res)),
         ("marts/comparisons", lambda: comparisons(whole, **res)),
         ("marts/trends + trends/ mart", lambda: trends(partitioned, config=TrendConfig(), **res)),
     ]

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_date, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number, section
 from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "aiperf"
@@ -72,14 +72,14 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     aiperf = fmt == FORMAT
     if doc.get("was_cancelled") is True:
         raise RowRejected("cancelled_run", "was_cancelled is true: the benchmark stopped before it finished")
-    config = _object(doc, "input_config")
+    config = section(doc, "input_config")
     run = ParsedRun()
     run.values["percentile_method"] = "linear_interpolation"
     units: set[str] = set()
     trust_tpot = aiperf or "subcommand" in config
     for metric, key in (("ttft", "time_to_first_token"), ("tpot", "inter_token_latency"),
                         ("itl", "inter_chunk_latency" if aiperf else None), ("e2el", "request_latency")):
-        block = _object(doc, key) if key else {}
+        block = section(doc, key) if key else {}
         if metric == "tpot" and block and not trust_tpot:
             run.derivations.append("median_tpot_s null: this GenAI-Perf file has no input_config.subcommand, so it "
                                    "may predate inter_token_latency = (request latency - TTFT)/(OSL - 1)")
@@ -94,7 +94,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
                 ms = str(block["unit"]) == "ms"
                 run.values[f"{stat}_intvty"] = interactivity(value if ms else value * scale, "ms" if ms else "s")
     run.values["latency_unit_in_file"] = units.pop() if len(units) == 1 else None
-    if trust_tpot and _object(doc, "inter_token_latency"):
+    if trust_tpot and section(doc, "inter_token_latency"):
         run.derivations.append("TPOT from inter_token_latency = (request latency - TTFT)/(output tokens - 1) per request")
 
     output = _avg(doc, "output_token_throughput")
@@ -132,7 +132,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         total_tput_tok_s=total,
         output_tput_tok_s=output,
         input_tput_tok_s=None if total is None or output is None else total - output,
-        reported_median_intvty=number(_object(doc, "output_token_throughput_per_user"), "p50",
+        reported_median_intvty=number(section(doc, "output_token_throughput_per_user"), "p50",
                                       label="output_token_throughput_per_user.p50"),
         model_id=_model_id(config, aiperf),
     )
@@ -158,13 +158,6 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     return run
 
 
-def _object(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FieldError("not_an_object", key, f"expected an object, got {type(value).__name__}")
-    return value
 
 
 def _time_scale(block: Mapping[str, Any], key: str) -> float:
@@ -179,11 +172,11 @@ def _time_scale(block: Mapping[str, Any], key: str) -> float:
 
 
 def _avg(doc: Mapping[str, Any], key: str) -> float | None:
-    return number(_object(doc, key), "avg", label=f"{key}.avg")
+    return number(section(doc, key), "avg", label=f"{key}.avg")
 
 
 def _count(doc: Mapping[str, Any], key: str) -> int | None:
-    return integer(_object(doc, key), "avg", label=f"{key}.avg")
+    return integer(section(doc, key), "avg", label=f"{key}.avg")
 
 
 def _as_int(value: float | None, label: str) -> int | None:

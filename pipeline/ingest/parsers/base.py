@@ -170,3 +170,21 @@ def interactivity_block(doc: Mapping[str, Any], pattern: str, unit: str) -> dict
 def metadata_keys_in(doc: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     """The subset of ``doc`` whose keys are metadata keys, skipping nulls and empty strings."""
     return {k: doc[k] for k in keys if k in doc and doc[k] is not None and doc[k] != ""}
+
+
+def section(doc: Mapping[str, Any], key: str, label: str | None = None) -> Mapping[str, Any]:
+    """The JSON object at ``doc[key]``, or {} when the key is absent or null (a section a format may omit).
+
+    Args:
+        doc: the enclosing object.
+        key: the section's key.
+        label: the field name an error gives (e.g. ``metrics.request_totals``); default ``key``.
+    Raises:
+        FieldError: ``not_an_object:<label>`` when the value is something other than an object.
+    """
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FieldError("not_an_object", label or key, f"expected an object, got {type(value).__name__}")
+    return value

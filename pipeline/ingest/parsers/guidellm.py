@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number, section
 from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "guidellm"
@@ -91,12 +91,12 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     bench = doc[BENCHMARK_KEY]
     if not isinstance(bench, dict):
         raise FieldError("not_an_object", "benchmarks[]", f"expected an object, got {type(bench).__name__}")
-    metrics = _object(bench, "metrics", "metrics")
+    metrics = section(bench, "metrics", "metrics")
     v2 = isinstance(bench.get("config"), dict)
-    totals = _object(metrics, "request_totals", "metrics.request_totals") if v2 else \
-        _object(bench, "request_totals", "request_totals")
+    totals = section(metrics, "request_totals", "metrics.request_totals") if v2 else \
+        section(bench, "request_totals", "request_totals")
     if not totals:
-        totals = _object(metrics, "request_totals", "metrics.request_totals")
+        totals = section(metrics, "request_totals", "metrics.request_totals")
     if not totals:
         raise FieldError("missing_field", "metrics.request_totals", "required and absent (or null)")
 
@@ -105,7 +105,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     for metric, key, scale in (("ttft", "time_to_first_token_ms", 1e-3), ("tpot", "inter_token_latency_ms", 1e-3),
                                ("e2el", "request_latency", 1.0)):
         dist = _successful(metrics, key)
-        percentiles = _object(dist, "percentiles", f"metrics.{key}.successful.percentiles")
+        percentiles = section(dist, "percentiles", f"metrics.{key}.successful.percentiles")
         for stat, gkey in _STATS:
             value = number(dist, gkey, label=f"metrics.{key}.successful.{gkey}")
             run.values[f"{stat}_{metric}_s"] = None if value is None else value * scale
@@ -145,18 +145,18 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         bench_start_unix=start,
         bench_end_unix=end,
     )
-    args = _object(report, "args", "args")
+    args = section(report, "args", "args")
     if v2:
         config = bench["config"]
-        strategy = _object(config, "strategy", "config.strategy")
-        backend = _object(config, "backend", "config.backend")
+        strategy = section(config, "strategy", "config.strategy")
+        backend = section(config, "backend", "config.backend")
         model_id = args.get("model") or backend.get("model")
         data = args.get("data")
     else:
-        bench_args = _object(bench, "args", "args")
-        strategy = _object(bench_args, "strategy", "args.strategy")
-        model_id = _object(bench, "worker", "worker").get("backend_model")
-        data = _object(bench, "request_loader", "request_loader").get("data")
+        bench_args = section(bench, "args", "args")
+        strategy = section(bench_args, "strategy", "args.strategy")
+        model_id = section(bench, "worker", "worker").get("backend_model")
+        data = section(bench, "request_loader", "request_loader").get("data")
     run.values["model_id"] = None if model_id is None else str(model_id)
 
     meta: dict[str, Any] = {}
@@ -171,17 +171,10 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     return run
 
 
-def _object(doc: Mapping[str, Any], key: str, label: str) -> Mapping[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FieldError("not_an_object", label, f"expected an object, got {type(value).__name__}")
-    return value
 
 
 def _successful(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    return _object(_object(metrics, key, f"metrics.{key}"), "successful", f"metrics.{key}.successful")
+    return section(section(metrics, key, f"metrics.{key}"), "successful", f"metrics.{key}.successful")
 
 
 def _mean(metrics: Mapping[str, Any], key: str) -> float | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, number, section
 
 FORMAT = "inference_perf"
 
@@ -53,21 +53,21 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         FieldError: a section that is not an object (``not_an_object:<path>``) or a value of the wrong type
             (``not_a_number:<path>``, ``not_an_integer:<path>``).
     """
-    load = _object(doc, "load_summary", "load_summary")
+    load = section(doc, "load_summary", "load_summary")
     if load and "requested_rate" not in load:
         raise RowRejected("unsupported_scenario:all_stages_summary",
                           "load_summary has no requested_rate: a summary pooling every stage, not one run")
-    successes = _object(doc, "successes", "successes")
-    failures = _object(doc, "failures", "failures")
-    latency = _object(successes, "latency", "successes.latency")
-    throughput = _object(successes, "throughput", "successes.throughput")
+    successes = section(doc, "successes", "successes")
+    failures = section(doc, "failures", "failures")
+    latency = section(successes, "latency", "successes.latency")
+    throughput = section(successes, "throughput", "successes.throughput")
 
     run = ParsedRun()
     run.values["latency_unit_in_file"] = "s"
     run.values["percentile_method"] = "linear_interpolation"
     for metric, key in (("ttft", "time_to_first_token"), ("tpot", "time_per_output_token"),
                         ("itl", "inter_token_latency"), ("e2el", "request_latency")):
-        block = _object(latency, key, f"successes.latency.{key}")
+        block = section(latency, key, f"successes.latency.{key}")
         for stat, ikey in _STATS:
             run.values[f"{stat}_{metric}_s"] = number(block, ikey, label=f"successes.latency.{key}.{ikey}")
         run.values[f"std_{metric}_s"] = None
@@ -80,7 +80,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         run.derivations.append("duration_s = successes.count / successes.throughput.requests_per_sec")
     totals = {}
     for column, key in (("total_input_tokens", "prompt_len"), ("total_output_tokens", "output_len")):
-        mean = number(_object(successes, key, f"successes.{key}"), "mean", label=f"successes.{key}.mean")
+        mean = number(section(successes, key, f"successes.{key}"), "mean", label=f"successes.{key}.mean")
         totals[column] = None if mean is None or completed is None else round(mean * completed)
         if totals[column] is not None:
             run.derivations.append(f"{column} = successes.{key}.mean * successes.count")
@@ -105,11 +105,3 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     run.in_file_meta = meta
     return run
 
-
-def _object(doc: Mapping[str, Any], key: str, label: str) -> Mapping[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FieldError("not_an_object", label, f"expected an object, got {type(value).__name__}")
-    return value

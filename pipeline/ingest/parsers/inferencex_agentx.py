@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import inferencex_model_key, precision_from_model_id
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, metadata_keys_in, number
+from pipeline.ingest.parsers.base import ParsedRun, integer, metadata_keys_in, number, section
 from pipeline.ingest.schema import AGENTIC_TRACES, LATENCY_METRICS, METADATA_KEYS
 
 FORMAT = "inferencex_agentx"
@@ -62,11 +62,11 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
             nested layout that is not an object (``not_an_object:<section>``).
     """
     run = ParsedRun()
-    metrics = _section(doc, "request_metrics")
+    metrics = section(doc, "request_metrics")
     nested = bool(metrics)
-    latency = _section(metrics, "latency", "request_metrics.")
+    latency = section(metrics, "latency", "request_metrics.latency")
     for metric in LATENCY_METRICS:
-        block = _section(latency, metric, "request_metrics.latency.")
+        block = section(latency, metric, f"request_metrics.latency.{metric}")
         for stat, nested_stat in _NESTED_STATS.items():
             if nested:
                 value = number(block, nested_stat, label=f"request_metrics.latency.{metric}.{nested_stat}")
@@ -76,8 +76,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     run.values["latency_unit_in_file"] = "s"
     run.values["percentile_method"] = "linear_interpolation"  # aggregation_common.percentile
 
-    throughput = _section(metrics, "throughput", "request_metrics.")
-    per_gpu = _section(throughput, "per_gpu", "request_metrics.throughput.")
+    throughput = section(metrics, "throughput", "request_metrics.throughput")
+    per_gpu = section(throughput, "per_gpu", "request_metrics.throughput.per_gpu")
     if nested:
         total = _tps(throughput, "total")
         output = _tps(throughput, "output")
@@ -87,7 +87,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
                     for name in ("total_tput_tps", "output_tput_tps", "input_tput_tps")}
         reported_total, reported_output, reported_input = (reported["total_tput_tps"], reported["output_tput_tps"],
                                                            reported["input_tput_tps"])
-        tokens = _section(_section(metrics, "tokens", "request_metrics."), "output_actual", "request_metrics.tokens.")
+        tokens = section(section(metrics, "tokens", "request_metrics.tokens"), "output_actual",
+                         "request_metrics.tokens.output_actual")
         mean_output = number(tokens, "mean", label="request_metrics.tokens.output_actual.mean")
     else:
         total, output, input_tput = (number(doc, "total_tput_tps"), number(doc, "output_tput_tps"),
@@ -98,7 +99,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
                                                            number(doc, "input_tput_per_gpu"))
         mean_output = number(doc, "mean_output_tokens_actual")
 
-    accounting = _section(doc, "request_accounting")
+    accounting = section(doc, "request_accounting")
     issued = integer(doc, "num_requests_total")
     warmup = integer(accounting, "records_warmup_dropped", label="request_accounting.records_warmup_dropped")
     run.values.update(
@@ -143,7 +144,7 @@ def _e2e_norm_intvty(doc: Mapping[str, Any], latency: Mapping[str, Any], run: Pa
     """
     p90_e2el = run.values.get("p90_e2el_s")
     ours = mean_output / p90_e2el if mean_output and p90_e2el and p90_e2el > 0 else None
-    nested = _section(latency, "e2e_norm_intvty", "request_metrics.latency.")
+    nested = section(latency, "e2e_norm_intvty", "request_metrics.latency.e2e_norm_intvty")
     theirs = number(nested, "p90", label="request_metrics.latency.e2e_norm_intvty.p90")
     if theirs is None:
         theirs = number(doc, "p90_e2e_norm_intvty")
@@ -158,20 +159,8 @@ def _e2e_norm_intvty(doc: Mapping[str, Any], latency: Mapping[str, Any], run: Pa
                                "per-request 1 / p90(E2EL / OSL))")
 
 
-def _section(doc: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
-    """The object at ``doc[key]``, or {} when absent or null.
-
-    Raises:
-        FieldError: ``not_an_object:<prefix><key>`` when it is something else.
-    """
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FieldError("not_an_object", f"{prefix}{key}", f"expected an object, got {type(value).__name__}")
-    return value
 
 
 def _tps(throughput: Mapping[str, Any], direction: str) -> float | None:
-    block = _section(throughput, direction, "request_metrics.throughput.")
+    block = section(throughput, direction, f"request_metrics.throughput.{direction}")
     return number(block, "tokens_per_second", label=f"request_metrics.throughput.{direction}.tokens_per_second")

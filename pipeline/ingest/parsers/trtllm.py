@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, interactivity, number
+from pipeline.ingest.parsers.base import ParsedRun, integer, interactivity, number, section
 from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "trtllm_bench"
@@ -38,14 +38,14 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     Raises:
         FieldError: a present field of the wrong type, or a section that is not an object.
     """
-    perf = _section(doc, "performance")
-    streaming = _section(doc, "streaming_metrics")
-    world = _section(doc, "world_info")
-    request_info = _section(doc, "request_info")
-    engine = _section(doc, "engine")
-    machine = _section(doc, "machine")
-    dataset = _section(doc, "dataset")
-    decoding = _section(doc, "decoding_stats")
+    perf = section(doc, "performance")
+    streaming = section(doc, "streaming_metrics")
+    world = section(doc, "world_info")
+    request_info = section(doc, "request_info")
+    engine = section(doc, "engine")
+    machine = section(doc, "machine")
+    dataset = section(doc, "dataset")
+    decoding = section(doc, "decoding_stats")
 
     run = ParsedRun()
     run.values["latency_unit_in_file"] = "ms"
@@ -55,7 +55,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         ("tpot", "avg_tpot_ms", "tpot_percentiles", streaming),
         ("e2el", "avg_request_latency_ms", "request_latency_percentiles_ms", perf),
     ):
-        pct = _section(source, pct_key)
+        pct = section(source, pct_key)
         for stat, pkey in _STAT_OF.items():
             value = number(pct, pkey, label=f"{pct_key}.{pkey}")
             if stat == "mean" and value is None:
@@ -83,8 +83,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         model_id=None if engine.get("model") is None else str(engine.get("model")),
     )
     # trtllm-bench: acceptance length = tokens per iteration (bonus included); draft acceptance rate a FRACTION.
-    accept = _section(decoding, "acceptance_length_percentiles")
-    rate = _section(decoding, "draft_acceptance_rate_percentiles")
+    accept = section(decoding, "acceptance_length_percentiles")
+    rate = section(decoding, "draft_acceptance_rate_percentiles")
     run.values["spec_accept_length"] = number(accept, "average", label="decoding_stats.acceptance_length_percentiles")
     run.values["spec_accept_rate"] = number(rate, "average", label="decoding_stats.draft_acceptance_rate_percentiles")
     if decoding:
@@ -95,7 +95,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         if world.get(wkey) is not None:
             meta[key] = world[wkey]
     for key, stats_key in (("isl", "isl_stats"), ("osl", "osl_stats")):
-        stats = _section(dataset, stats_key)
+        stats = section(dataset, stats_key)
         if stats.get("minimum") is not None and stats.get("minimum") == stats.get("maximum"):
             meta[key] = stats["minimum"]
     run.in_file_meta = meta
@@ -111,11 +111,3 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     }
     return run
 
-
-def _section(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FieldError("not_an_object", key, f"expected an object, got {type(value).__name__}")
-    return value
