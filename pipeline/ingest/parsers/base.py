@@ -188,3 +188,14 @@ def section(doc: Mapping[str, Any], key: str, label: str | None = None) -> Mappi
     if not isinstance(value, dict):
         raise FieldError("not_an_object", label or key, f"expected an object, got {type(value).__name__}")
     return value
+
+
+def console_number(raw: str | None) -> float | None:
+    """The number in a console report's value cell (``"  1234.5"``), or None when the cell is absent or not a
+    number (``N/A``, ``not set``): console formats print such words where a JSON format would omit the key."""
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        return None

@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import ParsedRun, interactivity
+from pipeline.ingest.parsers.base import ParsedRun, console_number, interactivity
 from pipeline.ingest.schema import INTVTY_STATS
 
 VLLM_FORMAT = "vllm_bench_serve_console"
@@ -132,14 +132,14 @@ def _run(labels: dict[str, str | None], context: dict[str, str], block_text: str
     for label, raw in labels.items():
         latency = _LATENCY_RE.match(label)
         if latency and latency.group(1) in _STATS:
-            value = _float(raw)
+            value = console_number(raw)
             stat, metric = _STATS[latency.group(1)], _METRICS[latency.group(2)]
             run.values[f"{stat}_{metric}_s"] = None if value is None else value * 1e-3
             if metric == "tpot" and stat in INTVTY_STATS:  # 1000 / TPOT ms, from the printed ms value
                 run.values[f"{stat}_intvty"] = interactivity(value, "ms")
         elif label in _FIELDS:
             column, kind = _FIELDS[label]
-            value = _float(raw)
+            value = console_number(raw)
             run.values[column] = None if value is None else (int(value) if kind is int else value)
     run.values["latency_unit_in_file"] = "ms"
     run.values["percentile_method"] = "linear_interpolation"  # numpy.percentile in both clients
@@ -169,23 +169,13 @@ def _run(labels: dict[str, str | None], context: dict[str, str], block_text: str
 
 
 def _acceptance(labels: dict[str, str | None], run: ParsedRun) -> None:
-    length, rate = _float(labels.get("Acceptance length")), _float(labels.get("Acceptance rate (%)"))
+    length, rate = console_number(labels.get("Acceptance length")), console_number(labels.get("Acceptance rate (%)"))
     if length is not None or rate is not None:
         run.values["spec_accept_length"] = length
         run.values["spec_accept_rate"] = None if rate is None else rate / 100.0
         run.values["spec_metric_source"] = "vllm:spec_decode_counters"
         return
-    accept = _float(labels.get("Accept length"))
+    accept = console_number(labels.get("Accept length"))
     if accept is not None:
         run.values["spec_accept_length"] = accept
         run.values["spec_metric_source"] = "sglang:avg_spec_accept_length"
-
-
-def _float(raw: str | None) -> float | None:
-    """The number in a value cell, or None (absent, ``N/A``, ``not set``)."""
-    if raw is None:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        return None

@@ -18,7 +18,7 @@ import hashlib
 import re
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import ParsedRun
+from pipeline.ingest.parsers.base import ParsedRun, console_number
 
 FORMAT = "trtllm_bench_console"
 REPORT = "PERFORMANCE OVERVIEW"
@@ -58,18 +58,19 @@ def parse_text(text: str) -> tuple[str, list[ParsedRun], str | None]:
         match = _LINE_RE.match(line.strip())
         if match and match.group(1) not in labels:
             labels[match.group(1)] = match.group(2)
-    missing = [label for label in _REQUIRED if _float(labels.get(label)) is None]
+    missing = [label for label in _REQUIRED if console_number(labels.get(label)) is None]
     if missing:
         return FORMAT, [], f"PERFORMANCE OVERVIEW lacks {', '.join(repr(m) for m in missing)}"
-    requests = int(_float(labels["Number of requests"]))
-    avg_in, avg_out = _float(labels["Average Input Length (tokens)"]), _float(labels["Average Output Length (tokens)"])
-    output = _float(labels["Token Throughput (tokens/sec)"])
+    requests = int(console_number(labels["Number of requests"]))
+    avg_in = console_number(labels["Average Input Length (tokens)"])
+    avg_out = console_number(labels["Average Output Length (tokens)"])
+    output = console_number(labels["Token Throughput (tokens/sec)"])
     run = ParsedRun()
     run.values.update(
         num_prompts=requests,
         completed=requests,
-        duration_s=_float(labels["Total Latency (ms)"]) * 1e-3,
-        request_throughput_req_s=_float(labels.get("Request Throughput (req/sec)")),
+        duration_s=console_number(labels["Total Latency (ms)"]) * 1e-3,
+        request_throughput_req_s=console_number(labels.get("Request Throughput (req/sec)")),
         output_tput_tok_s=output,
         total_input_tokens=round(requests * avg_in),
         total_output_tokens=round(requests * avg_out),
@@ -95,12 +96,3 @@ def parse_text(text: str) -> tuple[str, list[ParsedRun], str | None]:
         "precision": quant if quant and quant.lower() != "none" else labels.get("Dtype"),
     }
     return FORMAT, [run], None
-
-
-def _float(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        return None
