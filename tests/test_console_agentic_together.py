@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from conftest import load_json
 from pipeline.frontiers.sides import Side, enumerate_comparisons
 from pipeline.ingest.keys import inferencex_model_key, normalize_hw, precision_from_model_id
 from pipeline.ingest.parsers import read_file, read_path

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pytest
 
 from pipeline.comparisons.band import default_targets, interactivity_band
 from pipeline.ingest.parsers import read_file

@@ -10,7 +10,6 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
-from conftest import SAMPLE_DIR
 
 from pipeline.io.storage import read_mart, replace_mart_partitions
 

@@ -323,9 +323,9 @@ def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dic
     record = dict.fromkeys(RUN_COLUMNS)
     record["benchmark_type"] = FIXED_SEQ  # parsers of agentic formats say so (schema.BENCHMARK_TYPES)
     record.update(parsed.values)
-    for stat in INTVTY_STATS:  # formats that give TPOT in seconds: 1 / tpot_s is the file's own arithmetic
-        if record[f"{stat}_intvty"] is None and record[f"{stat}_tpot_s"] is not None:
-            record[f"{stat}_intvty"] = interactivity(record[f"{stat}_tpot_s"], "s")
+    for which in INTVTY_STATS:  # formats that give TPOT in seconds: 1 / tpot_s is the file's own arithmetic
+        if record[f"{which}_intvty"] is None and record[f"{which}_tpot_s"] is not None:
+            record[f"{which}_intvty"] = interactivity(record[f"{which}_tpot_s"], "s")
     record.update(meta)
     record.update(
         source_file=rel,

@@ -93,6 +93,22 @@ def _positive(path: Path, line: int, column: str, text: str | None, allow_zero: 
     return value
 
 
+def _positive_by_key(path: Path, key: str, value: str) -> dict[str, float]:
+    """``{row[key]: row[value]}`` of a two-column reference CSV, each key once, each value > 0.
+
+    Raises:
+        PlausibilityError: a missing column, a key given twice or a value that is not a positive number (naming
+            the file, line and column).
+    """
+    out: dict[str, float] = {}
+    for line, row in _rows(path, (key, value)):
+        name = row[key].strip()
+        if name in out:
+            raise PlausibilityError(f"{path} line {line}, column {key}: {name!r} given twice")
+        out[name] = _positive(path, line, value, row[value])
+    return out
+
+
 def load_plausibility(reference_dir: Path = REFERENCE_DIR) -> Plausibility:
     """Read the three plausibility files of ``reference_dir``.
 
@@ -120,20 +136,9 @@ def load_plausibility(reference_dir: Path = REFERENCE_DIR) -> Plausibility:
             raise PlausibilityError(f"{path} line {line}: min {low} > max {high}")
         reason = (row["reason_field"] or "").strip() or field
         ranges.append(Range(field, reason, low, high, (row["unit"] or "").strip()))
-    peaks: dict[str, float] = {}
-    path = reference_dir / "gpu_peak_flops.csv"
-    for line, row in _rows(path, ("hw", "dense_pflops")):
-        hw = row["hw"].strip()
-        if hw in peaks:
-            raise PlausibilityError(f"{path} line {line}, column hw: {hw!r} given twice")
-        peaks[hw] = _positive(path, line, "dense_pflops", row["dense_pflops"])
-    active: dict[str, float] = {}
+    peaks = _positive_by_key(reference_dir / "gpu_peak_flops.csv", "hw", "dense_pflops")
     path = reference_dir / "model_active_params.csv"
-    for line, row in _rows(path, ("model", "active_params_b")):
-        model = row["model"].strip()
-        if model in active:
-            raise PlausibilityError(f"{path} line {line}, column model: {model!r} given twice")
-        active[model] = _positive(path, line, "active_params_b", row["active_params_b"])
+    active = _positive_by_key(path, "model", "active_params_b")
     if ANY_MODEL not in active:
         raise PlausibilityError(f"{path}: no {ANY_MODEL!r} row (activated parameters of any other model)")
     if not peaks:
