@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import duckdb
 
 from pipeline.io.storage import read_mart
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
@@ -38,6 +38,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("frontiers", ("frontiers/pareto_frontiers",)),
     ("comparisons", ("marts/comparisons", "marts/trends")),
     ("report", ("marts/report",)),
+    ("publish", ("comparisons/published_marts",)),
 )
 
 
@@ -75,12 +76,16 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
         discover_partition_keys,
         register_partitions,
     )
+    from pipeline.defs.resources import GENERATION_TAG
+    from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
 
     definitions = defs()
     job = definitions.resolve_job_def("refresh_all")
     register_partitions(instance, discover_partition_keys(env_path("PIPELINE_RAW_DIR"), parse_cache_dir()))
     graph = definitions.resolve_asset_graph()
+    # the stage runs stage into one generation, which the last stage publishes
+    generation = {GENERATION_TAG: cli_generation_id()}
     results = []
     for index, (label, keys) in enumerate(STAGES, start=1):
         asset_keys = [dg.AssetKey.from_user_string(k) for k in keys]
@@ -88,7 +93,7 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
         stage_started = time.perf_counter()
         result = job.execute_in_process(
             instance=instance, run_config=run_config or {}, raise_on_error=False, asset_selection=asset_keys,
-            tags=all_partitions_tags(instance) if partitioned else None,
+            tags={**generation, **(all_partitions_tags(instance) if partitioned else {})},
         )
         results.append(result)
         if on_stage:
@@ -96,6 +101,7 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
         blocking = [e for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
                     and not e.event_specific_data.passed and e.event_specific_data.severity.value == "ERROR"]
         if not result.success or blocking:
+            discard(Path(env_path("PIPELINE_OUT_DIR")), generation[GENERATION_TAG])  # nothing of it is published
             break
     return results
 
@@ -108,6 +114,17 @@ def _run(args: argparse.Namespace) -> int:
     # tracebacks included, is still in the run's log.
     run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
                   "ops": {"raw__benchmark_runs": {"config": {"allow_shrink": bool(getattr(args, "allow_shrink", False))}}}}
+    from pipeline.defs.resources import check_warehouse
+    from pipeline.io.paths import OutputLocationError, check_output_locations
+
+    try:
+        check_output_locations()
+        notice = check_warehouse(env_path("PIPELINE_DB_PATH"))
+    except (OutputLocationError, duckdb.Error) as exc:
+        print(f"pipeline not started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
+        return 1
+    if notice:
+        print(notice, file=sys.stderr)
     try:
         results = materialize_all(_instance(), run_config, on_stage=lambda i, label, seconds, _: print(
             _progress(i, len(STAGES), label, seconds), flush=True))
@@ -176,9 +193,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def summary(out_dir: Path, raw_dir: Path) -> str:
     """Counts from the marts and one comparison table, as printed after ``run``."""
-    runs = read_mart(out_dir, "runs")
-    quarantine = pq.read_table(out_dir / "quarantine.parquet")
-    comparisons = pq.read_table(out_dir / "comparisons.parquet")
+    runs, quarantine, comparisons = (read_mart(out_dir, name) for name in ("runs", "quarantine", "comparisons"))
     ids = comparisons.column("comparison_id").to_pylist()
     reasons = Counter(quarantine.column("reason_code").to_pylist())
     not_runs = {code: n for code, n in reasons.items() if code.startswith("not_a_run_log:")}

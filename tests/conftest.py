@@ -153,7 +153,7 @@ def sample_rerun(_sample_session_run, tmp_path_factory) -> PipelineRun:
 
 def _copy_run(src: PipelineRun, dest: Path) -> tuple[Path, Path]:
     out_dir, db_path = dest / "marts", dest / "warehouse.duckdb"
-    shutil.copytree(src.out_dir, out_dir)
+    shutil.copytree(src.out_dir, out_dir, symlinks=True)  # relative links: current, runs -> current/runs
     shutil.copy2(src.db_path, db_path)
     cache = Path(f"{src.db_path}.parse_cache")
     if cache.is_dir():

@@ -109,3 +109,84 @@ def test_unreadable_subfolder_is_a_ledger_row(tmp_path, monkeypatch):
     assert reject["reason_code"] == "unreadable_folder" and "Permission denied" in reject["detail"]
     assert [f["rows_read"] for f in result.files.to_pylist() if f["source_file"] == "locked"] == [1]
     assert result.runs.num_rows == 19  # every run of the readable folder, none of the locked one
+
+
+def _published_hashes(out: Path) -> dict[str, str]:
+    from pipeline.io.storage import content_hash, read_mart
+
+    return {name: content_hash(read_mart(out, name)) for name in MARTS}
+
+
+@pytest.mark.parametrize("damage", ["zero_bytes", "garbage", "truncated"])
+def test_corrupt_warehouse_is_set_aside_and_rebuilt_in_one_line(env, capsys, tmp_path, damage):
+    _, out = env
+    assert main(["run"]) == 0
+    before = _published_hashes(out)
+    db = tmp_path / "w.duckdb"
+    if damage == "zero_bytes":
+        db.write_bytes(b"")
+    elif damage == "garbage":
+        db.write_bytes(b"not a database\n" * 100)
+    else:
+        db.write_bytes(db.read_bytes()[:20000])
+    damaged = db.read_bytes()
+    capsys.readouterr()
+    assert main(["run"]) == 0
+    notice = capsys.readouterr().err.strip().splitlines()
+    assert len(notice) == 1 and notice[0].startswith(f"warehouse {db} was corrupt (")
+    (moved,) = tmp_path.glob("w.duckdb.corrupt-*")
+    assert f"moved aside to {moved}" in notice[0] and moved.read_bytes() == damaged  # kept for inspection
+    assert _published_hashes(out) == before  # rebuilt from the raw folder: the same marts
+
+
+def test_a_partial_run_on_a_rebuilt_warehouse_publishes_nothing(env, tmp_path):
+    """A nightly run for one date on a warehouse just rebuilt after corruption would publish frontiers of that
+    date alone: it stops at the publish step, the previous generation stays; a full run publishes again."""
+    import dagster as dg
+
+    from pipeline.definitions import defs
+    from pipeline.defs.partitions import discover_partition_keys, register_partitions
+    from pipeline.io.generations import published_dir
+
+    raw, out = env
+    assert main(["run"]) == 0
+    before, published = _published_hashes(out), published_dir(out)
+    (tmp_path / "w.duckdb").write_bytes(b"garbage")
+    instance = dg.DagsterInstance.ephemeral()
+    keys = register_partitions(instance, discover_partition_keys(str(raw), str(tmp_path / "w.duckdb.parse_cache")))
+    assert len(keys) > 1
+    result = defs().resolve_job_def("refresh_all").execute_in_process(
+        instance=instance, partition_key=keys[0], raise_on_error=False)
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "comparisons__published_marts"
+    assert "warehouse rebuilt after corruption" in str(failure.event_specific_data.error.cause.message)
+    assert published_dir(out) == published and _published_hashes(out) == before
+    assert main(["run"]) == 0  # every date refilled: published again, the same numbers
+    assert published_dir(out) != published and _published_hashes(out) == before
+
+
+@pytest.mark.parametrize("case", ["out_is_a_file", "out_cannot_be_created", "db_is_a_folder", "out_read_only"])
+def test_unwritable_output_locations_are_one_line(env, capsys, monkeypatch, tmp_path, case):
+    _, out = env
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    expected = {
+        "out_is_a_file": f"PIPELINE_OUT_DIR {blocker} is a file, not a folder: nothing run",
+        "out_cannot_be_created": f"PIPELINE_OUT_DIR {blocker / 'marts'} cannot be created (Not a directory): "
+                                 "nothing run",
+        "db_is_a_folder": f"PIPELINE_DB_PATH {tmp_path} is a folder, not a DuckDB file: nothing run",
+        "out_read_only": f"PIPELINE_OUT_DIR {out} is not writable (read-only volume or permissions): nothing run",
+    }[case]
+    if case == "out_is_a_file":
+        monkeypatch.setenv("PIPELINE_OUT_DIR", str(blocker))
+    elif case == "out_cannot_be_created":
+        monkeypatch.setenv("PIPELINE_OUT_DIR", str(blocker / "marts"))
+    elif case == "db_is_a_folder":
+        monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path))
+    else:  # tests run as root, which a chmod does not stop: the volume answers as a read-only one would
+        out.mkdir()
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if Path(path) == out
+                            else real_access(path, mode, **kw))
+    assert main(["run"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [f"pipeline not started: {expected}"]

@@ -16,8 +16,18 @@ def test_definitions_load():
     keys = {k.to_user_string() for k in d.resolve_all_asset_keys()}
     assert keys == {"raw/benchmark_runs", "reference/gpu_reference", "reference/price_books", "metrics/run_power", "marts/trends", "marts/report",
                     "validated/benchmark_runs",
-                    "validated/quarantine", "validated/ingest_ledger", "metrics/run_metrics", "frontiers/pareto_frontiers", "marts/comparisons"}
+                    "validated/quarantine", "validated/ingest_ledger", "metrics/run_metrics", "frontiers/pareto_frontiers", "marts/comparisons",
+                    "comparisons/published_marts"}
     assert d.resolve_job_def("refresh_all") is not None
+
+
+def test_cli_stages_build_every_asset_once_and_publish_last():
+    """The CLI runs the job stage by stage: an asset missing from its stages would never be built by it."""
+    from pipeline.__main__ import STAGES
+
+    staged = [key for _, keys in STAGES for key in keys]
+    assert sorted(staged) == sorted(k.to_user_string() for k in defs().resolve_all_asset_keys())
+    assert STAGES[-1] == ("publish", ("comparisons/published_marts",))
 
 
 def test_sample_end_to_end(sample_run):

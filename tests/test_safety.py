@@ -67,7 +67,7 @@ def test_kill_mid_write_leaves_previous_marts_readable(sample_run_copy, run_pipe
             assert proc.poll() is None, "the run ended before it was killed"
             assert time.monotonic() < deadline, "the run never reached a mart write"
             time.sleep(0.1)
-        leftovers = list(run.out_dir.glob(".*.tmp"))
+        leftovers = list(run.out_dir.rglob(".*.tmp"))  # in the run's staging folder
         assert leftovers, "the stalled writer should have a temporary file in place"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -80,7 +80,7 @@ def test_kill_mid_write_leaves_previous_marts_readable(sample_run_copy, run_pipe
     assert (again.out_dir, again.db_path) == (run.out_dir, run.db_path)
     assert again.result.success
     assert _hashes(again.out_dir) == before
-    assert not list(run.out_dir.glob(".*.tmp"))
+    assert not list(run.out_dir.rglob(".*.tmp")) and not list(run.out_dir.rglob("*.staging"))
 
 
 def test_second_writer_fails_with_a_clear_message(tmp_path):

@@ -1,5 +1,6 @@
 """Resources shared by every stage: the DuckDB warehouse and the raw/mart folders, configured by env var
-(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``; docs/inputs.md)."""
+(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``; docs/inputs.md), and where a run's marts are
+staged until the run publishes them as one generation (``pipeline.io.generations``)."""
 
 
 import time
@@ -11,10 +12,25 @@ import dagster as dg
 import duckdb
 from dagster_duckdb import DuckDBResource
 
+from pipeline.io.generations import publish, staging_dir, staging_path
 from pipeline.io.paths import env_path, parse_cache_dir
+from pipeline.io.storage import is_corrupt_warehouse_error, set_aside_corrupt_warehouse
 
 # Every asset that writes the warehouse runs in this pool; dagster.yaml limits it to 1 (DuckDB has one writer).
 WAREHOUSE_POOL = "duckdb_warehouse"
+
+# The last asset of a full run: it publishes the run's staged marts as the current generation.
+PUBLISHED_MARTS_KEY = dg.AssetKey(["comparisons", "published_marts"])
+# Runs that share this tag's value stage into one generation (the CLI runs the pipeline as one run per stage).
+GENERATION_TAG = "pipeline/generation"
+# Written into a warehouse created to replace a corrupt one; the partitioned runs clear it once they have
+# refilled every run date, and until then nothing is published (the marts would miss the other dates).
+REBUILD_MARKER_TABLE = "warehouse_rebuild"
+
+
+def generation_id(context: dg.AssetExecutionContext) -> str:
+    """The generation a run's marts are staged into: its ``pipeline/generation`` tag, else its run id."""
+    return context.run.tags.get(GENERATION_TAG) or context.run.run_id
 
 
 class PipelinePaths(dg.ConfigurableResource):
@@ -30,13 +46,37 @@ class PipelinePaths(dg.ConfigurableResource):
     out_dir: str
     cache_dir: str
 
-    def mart(self, name: str) -> Path:
-        """Path of the single-file mart ``<out_dir>/<name>.parquet``."""
-        return Path(self.out_dir) / f"{name}.parquet"
+    def staging(self, context: dg.AssetExecutionContext) -> Path:
+        """The folder this run writes its marts into until ``published_marts`` publishes them
+        (``pipeline.io.generations.staging_dir``; created from the current generation on first use).
 
-    def mart_folder(self, name: str) -> Path:
-        """Folder of the partitioned mart ``<out_dir>/<name>/`` (``<model>/<run_date or undated>/part-0.parquet``)."""
-        return Path(self.out_dir) / name
+        Raises:
+            OSError: ``out_dir`` cannot be created or written.
+        """
+        return staging_dir(Path(self.out_dir), generation_id(context))
+
+    def mart(self, context: dg.AssetExecutionContext, name: str) -> Path:
+        """Path of the single-file mart ``<name>.parquet`` in this run's staging folder."""
+        return self.staging(context) / f"{name}.parquet"
+
+    def mart_folder(self, context: dg.AssetExecutionContext, name: str) -> Path:
+        """Folder of the partitioned mart ``<name>/`` (``<model>/<run_date or undated>/part-0.parquet``) in this
+        run's staging folder."""
+        return self.staging(context) / name
+
+    def published(self, context: dg.AssetExecutionContext, staged: Path) -> Path:
+        """Where ``staged`` (a path in this run's staging folder) is read once published: the same relative path
+        under ``out_dir``, whose top-level names always point into the current generation."""
+        return Path(self.out_dir) / Path(staged).relative_to(staging_path(Path(self.out_dir), generation_id(context)))
+
+    def publish_unless_later(self, context: dg.AssetExecutionContext) -> None:
+        """Publish this run's staged marts now when no later step will: the run selected some assets but not
+        ``published_marts`` (e.g. one asset materialized from the UI) and is not one stage of a CLI run (no
+        ``pipeline/generation`` tag). A run that includes ``published_marts`` publishes once, at its end."""
+        selection = context.run.asset_selection  # None or empty: the whole job, which includes published_marts
+        if selection and PUBLISHED_MARTS_KEY not in selection \
+                and GENERATION_TAG not in context.run.tags:
+            publish(Path(self.out_dir), generation_id(context))
 
 
 class WarehouseLockedError(RuntimeError):
@@ -49,6 +89,11 @@ class Warehouse(DuckDBResource):
 
     Within one Dagster instance the pool ``duckdb_warehouse`` (limit 1) already serializes writers; this covers
     two independent processes (two CLI runs, a CLI run beside ``dagster dev``).
+
+    The warehouse is derived state: a file DuckDB cannot open as a database (zero bytes, truncated, garbage, an
+    incompatible storage version) is moved aside to ``<file>.corrupt-<UTC time>`` with a warning naming both
+    paths and a fresh warehouse is created, holding ``warehouse_rebuild`` until a run has refilled every run date
+    (``published_marts`` publishes nothing before that).
     """
 
     lock_timeout_s: float = 30.0
@@ -62,8 +107,11 @@ class Warehouse(DuckDBResource):
                 conn = duckdb.connect(self.database, config={"custom_user_agent": "inference-frontier",
                                                              **self.connection_config})
                 break
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
+            except duckdb.Error as exc:
+                if is_corrupt_warehouse_error(exc):
+                    dg.get_dagster_logger().warning(rebuild_corrupt_warehouse(self.database, exc))
+                    continue
+                if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
                     raise
                 if time.monotonic() >= deadline:
                     raise WarehouseLockedError(
@@ -76,6 +124,44 @@ class Warehouse(DuckDBResource):
             yield conn
         finally:
             conn.close()
+
+
+def rebuild_corrupt_warehouse(database: str, error: BaseException) -> str:
+    """Move the corrupt warehouse ``database`` aside (``<file>.corrupt-<UTC time>``, kept for inspection) and
+    create an empty one holding the ``warehouse_rebuild`` marker (old path, DuckDB's reason, time).
+
+    Returns:
+        One line for the operator: the path, the cause, where the old file went and what happens next.
+    Raises:
+        OSError: the warehouse's folder cannot be written.
+    """
+    moved = set_aside_corrupt_warehouse(Path(database))
+    reason = str(error).strip().splitlines()[0]
+    with duckdb.connect(database) as fresh:
+        fresh.execute(f"create table {REBUILD_MARKER_TABLE} as select ? as moved_to, ? as reason, "
+                      "now() as rebuilt_at", [str(moved), reason])
+    return (f"warehouse {database} was corrupt ({reason}): moved aside to {moved}; rebuilding it from the raw "
+            "folder (nothing is published until every run date is refilled)")
+
+
+def check_warehouse(database: str) -> str | None:
+    """Open the warehouse once before a run: None when it opens (or is locked by another writer, which the
+    resource waits for), else the one-line notice of ``rebuild_corrupt_warehouse`` after rebuilding it.
+
+    Raises:
+        duckdb.Error: an error that is not corruption or a lock (e.g. permission denied), DuckDB's own message.
+    """
+    if not Path(database).exists():
+        return None
+    try:
+        duckdb.connect(database).close()
+    except duckdb.Error as exc:
+        if is_corrupt_warehouse_error(exc):
+            return rebuild_corrupt_warehouse(database, exc)
+        if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
+            return None
+        raise
+    return None
 
 
 def warehouse_resource() -> Warehouse:

@@ -52,3 +52,44 @@ def sql_text(name: str) -> str:
         FileNotFoundError: no such SQL file.
     """
     return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+
+
+class OutputLocationError(OSError):
+    """An output location (mart folder, warehouse folder) cannot be written: the message is one line naming the
+    variable, the path and the cause."""
+
+
+def check_writable_folder(path: str, variable: str) -> None:
+    """Make sure ``path`` is a folder this process can write, or can be created (its nearest existing ancestor is
+    a writable folder), before any work is done, so a bad location fails in one line instead of after parsing.
+    Creates nothing.
+
+    Raises:
+        OutputLocationError: ``path`` is a file, cannot be created (an ancestor is a file or not writable), or is
+            not writable (read-only volume, permissions).
+    """
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise OutputLocationError(f"{variable} {folder} is a file, not a folder: nothing run")
+    ancestor = folder
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if ancestor != folder and not ancestor.is_dir():
+        raise OutputLocationError(f"{variable} {folder} cannot be created (Not a directory): nothing run")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        why = "is not writable" if ancestor == folder else f"cannot be created ({ancestor} is not writable)"
+        raise OutputLocationError(f"{variable} {folder} {why} (read-only volume or permissions): nothing run")
+
+
+def check_output_locations() -> None:
+    """``check_writable_folder`` for the mart folder (``PIPELINE_OUT_DIR``) and the warehouse's folder
+    (``PIPELINE_DB_PATH``; the warehouse itself must not be a folder).
+
+    Raises:
+        OutputLocationError: one of them cannot be written.
+    """
+    check_writable_folder(env_path("PIPELINE_OUT_DIR"), "PIPELINE_OUT_DIR")
+    database = Path(env_path("PIPELINE_DB_PATH"))
+    if database.is_dir():
+        raise OutputLocationError(f"PIPELINE_DB_PATH {database} is a folder, not a DuckDB file: nothing run")
+    check_writable_folder(str(database.parent), "PIPELINE_DB_PATH's folder")

@@ -8,6 +8,7 @@ import math
 import os
 import re
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +19,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+
+from pipeline.io.generations import published_dir
 
 _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32(): "int32", pa.int64(): "int64",
                        pa.bool_(): "bool", pa.date32(): "date"}
@@ -49,6 +52,38 @@ def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tab
         conn.execute(f"insert into {name} select * from _incoming")
     finally:
         conn.unregister("_incoming")
+
+
+# What DuckDB says when a file is not a database it can open: garbage or zero bytes, a truncated file, a damaged
+# block, a storage version this DuckDB cannot read.
+_CORRUPT_WAREHOUSE_SIGNS = ("not a valid duckdb database file", "could not read enough bytes", "corrupt",
+                            "checksum", "storage version", "serializ", "database file was created")
+
+
+def is_corrupt_warehouse_error(exc: BaseException) -> bool:
+    """True when ``exc`` (from ``duckdb.connect``) says the database file is damaged or unreadable as a
+    database, as opposed to locked, missing permissions or a full disk."""
+    text = str(exc).lower()
+    return isinstance(exc, duckdb.Error) and "permission denied" not in text \
+        and any(sign in text for sign in _CORRUPT_WAREHOUSE_SIGNS)
+
+
+def set_aside_corrupt_warehouse(path: Path) -> Path:
+    """Rename a corrupt warehouse file (and its ``.wal``) to ``<name>.corrupt-<UTC time>`` beside it, kept for
+    inspection, so a new warehouse can be created at ``path``.
+
+    Returns:
+        The new path of the corrupt file.
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = path.with_name(f"{path.name}.corrupt-{stamp}")
+    os.replace(path, moved)
+    wal = path.with_name(f"{path.name}.wal")
+    if wal.exists():
+        os.replace(wal, moved.with_name(f"{moved.name}.wal"))
+    return moved
 
 
 def read_table(conn: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
@@ -168,16 +203,17 @@ def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
 
 
 def read_mart(out_dir: Path, name: str) -> pa.Table:
-    """A mart as one Arrow table: the partitioned folder ``<out_dir>/<name>/`` (every file holds all columns) or
-    the file ``<out_dir>/<name>.parquet``.
+    """A mart as one Arrow table, from the published generation (``pipeline.io.generations.published_dir``): the
+    partitioned folder ``<name>/`` (every file holds all columns) or the file ``<name>.parquet``.
 
     Raises:
         FileNotFoundError: neither exists (the mart was never materialized).
     """
-    folder = Path(out_dir) / name
+    published = published_dir(Path(out_dir))
+    folder = published / name
     if folder.is_dir():
         return ds.dataset(folder, format="parquet", partitioning=None).to_table()
-    return pq.read_table(Path(out_dir) / f"{name}.parquet")
+    return pq.read_table(published / f"{name}.parquet")
 
 
 def _remove_stale_temporaries(path: Path, pattern: str | None = None) -> None:

@@ -72,8 +72,10 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         table = conn.sql("select * from trends where list_contains($dates, strftime(run_date, '%Y-%m-%d')) "
                          "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding",
                          params={"dates": dates}).to_arrow_table()
-    folder = paths.mart_folder("trends")
+    folder = paths.mart_folder(context, "trends")
     replace_mart_partitions(table, folder, dates)
+    paths.publish_unless_later(context)
+    folder = paths.published(context, folder)
     in_range = sum(table.column("in_range").to_pylist())
     context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates -> {folder}")
     return dg.MaterializeResult(metadata={
@@ -101,8 +103,9 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         runs = conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
                         f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
                         params={"book": REPORT_PRICE_BOOK}).to_arrow_table().to_pylist()
-    out = Path(paths.out_dir) / "report"
-    pages = build_report(comparisons, frontiers, runs, out)
+    out = paths.staging(context) / "report"
+    pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out)]
+    paths.publish_unless_later(context)
     metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1}
     shown = [r for r in comparisons if r["price_book"] == REPORT_PRICE_BOOK]
     book_frontiers = [r for r in frontiers if r["price_book"] == REPORT_PRICE_BOOK]

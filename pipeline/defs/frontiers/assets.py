@@ -56,7 +56,8 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
             raise ValueError(f"frontiers run config as_of={config.as_of!r}: not a YYYY-MM-DD date") from exc
         table = build_frontiers(runs, [side for c in comparisons for side in (c.a, c.b)], as_of)
         write_table(conn, "frontiers", table)
-    path = write_parquet_atomic(table, paths.mart("frontiers"))
+    path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "frontiers")))
+    paths.publish_unless_later(context)
     sides = len(set(table.column("side_id").to_pylist()))
     context.log.info(f"{sides} sides, {table.num_rows} frontier points"
                      f"{f' as of {config.as_of}' if config.as_of else ''} -> {path}")

@@ -15,6 +15,7 @@ from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.ingest.folder import ingest_folder_cached
 from pipeline.ingest.input_loss import DEFAULT_MAX_RUN_LOSS_SHARE, check_input_loss
 from pipeline.ingest.parse import IngestResult
+from pipeline.io.paths import check_writable_folder
 from pipeline.io.storage import replace_partitions, write_table
 
 
@@ -55,9 +56,11 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     Fails closed, before writing anything (``pipeline.ingest.input_loss``): a missing, unreadable or empty raw
     folder, or a scan with more than ``max_run_loss_share`` (run config, default 20 %) fewer runs than the last
     one, raises with a one-line cause and every mart stays as it was; ``allow_shrink: true`` accepts a
-    deliberate shrink.
+    deliberate shrink. A mart folder that cannot be written (a file in its place, a read-only volume) fails first,
+    in one line (``pipeline.io.paths.OutputLocationError``).
     """
     keys = list(context.partition_keys)
+    check_writable_folder(paths.out_dir, "PIPELINE_OUT_DIR")  # fail in one line now, not after the parse
     result, cache = ingest_folder_cached(Path(paths.raw_dir), Path(paths.cache_dir))
     mine = result.runs.filter(pc.is_in(result.runs["run_date_partition"], pa.array(keys)))
     with warehouse.get_connection() as conn:

@@ -10,7 +10,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
-from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import replace_mart_partitions, replace_partitions
@@ -101,11 +101,17 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         table = conn.sql("select * from run_metrics where list_contains($dates, run_date_partition) "
                          "order by price_book, source_file, source_row", params={"dates": dates}).to_arrow_table()
         total = conn.execute("select count(*) from run_metrics").fetchone()[0]
-    written = replace_mart_partitions(table, paths.mart_folder("runs"), dates)
+        if set(keys) >= set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name)):
+            # every run date refilled: a warehouse rebuilt after corruption is whole again
+            conn.execute(f"drop table if exists {REBUILD_MARKER_TABLE}")
+    folder = paths.mart_folder(context, "runs")
+    written = replace_mart_partitions(table, folder, dates)
+    paths.publish_unless_later(context)
+    folder = paths.published(context, folder)
     context.log.info(f"run_metrics: {table.num_rows} rows in {len(dates)} dates ({len(written)} partition files) "
-                     f"of {total} -> {paths.mart_folder('runs')}")
+                     f"of {total} -> {folder}")
     return dg.MaterializeResult(metadata=table_metadata(
-        table, path=paths.mart_folder("runs"), mart="runs",
+        table, path=folder, mart="runs",
         preview_columns=["model", "hw", "precision", "spec_decoding", "framework", "conc", "median_intvty",
                          "tput_per_gpu", "cost_per_mtok_hyperscaler", "tok_s_per_mw"],
     ))

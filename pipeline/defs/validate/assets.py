@@ -72,7 +72,8 @@ def quarantine(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pat
     with warehouse.get_connection() as conn:
         table = quarantine_table(read_table(conn, "raw_rejects"), read_table(conn, "validation_rejects"))
         write_table(conn, "quarantine", table)
-    path = write_parquet_atomic(table, paths.mart("quarantine"))
+    path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "quarantine")))
+    paths.publish_unless_later(context)
     reasons = Counter(table.column("reason_code").to_pylist())
     context.log.info(f"quarantine: {table.num_rows} rows")
     return dg.MaterializeResult(

@@ -31,7 +31,8 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
         conn.execute(sql_text("run_lengths"))
         conn.execute(sql_text("ingest_ledger"))
         table = read_table(conn, "ingest_ledger")
-    path = write_parquet_atomic(table, paths.mart("ingest_ledger"))
+    path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "ingest_ledger")))
+    paths.publish_unless_later(context)
     outcomes = Counter(table.column("outcome").to_pylist())
     context.log.info(f"ledger: {table.num_rows} files -> {path}")
     return dg.MaterializeResult(metadata={

@@ -1,0 +1,60 @@
+"""The last step of a run: every mart it wrote becomes visible at once, as one generation."""
+
+from pathlib import Path
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from pipeline.defs.comparisons.assets import COMPARISONS_KEY
+from pipeline.defs.resources import (
+    PUBLISHED_MARTS_KEY,
+    REBUILD_MARKER_TABLE,
+    WAREHOUSE_POOL,
+    PipelinePaths,
+    generation_id,
+)
+from pipeline.io.generations import CURRENT, publish
+
+# Every asset that writes a mart into the run's staging folder.
+MART_KEYS = [dg.AssetKey(["validated", "quarantine"]), dg.AssetKey(["validated", "ingest_ledger"]),
+             dg.AssetKey(["metrics", "run_metrics"]), dg.AssetKey(["frontiers", "pareto_frontiers"]),
+             COMPARISONS_KEY, dg.AssetKey(["marts", "trends"]), dg.AssetKey(["marts", "report"])]
+
+
+class WarehouseNotRefilledError(RuntimeError):
+    """The warehouse was rebuilt after corruption and this run did not refill every run date: its marts would
+    miss the other dates. One line naming the warehouse and what to run."""
+
+
+@dg.asset(key=PUBLISHED_MARTS_KEY, group_name="comparisons", kinds={"parquet"}, deps=MART_KEYS,
+          pool=WAREHOUSE_POOL)
+def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource,
+                    paths: PipelinePaths) -> dg.MaterializeResult:
+    """Publish this run's marts together (``pipeline.io.generations.publish``): the run's staging folder becomes
+    ``<PIPELINE_OUT_DIR>/.generations/<UTC time>-<run id>`` and ``current`` (and through it ``runs/``,
+    ``quarantine.parquet``, ``frontiers.parquet``, ``comparisons.parquet``, ``ingest_ledger.parquet``, ``trends/``,
+    ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
+    blocking check failed, so a failed or killed run leaves the previous generation in place.
+
+    Raises:
+        WarehouseNotRefilledError: the warehouse was rebuilt after corruption (``warehouse_rebuild`` table) and
+            no run has refilled every run date yet; nothing is published.
+    """
+    with warehouse.get_connection() as conn:
+        rebuilt = conn.execute("select count(*) from information_schema.tables where table_name = ?",
+                               [REBUILD_MARKER_TABLE]).fetchone()[0]
+        moved_to = conn.execute(f"select moved_to from {REBUILD_MARKER_TABLE}").fetchone()[0] if rebuilt else None
+    if rebuilt:
+        raise WarehouseNotRefilledError(
+            f"warehouse rebuilt after corruption (old file kept at {moved_to}) holds only the run dates this run "
+            "refreshed: nothing published; refill every date with `python -m pipeline run` (or the nightly refresh)")
+    generation = publish(Path(paths.out_dir), generation_id(context))
+    if generation is None:
+        context.log.info("this run wrote no mart: nothing to publish")
+        return dg.MaterializeResult(metadata={"generation": "none"})
+    context.log.info(f"published {generation.name}: {Path(paths.out_dir) / CURRENT} -> {generation}")
+    return dg.MaterializeResult(metadata={
+        "generation": generation.name,
+        "generation_path": dg.MetadataValue.path(str(generation)),
+        "marts": dg.MetadataValue.path(paths.out_dir),
+    })
