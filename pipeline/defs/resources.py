@@ -3,6 +3,7 @@
 staged until the run publishes them as one generation (``pipeline.io.generations``)."""
 
 
+import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Iterator
 
 import dagster as dg
 import duckdb
+from dagster._core.errors import DagsterInvalidPropertyError  # not exported at the top level
 from dagster_duckdb import DuckDBResource
 
 from pipeline.io.generations import publish, staging_dir, staging_path
@@ -28,9 +30,21 @@ GENERATION_TAG = "pipeline/generation"
 REBUILD_MARKER_TABLE = "warehouse_rebuild"
 
 
+def _run(context: dg.AssetExecutionContext) -> dg.DagsterRun | None:
+    """The context's run, or None when the asset is invoked directly (a benchmark, a unit test)."""
+    try:
+        return context.run
+    except DagsterInvalidPropertyError:
+        return None
+
+
 def generation_id(context: dg.AssetExecutionContext) -> str:
-    """The generation a run's marts are staged into: its ``pipeline/generation`` tag, else its run id."""
-    return context.run.tags.get(GENERATION_TAG) or context.run.run_id
+    """The generation a run's marts are staged into: its ``pipeline/generation`` tag, else its run id; for a
+    direct invocation (no run), one per process."""
+    run = _run(context)
+    if run is None:
+        return f"direct-{os.getpid()}"
+    return run.tags.get(GENERATION_TAG) or run.run_id
 
 
 class PipelinePaths(dg.ConfigurableResource):
@@ -72,10 +86,14 @@ class PipelinePaths(dg.ConfigurableResource):
     def publish_unless_later(self, context: dg.AssetExecutionContext) -> None:
         """Publish this run's staged marts now when no later step will: the run selected some assets but not
         ``published_marts`` (e.g. one asset materialized from the UI) and is not one stage of a CLI run (no
-        ``pipeline/generation`` tag). A run that includes ``published_marts`` publishes once, at its end."""
-        selection = context.run.asset_selection  # None or empty: the whole job, which includes published_marts
-        if selection and PUBLISHED_MARTS_KEY not in selection \
-                and GENERATION_TAG not in context.run.tags:
+        ``pipeline/generation`` tag), or the asset was invoked directly. A run that includes ``published_marts``
+        publishes once, at its end."""
+        run = _run(context)
+        if run is None:  # invoked directly: the call is its own run
+            publish(Path(self.out_dir), generation_id(context))
+            return
+        selection = run.asset_selection  # None or empty: the whole job, which includes published_marts
+        if selection and PUBLISHED_MARTS_KEY not in selection and GENERATION_TAG not in run.tags:
             publish(Path(self.out_dir), generation_id(context))
 
 
