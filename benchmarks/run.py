@@ -18,6 +18,7 @@ Rows:
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import shutil
 import sys
@@ -30,7 +31,7 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.generate import generate  # noqa: E402
+from benchmarks.generate import Generated, generate  # noqa: E402
 from pipeline.defs.automation import FILES_KEY, raw_dir_state  # noqa: E402
 from pipeline.defs.comparisons.assets import comparisons  # noqa: E402
 from pipeline.defs.comparisons.report import TrendConfig, trends  # noqa: E402
@@ -127,8 +128,9 @@ def main() -> None:
     shutil.rmtree(batch_dir, ignore_errors=True)
     if not raw.exists():
         started = time.perf_counter()
-        n = generate(args.runs, raw)
+        n = generate(args.runs, raw).files
         print(f"generated {n} files in {time.perf_counter() - started:.1f} s (not timed below)")
+    written = Generated(**json.loads(raw.with_name(f"{raw.name}.generated.json").read_text()))
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
     paths = PipelinePaths(raw_dir=str(raw), out_dir=str(args.out / "marts"), cache_dir=str(args.out / "parse_cache"))
@@ -148,8 +150,12 @@ def main() -> None:
     parse_s = table.timed("full: parse + normalize (no cache; partitions)", lambda: keys.extend(
         register_partitions(instance, discover_partition_keys(paths.raw_dir, paths.cache_dir))))
     assets_s = materialize(table, "full: ", instance, keys, wh, paths)
-    n_runs = duckdb.connect(wh.database, read_only=True).execute("select count(*) from raw_runs").fetchone()[0]
+    with duckdb.connect(wh.database, read_only=True) as conn:
+        n_runs = conn.execute("select count(*) from raw_runs").fetchone()[0]
+        accepted = conn.execute("select count(distinct run_id) from run_metrics").fetchone()[0]
     table.row("full: TOTAL (parse + assets)", n_runs, parse_s + assets_s)
+    print(f"  {written.files:,} files, {written.runs:,} run logs ({written.duplicates:,} byte copies): "
+          f"{accepted:,} runs accepted of {written.distinct_runs:,} distinct")
     run_checks(table, "full: ", wh, paths)
     wall = time.perf_counter() - started
 
@@ -159,6 +165,7 @@ def main() -> None:
         cache_dir = Path(paths.cache_dir)
         before = raw_dir_state(raw, cache_dir)
         generate(args.batch, batch_dir, seed=11, run_date=BATCH_DATE)
+        batch_dir.with_name(f"{batch_dir.name}.generated.json").unlink()  # not beside the history's own
         changed: list[str] = []
         sensor_s = table.timed("batch: sensor tick (finds the changed dates)", lambda: changed.extend(
             k for k, v in raw_dir_state(raw, cache_dir).items() if k != FILES_KEY and v != before.get(k)))
