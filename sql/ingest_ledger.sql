@@ -1,5 +1,9 @@
 -- Builds ingest_ledger: one row per file found under the raw dir, with where each of its rows ended.
--- Invariant (checked by the every_file_accounted_for asset check): rows_read = accepted_rows + quarantined_rows.
+-- Invariant (checked by the every_file_accounted_for asset check):
+--   rows_read = accepted_rows + quarantined_rows + pending_rows.
+-- pending_rows: runs of the file dated in a run-date partition no run has ingested yet (the sensor starts one run
+-- per changed date; while the first runs, the other dates' new files are pending). Zero after a full refresh and
+-- once every requested run has finished.
 -- length_off_nominal_rows: accepted runs whose measured ISL/OSL is > 10 % off nominal (sql/run_lengths.sql); they
 -- are kept, flagged, and left off frontiers.
 create or replace table ingest_ledger as
@@ -11,6 +15,11 @@ with accepted as (
     from validated_runs as v
     join run_lengths as l using (run_id)
     group by v.source_file
+),
+ingested as (
+    select source_file, count(*) as ingested_rows
+    from (select source_file from raw_runs union all select source_file from raw_rejects)
+    group by source_file
 ),
 quarantined as (
     select source_file, count(*) as quarantined_rows, list(distinct reason_code order by reason_code) as reason_codes
@@ -28,7 +37,9 @@ select
     coalesce(a.length_off_nominal_rows, 0) as length_off_nominal_rows,
     coalesce(q.quarantined_rows, 0) as quarantined_rows,
     coalesce(q.reason_codes, []) as reason_codes,
+    f.rows_read - coalesce(i.ingested_rows, 0) as pending_rows,
     case
+        when f.rows_read > coalesce(i.ingested_rows, 0) then 'pending'
         when coalesce(a.accepted_rows, 0) > 0 and coalesce(q.quarantined_rows, 0) = 0 then 'accepted'
         when coalesce(a.accepted_rows, 0) > 0 then 'partially_accepted'
         when f.kind not in ('run_log', 'unreadable', 'unrecognized', 'symlinked_folder', 'refused') then 'not_a_run_log'
@@ -37,4 +48,5 @@ select
 from raw_files as f
 left join accepted as a using (source_file)
 left join quarantined as q using (source_file)
+left join ingested as i using (source_file)
 order by f.source_file

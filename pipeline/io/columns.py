@@ -66,7 +66,7 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "source_file", "source_format", "source_row", "reason_code", "detail", "stage", "run_date_partition", "duplicate_of")),
     "ingest_ledger": ("ingest_ledger.parquet", "one input file", (
         "source_file", "content_sha256", "size_bytes", "kind", "source_format", "rows_read", "accepted_rows",
-        "length_off_nominal_rows", "quarantined_rows", "reason_codes", "outcome")),
+        "length_off_nominal_rows", "quarantined_rows", "reason_codes", "pending_rows", "outcome")),
     "frontiers": ("frontiers.parquet", "one (side, price book, frontier point)", (
         "side_id", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision", "spec_decoding",
         "framework", "benchmark_type", "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max",
@@ -254,7 +254,10 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "length_off_nominal_rows": ("rows", "accepted runs flagged length_off_nominal"),
     "quarantined_rows": ("rows", "rows or whole-file entries in the quarantine"),
     "reason_codes": ("", "the quarantine reason codes of the file's rows"),
-    "outcome": ("", "accepted, partially_accepted, quarantined or not_a_run_log"),
+    "pending_rows": ("rows", "runs of the file dated in a run date that no run has ingested yet (the sensor runs one "
+                             "date at a time; 0 after a full refresh)"),
+    "outcome": ("", "accepted, partially_accepted, quarantined, not_a_run_log, or pending (some of its runs' date "
+                    "not ingested yet)"),
     # frontiers
     "side_id": ("", "side key, e.g. dsr1|1024/1024|mi355x|fp4|spec=mtp|framework=all"),
     "side_runs": ("runs", "runs of the side used for its frontier (per run, not per price book)"),

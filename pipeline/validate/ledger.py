@@ -15,7 +15,8 @@ from pipeline.ingest.scan import list_files
 @dataclass(frozen=True)
 class FileAccounting:
     """Files the ledger misses (on disk, not in it), invents (in it, not on disk) or lists twice, and ledger rows
-    ``(source_file, rows_read, accepted_rows, quarantined_rows)`` whose counts do not add up or read no row."""
+    ``(source_file, rows_read, accepted_rows, quarantined_rows, pending_rows)`` whose counts do not add up or read
+    no row."""
 
     files_on_disk: int
     missing: list[str]
@@ -33,7 +34,8 @@ def account_for_files(raw_dir: Path, ledger: Sequence[tuple]) -> FileAccounting:
 
     Args:
         raw_dir: the raw folder (listed as ingest lists it, ``pipeline.ingest.scan.list_files``).
-        ledger: ``(source_file, rows_read, accepted_rows, quarantined_rows)`` per ledger row; paths relative to
+        ledger: ``(source_file, rows_read, accepted_rows, quarantined_rows, pending_rows)`` per ledger row;
+            pending rows (their date not ingested yet) count as accounted for; paths relative to
             ``raw_dir``, POSIX.
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
@@ -45,5 +47,5 @@ def account_for_files(raw_dir: Path, ledger: Sequence[tuple]) -> FileAccounting:
         missing=sorted(on_disk - set(in_ledger)),
         extra=sorted(set(in_ledger) - on_disk),
         repeated=sorted(f for f, n in Counter(in_ledger).items() if n > 1),
-        unbalanced=[tuple(row) for row in ledger if row[1] != row[2] + row[3] or row[1] == 0],
+        unbalanced=[tuple(row) for row in ledger if row[1] != row[2] + row[3] + row[4] or row[1] == 0],
     )

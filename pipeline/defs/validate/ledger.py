@@ -23,8 +23,9 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
     metadata_sidecar, power_telemetry, …), ``source_format``, ``rows_read`` (runs or rejects the file yielded),
     ``accepted_rows``, ``length_off_nominal_rows`` (accepted runs whose measured ISL/OSL is more than 10 % off
     nominal, ``sql/run_lengths.sql``: kept, flagged, left off frontiers), ``quarantined_rows``, ``reason_codes``
-    (list<string>), ``outcome`` (accepted |
-    partially_accepted | quarantined | not_a_run_log). Invariant: rows_read = accepted_rows + quarantined_rows.
+    (list<string>), ``pending_rows`` (runs dated in a run date no run has ingested yet: the sensor runs one date
+    at a time), ``outcome`` (accepted | partially_accepted | quarantined | not_a_run_log | pending). Invariant:
+    rows_read = accepted_rows + quarantined_rows + pending_rows.
     Mart: ``ingest_ledger.parquet``.
     """
     with warehouse.get_connection() as conn:

@@ -1,0 +1,95 @@
+"""Nightly batches and one full refresh give the same marts: the same history, arriving night by night through the
+sensor (one run per affected date), leaves every mart with the content one full refresh over the final folder
+gives."""
+
+import shutil
+import sys
+
+import dagster as dg
+import pytest
+from conftest import REPO
+
+from pipeline.defs.automation import raw_logs_sensor
+from pipeline.defs.resources import PipelinePaths
+from pipeline.io.storage import content_hash, read_mart
+
+sys.path.insert(0, str(REPO))
+from benchmarks.generate import generate  # noqa: E402
+
+MARTS = ("runs", "trends", "quarantine", "frontiers", "comparisons", "ingest_ledger")
+NIGHTS = ("2026-03-01", "2026-03-02", "2026-03-03")
+
+
+@pytest.fixture
+def history(tmp_path):
+    """Three nights of 120 generated runs each (the same 18 configurations swept every night, with repeats and a
+    byte copy), one folder per night, outside the raw folder."""
+    nights = []
+    for seed, day in enumerate(NIGHTS, start=1):
+        folder = tmp_path / "nights" / day
+        written = generate(120, folder, seed=seed, run_date=day)
+        assert written.runs == 120
+        nights.append(folder)
+    return nights
+
+
+def _marts(out_dir):
+    return {name: content_hash(read_mart(out_dir, name)) for name in MARTS}
+
+
+def _env(monkeypatch, tmp_path, name):
+    raw, out, db = tmp_path / name / "raw", tmp_path / name / "marts", tmp_path / name / "warehouse.duckdb"
+    raw.mkdir(parents=True)
+    for var, path in (("PIPELINE_RAW_DIR", raw), ("PIPELINE_OUT_DIR", out), ("PIPELINE_DB_PATH", db)):
+        monkeypatch.setenv(var, str(path))
+    monkeypatch.delenv("PIPELINE_CACHE_DIR", raising=False)
+    return raw, out, db
+
+
+def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, monkeypatch):
+    from pipeline.__main__ import materialize_all
+    from pipeline.definitions import defs
+
+    # night by night: the sensor ticks after each night's drop and each run it requests is executed
+    raw, out, db = _env(monkeypatch, tmp_path, "batches")
+    instance = dg.DagsterInstance.ephemeral()
+    job = defs().resolve_job_def("refresh_all")
+    paths = PipelinePaths(raw_dir=str(raw), out_dir=str(out), cache_dir=f"{db}.parse_cache")
+    cursor, requested = None, []
+    for index, night in enumerate(history):
+        shutil.copytree(night, raw / night.name)
+        if index == 2:  # the last night also removes one of the first night's logs
+            next((raw / NIGHTS[0]).rglob("run_0000003.json")).unlink()
+        result = raw_logs_sensor(dg.build_sensor_context(cursor=cursor, instance=instance,
+                                                         resources={"paths": paths}))
+        for request in result.dynamic_partitions_requests:
+            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        cursor = result.cursor
+        for request in result.run_requests:
+            requested.append(request.partition_key)
+            run = job.execute_in_process(instance=instance, partition_key=request.partition_key,
+                                         tags=request.tags, raise_on_error=False)
+            assert run.success, f"night {night.name}: the run for {request.partition_key} failed"
+            if index == 2 and request.partition_key == NIGHTS[0]:
+                # the first of the last night's two runs: that night's new logs wait for their own run, as
+                # pending rows of the ledger, not as a failed balance
+                ledger = read_mart(out, "ingest_ledger").to_pylist()
+                pending = {r["source_file"] for r in ledger if r["outcome"] == "pending"}
+                assert pending and all(f.startswith(f"{NIGHTS[2]}/") for f in pending)
+                assert all(r["pending_rows"] == r["rows_read"] for r in ledger if r["source_file"] in pending)
+    # one run per affected date: each new night, and the first night again when one of its logs went
+    assert requested == [NIGHTS[0], NIGHTS[1], NIGHTS[0], NIGHTS[2]]
+    batches = _marts(out)
+
+    # one full refresh over the final folder
+    final = raw
+    raw, out, db = _env(monkeypatch, tmp_path, "full")
+    shutil.rmtree(raw)
+    shutil.copytree(final, raw)
+    results = materialize_all(dg.DagsterInstance.ephemeral())
+    assert all(r.success for r in results)
+    full = _marts(out)
+
+    assert read_mart(out, "runs").num_rows > 300
+    assert sum(read_mart(out, "ingest_ledger").column("pending_rows").to_pylist()) == 0
+    assert {name for name in MARTS if batches[name] != full[name]} == set()
