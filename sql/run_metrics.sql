@@ -12,8 +12,8 @@
 --   tok_s_per_mw        tok/s/GPU × 1000 / power_kw;  j_per_token = power_kw × 1000 / tok/s/GPU
 --   measured_*          from run_power (integrated telemetry, W per GPU): tok/s/MW = tok/s/GPU × 1e6 / W,
 --                       J/token = W / tok/s/GPU, J/output token = W × GPUs / output tok/s
---   line_id … repeat_n  null here: the latest-run rule needs every date's runs, so the run_metrics asset fills
---                       them over the whole table after this insert (pipeline/metrics/lineage.py); sweep_id is
+--   line_id … repeat_n  null here: the latest-run rule needs every date's runs of a line, so the run_metrics asset
+--                       fills them after this insert for the lines it touched (pipeline/metrics/lineage.py); sweep_id is
 --                       the lineage's (gha:<workflow run>, sweep:<metadata sweep_id>, date:<run_date>), which
 --                       replaces the metadata key of that name
 -- Grain: one row per (run, price book); price_books holds each scenario's power and $/GPU-h per GPU.

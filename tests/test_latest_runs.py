@@ -64,6 +64,19 @@ def test_latest_sweep_wins_and_older_concurrencies_are_not_stitched_in():
     assert as_of["b4"]["superseded_by"] is None and not as_of["b4"]["current"]
 
 
+def test_each_sweep_is_superseded_by_the_one_right_after_it():
+    """A third sweep changes the superseded_by of the sweep it replaces and of no older one, so a night's new sweep
+    rewrites the rows (and runs/ files) of one earlier sweep, not of the line's whole history."""
+    d3 = dt.date(2026, 7, 3)
+    third = [_row("c4", d3, "date:2026-07-03", 4, 63.0, 330.0)]
+    before = {r["run_id"]: r["superseded_by"] for r in run_lineage(HISTORY).to_pylist()}
+    after = {r["run_id"]: r["superseded_by"] for r in run_lineage(HISTORY + third).to_pylist()}
+    assert {k: after[k] for k in ("a4", "a8", "a16")} == dict.fromkeys(("a4", "a8", "a16"), "date:2026-07-02")
+    assert {k: after[k] for k in ("b4", "b8", "b8r")} == dict.fromkeys(("b4", "b8", "b8r"), "date:2026-07-03")
+    assert after["c4"] is None and after["m4"] is None
+    assert {k for k in before if before[k] != after[k]} == {"b4", "b8", "b8r"}
+
+
 def test_sweep_order_newest_date_then_id_numerically():
     assert sweep_order_key(D2, "date:2026-07-02") > sweep_order_key(D1, "gha:999")  # date first
     assert sweep_order_key(D1, "gha:100") > sweep_order_key(D1, "gha:99")  # 100 > 99 (as text "99" > "100")
@@ -256,8 +269,10 @@ def test_history_from_the_real_export(history, run_pipeline):
     original, redated = line_runs[:n], line_runs[n:2 * n]
     partial, repeat = line_runs[2 * n:2 * n + 2], line_runs[-1]
     assert [r["source_row"] for r in redated] == list(range(n_export, n_export + n))
-    # 1. the partial re-sweep is the line's newest sweep: it supersedes both older sweeps, all their concurrencies
-    assert {r["superseded_by"] for r in original + redated} == {"gha:9000000002"}
+    # 1. the partial re-sweep is the line's newest sweep: both older sweeps are superseded, all their concurrencies,
+    #    each by the sweep right after its own (the export's sweep -> its re-dated copy -> the partial re-sweep)
+    assert {r["superseded_by"] for r in original} == {"gha:9000000001"}
+    assert {r["superseded_by"] for r in redated} == {"gha:9000000002"}
     assert [r["superseded_by"] for r in partial + [repeat]] == [None, None, None]
     assert {r["sweep_id"] for r in redated} == {"gha:9000000001"}
     # 2. the repeat: same line, sweep and conc as the partial sweep's lowest concurrency, other numbers

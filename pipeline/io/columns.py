@@ -116,8 +116,8 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "line_id": ("", "the run's line: one configuration (model, ISL/OSL, GPU, engine, precision, spec method, whole "
                     "topology) read as a text id"),
     "sweep_id": ("", "the run's sweep: gha:<workflow run id>, sweep:<sweep_id>, date:<run date> or undated"),
-    "superseded_by": ("", "the newer sweep of the same line that replaces this run on frontiers; null when "
-                          "current"),
+    "superseded_by": ("", "the next newer sweep of the same line, which replaced this run's sweep on frontiers "
+                          "(follow the chain to the current sweep); null when current"),
     "repeat_group": ("", "line|sweep|conc: runs of one group are repeats of one measurement, averaged"),
     "repeat_n": ("runs", "runs in the repeat group (1 = no repeat)"),
     "repeat_points": ("points", "frontier points of the side that average two or more repeats"),

@@ -2,8 +2,8 @@
 ``repeat_n``), derived here and only here, by ``pipeline.validate.lines.run_lineage`` (docs/metrics.md "Latest
 run per line").
 
-They are filled over the whole table, not per run-date partition: a new night's sweep supersedes runs of older
-dates, so their rows (and their ``runs/`` files) change too.
+They are filled for the lines a run touches, over every date of those lines: a new night's sweep supersedes the
+runs of the sweep before it, whatever their date, so their rows (and their ``runs/`` files) change too.
 """
 
 from __future__ import annotations
@@ -16,33 +16,52 @@ from pipeline.validate.lines import LINE_COLUMNS, SWEEP_COLUMNS, line_and_sweep_
 LINEAGE_COLUMNS = ("line_id", "sweep_id", "superseded_by", "repeat_group", "repeat_n")
 
 
-def refresh_lineage(conn: duckdb.DuckDBPyConnection) -> list[str]:
-    """Recompute the lineage columns of every ``run_metrics`` row and return the ``run_date_partition`` values
+def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = frozenset()) -> list[str]:
+    """Fill the lineage columns of ``run_metrics`` where they changed and return the ``run_date_partition`` values
     whose rows changed (their ``runs/`` files must be rewritten).
+
+    Work follows the batch, not the history: ``line_id``/``sweep_id`` are computed for rows that have none yet
+    (just inserted), and the lineage only for the lines those rows or ``touched_lines`` belong to: a line's
+    lineage depends on its own runs alone, and ``superseded_by`` names the next newer sweep, so a new sweep
+    changes the rows of the one it replaces and no older row.
 
     Args:
         conn: a warehouse connection with the ``run_metrics`` table (``sql/run_metrics.sql`` columns) and the
             ``validated_runs`` it was computed from.
+        touched_lines: lines that lost runs since the last call (rows deleted or replaced): recomputed too.
     Returns:
         Sorted partition keys (``YYYY-MM-DD`` or ``undated``) of runs whose lineage changed.
     """
     # the line and sweep columns as validated (run_metrics' own sweep_id is the lineage's, which replaces the
     # metadata key of that name there)
-    columns = ", ".join(f"v.{c}" for c in dict.fromkeys(("run_id", "conc", *LINE_COLUMNS, *SWEEP_COLUMNS)))
-    runs = conn.sql(f"select {columns} from validated_runs v where v.run_id in (select run_id from run_metrics) "
-                    "order by v.run_id").to_arrow_table()
-    lines, sweeps = line_and_sweep_ids(runs)
-    runs = runs.drop_columns(["sweep_id"]).append_column("line_id", pa.array(lines, pa.string())) \
-        .append_column("sweep_id", pa.array(sweeps, pa.string()))
+    columns = ", ".join(f"v.{c}" for c in dict.fromkeys(("run_id", *LINE_COLUMNS, *SWEEP_COLUMNS)))
+    fresh = conn.sql(f"select {columns} from validated_runs v where v.run_id in "
+                     "(select run_id from run_metrics where line_id is null) order by v.run_id").to_arrow_table()
+    lines, sweeps = line_and_sweep_ids(fresh)
+    ids = pa.table({"run_id": fresh["run_id"], "line_id": pa.array(lines, pa.string()),
+                    "sweep_id": pa.array(sweeps, pa.string())})
+    conn.register("_ids", ids)
+    try:
+        conn.execute("update run_metrics set line_id = i.line_id, sweep_id = i.sweep_id from _ids i "
+                     "where run_metrics.run_id = i.run_id").fetchall()
+    finally:
+        conn.unregister("_ids")
+    touched = sorted(set(touched_lines) | set(lines))
+    runs = conn.sql("select distinct run_id, conc, run_date, line_id, sweep_id from run_metrics "
+                    "where list_contains($lines, line_id) order by run_id",
+                    params={"lines": touched}).to_arrow_table()
     lineage = run_lineage(runs).select(["run_id", *LINEAGE_COLUMNS])
     conn.register("_lineage", lineage)
     try:
-        changed = conn.execute(
-            "select distinct m.run_date_partition from run_metrics m join _lineage l using (run_id) where "
-            + " or ".join(f"m.{c} is distinct from l.{c}" for c in LINEAGE_COLUMNS)
-            + " order by 1").fetchall()
+        differs = " or ".join(f"m.{c} is distinct from l.{c}" for c in LINEAGE_COLUMNS if c not in ("line_id",
+                                                                                                "sweep_id"))
+        changed = conn.execute("select distinct m.run_date_partition from run_metrics m join _lineage l "
+                               f"using (run_id) where {differs} order by 1").fetchall()
         conn.execute("update run_metrics set " + ", ".join(f"{c} = l.{c}" for c in LINEAGE_COLUMNS)
-                     + " from _lineage l where run_metrics.run_id = l.run_id")
+                     + f" from _lineage l where run_metrics.run_id = l.run_id and ({differs.replace('m.', 'run_metrics.')})"
+                     ).fetchall()
     finally:
         conn.unregister("_lineage")
-    return [row[0] for row in changed]
+    fresh_dates = conn.execute("select distinct run_date_partition from run_metrics where list_contains($ids, run_id)",
+                               {"ids": fresh["run_id"].to_pylist()}).fetchall()
+    return sorted({row[0] for row in changed} | {row[0] for row in fresh_dates})

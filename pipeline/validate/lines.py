@@ -14,7 +14,8 @@ split every sweep into one-concurrency sweeps and keep only the last.
 The **latest rule** (``run_lineage``, over the ids ``line_and_sweep_ids`` gives): a line's newest sweep wins, by ``sweep_order_key`` (the newest run date
 among the sweep's runs, undated oldest; then ``gha`` > ``sweep`` > ``date``; then the id, numerically when it is
 a number). Every concurrency of that sweep is kept; concurrencies of older sweeps are not stitched in. Older
-sweeps' runs are superseded (``superseded_by`` names the winning sweep) and never reach a frontier. Same line,
+sweeps' runs are superseded (``superseded_by`` names the sweep that came right after theirs, so a new sweep
+changes only the rows of the one it replaces) and never reach a frontier. Same line,
 same sweep, same ``conc``: a **repeat** (``repeat_group``, ``repeat_n``), averaged on the frontier.
 
 This module lives in the validate stage because the duplicate rule (``pipeline.validate.rules``) needs the line
@@ -121,8 +122,8 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
         as_of: see the runs as they stood that day: runs dated later are not visible (``current`` false, no
             ``superseded_by``); undated runs are always visible (nothing says they came later).
     Returns:
-        ``line_id``, ``sweep_id`` as given; ``superseded_by``: the line's newest visible sweep when it is not this
-        run's own (null when the run is current or not visible); ``repeat_group`` =
+        ``line_id``, ``sweep_id`` as given; ``superseded_by``: the line's next newer visible sweep after this
+        run's own (null when the run is current or not visible; a chain of them leads to the current sweep); ``repeat_group`` =
         ``<line_id>|<sweep_id>|conc=<conc>`` and ``repeat_n`` = distinct runs in it (1 when alone; counted among
         visible runs); ``current``: visible and not superseded.
     Raises:
@@ -143,16 +144,20 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
         if (line, sweep) not in sweep_date or (day is not None and (known is None or day > known)):
             sweep_date[(line, sweep)] = day
         members.setdefault((line, sweep, conc), set()).add(run)
-    newest: dict[str, tuple[tuple, str]] = {}
+    # each line's visible sweeps, oldest first: a sweep is superseded by the one right after it
+    ordered: dict[str, list[tuple[tuple, str]]] = {}
     for (line, sweep), day in sweep_date.items():
-        key = sweep_order_key(day, sweep)
-        if line not in newest or key > newest[line][0]:
-            newest[line] = (key, sweep)
+        ordered.setdefault(line, []).append((sweep_order_key(day, sweep), sweep))
+    successor: dict[tuple[str, str], str | None] = {}
+    for line, keyed in ordered.items():
+        keyed.sort()
+        for (_, sweep), (_, after) in zip(keyed, [*keyed[1:], (None, None)]):
+            successor[(line, sweep)] = after
     superseded, groups, counts, current = [], [], [], []
     for conc, line, sweep, seen in zip(concs, lines, sweeps, visible):
-        winner = newest[line][1] if seen else None
-        superseded.append(winner if seen and winner != sweep else None)
-        current.append(seen and winner == sweep)
+        after = successor[(line, sweep)] if seen else None
+        superseded.append(after)
+        current.append(seen and after is None)
         groups.append(f"{line}|{sweep}|conc={conc}")
         counts.append(len(members[(line, sweep, conc)]) if seen else 1)
     return pa.table({"run_id": run_ids, "line_id": lines, "sweep_id": sweeps, "superseded_by": superseded,

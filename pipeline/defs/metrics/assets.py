@@ -78,9 +78,10 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
       ``measured_tok_s_per_mw``, ``measured_j_per_token``, ``measured_j_per_output_token`` (null without valid
       telemetry, ``power_invalid_reason`` says why);
     - the latest-run columns (``pipeline.metrics.lineage``, docs/metrics.md "Latest run per line"): ``line_id``,
-      ``sweep_id``, ``superseded_by`` (the line's newer sweep; null when the run is current), ``repeat_group``
-      and ``repeat_n`` (runs of one line, sweep and conc). They are recomputed over every date, so the files of
-      older dates whose runs a new sweep supersedes are rewritten too.
+      ``sweep_id``, ``superseded_by`` (the line's next newer sweep; null when the run is current),
+      ``repeat_group`` and ``repeat_n`` (runs of one line, sweep and conc). They are recomputed for the lines
+      whose runs changed, over every date, so the files of the dates whose runs a new sweep supersedes (the
+      sweep before it) are rewritten too.
 
     Grain: one row per (run, ``price_book``): costs and all-in power come from that book.
     Formulas: docs/metrics.md (InferenceX utils/process_result.py and the dashboard).
@@ -92,11 +93,17 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         conn.execute(sql_text("run_gpu_counts"))
         conn.execute(sql_text("run_lengths"))
         fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys}).to_arrow_table()
+        exists = conn.execute("select count(*) from information_schema.tables where table_name = 'run_metrics'")\
+            .fetchall()[0][0]
+        # lines whose runs these partitions held: a run that is gone from them changes its line's lineage
+        replaced = {row[0] for row in conn.execute(
+            "select distinct line_id from run_metrics where list_contains($keys, run_date_partition) "
+            "and line_id is not null", {"keys": keys}).fetchall()} if exists else set()
         replace_partitions(conn, "run_metrics", fresh, keys)
         emptied = conn.execute("delete from run_metrics where run_id not in (select run_id from validated_runs) "
-                               "returning run_date_partition").fetchall()
-        # a new sweep supersedes runs of older dates: their rows and runs/ files change too
-        relined = refresh_lineage(conn)
+                               "returning run_date_partition, line_id").fetchall()
+        # a new sweep supersedes the sweep before it, whatever its date: those rows and runs/ files change too
+        relined = refresh_lineage(conn, replaced | {row[1] for row in emptied if row[1] is not None})
         dates = sorted(set(keys) | {row[0] for row in emptied} | set(relined))
         table = conn.sql("select * from run_metrics where list_contains($dates, run_date_partition) "
                          "order by price_book, source_file, source_row", params={"dates": dates}).to_arrow_table()
