@@ -33,6 +33,16 @@ def history(tmp_path):
     return nights
 
 
+def _resend(first_night, last_night):
+    """A byte copy of one of the first night's InferenceX rows dropped again with the last night's manifest: the
+    same content in another run-date partition, a duplicate_run however the nights arrive."""
+    original = sorted((first_night / "inferencex").rglob("run_*.json"))[0]
+    manifest = sorted((last_night / "inferencex").rglob("runs.csv"))[0]
+    shutil.copyfile(original, manifest.parent / "resent.json")
+    with manifest.open("a") as handle:
+        handle.write(f"resent.json,{NIGHTS[2]}\n")
+
+
 def _marts(out_dir):
     return {name: content_hash(read_mart(out_dir, name)) for name in MARTS}
 
@@ -58,8 +68,9 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     cursor, requested = None, []
     for index, night in enumerate(history):
         shutil.copytree(night, raw / night.name)
-        if index == 2:  # the last night also removes one of the first night's logs
+        if index == 2:  # the last night also removes one of the first night's logs and re-sends another
             next((raw / NIGHTS[0]).rglob("run_0000003.json")).unlink()
+            _resend(raw / NIGHTS[0], raw / NIGHTS[2])
         result = raw_logs_sensor(dg.build_sensor_context(cursor=cursor, instance=instance,
                                                          resources={"paths": paths}))
         for request in result.dynamic_partitions_requests:
@@ -92,4 +103,6 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
 
     assert read_mart(out, "runs").num_rows > 300
     assert sum(read_mart(out, "ingest_ledger").column("pending_rows").to_pylist()) == 0
+    resent = [r for r in read_mart(out, "quarantine").to_pylist() if r["source_file"].endswith("resent.json")]
+    assert [r["reason_code"] for r in resent] == ["duplicate_run"]
     assert {name for name in MARTS if batches[name] != full[name]} == set()

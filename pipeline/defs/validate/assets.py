@@ -8,8 +8,18 @@ from dagster_duckdb import DuckDBResource
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, rejections_first, table_metadata
-from pipeline.io.storage import read_table, replace_partitions, write_parquet_atomic, write_table
-from pipeline.validate.rules import quarantine_table, validate_table
+from pipeline.io.paths import sql_text
+from pipeline.io.storage import (
+    read_table,
+    replace_partitions,
+    write_parquet_atomic,
+    write_table,
+)
+from pipeline.validate.rules import (
+    SAME_MEASUREMENT_RTOL,
+    quarantine_table,
+    validate_table,
+)
 
 RAW_KEY = dg.AssetKey(["raw", "benchmark_runs"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
@@ -37,11 +47,18 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         raw = conn.sql("select * from raw_runs where list_contains($keys, run_date_partition) "
                        "order by source_file, source_row", params={"keys": keys}).to_arrow_table()
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
-        # the same measurement can sit in two partitions (a dated raw result, its undated agg row)
+        # the same measurement can sit in two partitions (a dated raw result, its undated agg row): only the
+        # other partitions' runs that could be a duplicate of this batch's are read (sql/duplicate_candidates.sql)
         exists = conn.execute("select count(*) from information_schema.tables "
                               "where table_name = 'validated_runs'").fetchall()[0][0]
-        elsewhere = conn.sql("select * from validated_runs where not list_contains($keys, run_date_partition)",
-                             params={"keys": keys}).to_arrow_table() if exists else None
+        elsewhere = None
+        if exists:
+            conn.register("_batch", raw)
+            try:
+                elsewhere = conn.sql(sql_text("duplicate_candidates"), params={
+                    "partition_keys": keys, "rtol": SAME_MEASUREMENT_RTOL}).to_arrow_table()
+            finally:
+                conn.unregister("_batch")
         if elsewhere is not None and elsewhere.column_names != raw.column_names:
             elsewhere = None  # stored before a schema change: this run rebuilds the table (replace_partitions)
         validated, rejects = validate_table(raw, known_hw, elsewhere)
