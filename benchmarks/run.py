@@ -186,14 +186,20 @@ def main() -> None:
     parse_rate, ref_rate = n_runs / parse_s, ref / ref_s
     print(f"\nparse + normalize {parse_rate:,.0f} runs/s = {parse_rate / ref_rate:.0%} of DuckDB's JSON reader "
           f"({ref_rate:,.0f} documents/s); full refresh incl. checks {wall:.1f} s.")
-    print(f"targets (stated for --runs 100000 --batch 2000; this run: {args.runs:,} runs, batch {args.batch:,}):")
+    # the targets: 15 s of full refresh per 100,000 runs (150 s at 1,000,000), 2 GiB whatever the scale, parse at
+    # least half DuckDB's rate, a nightly batch of 2,000 runs in 2 s of asset work whatever the history
+    full_target = 15 * max(args.runs, 100_000) / 100_000
+    print(f"targets (this run: {args.runs:,} runs, batch {args.batch:,}; each also as a ratio to DuckDB's scan of "
+          f"the same files, {ref_s:.2f} s):")
     verdicts = [
-        ("full refresh (parse + assets) <= 30 s", f"{parse_s + assets_s:.1f} s", parse_s + assets_s <= 30),
+        (f"full refresh (parse + assets) <= {full_target:.0f} s", f"{parse_s + assets_s:.1f} s "
+         f"({(parse_s + assets_s) / ref_s:.1f}x DuckDB)", parse_s + assets_s <= full_target),
         ("peak RSS <= 2 GiB (before the DuckDB reference)", f"{pipeline_rss:,.0f} MiB", pipeline_rss <= 2048),
         ("parse + normalize >= 50 % of DuckDB's rate", f"{parse_rate / ref_rate:.0%}", parse_rate >= ref_rate / 2),
     ]
     if batch_s is not None:
-        verdicts.append((f"batch of {args.batch:,} runs <= 5 s", f"{batch_s:.1f} s", batch_s <= 5))
+        verdicts.append((f"batch of {args.batch:,} runs <= 2 s", f"{batch_s:.1f} s ({batch_s / ref_s:.2f}x DuckDB)",
+                         batch_s <= 2))
     for name, value, met in verdicts:
         print(f"  {name:<50} {value:>10}  {'met' if met else 'NOT met'}")
 

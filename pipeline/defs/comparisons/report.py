@@ -57,9 +57,14 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
             "select distinct run_date_partition from run_metrics where run_date_partition <> 'undated' "
             "and run_date_partition > ?", [first]).fetchall()]
         build = sorted(set(keys) | set(later))
+        newest = conn.execute("select max(run_date_partition) from run_metrics "
+                              "where run_date_partition <> 'undated'").fetchall()[0][0]
+        # a night that adds the newest date builds only that day's frontier, which sees every run: the runs
+        # current now (superseded_by null) are all it needs, not the history (a backfill reads the history)
+        current_only = "and superseded_by is null" if [k for k in build if k != "undated"] == [newest] else ""
         # runs whose measured ISL/OSL is > 10 % off nominal are left off every frontier (sql/run_lengths.sql)
         runs = conn.sql(f"select {columns} from run_metrics where run_date is not null "
-                        "and strftime(run_date, '%Y-%m-%d') <= $last and not length_off_nominal",
+                        f"and strftime(run_date, '%Y-%m-%d') <= $last and not length_off_nominal {current_only}",
                         params={"last": max(build)}).to_arrow_table()
         build_dates = [dt.date.fromisoformat(k) for k in build if k != "undated"]
         fresh = build_trends(runs, config.target_intvty, dates=build_dates)
