@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.ingest.gpus import gpu_count_column, run_gpus
 from pipeline.ingest.schema import (AGENTIC_TRACES, BENCHMARK_TYPES, FIXED_SEQ, LATENCY_COLUMNS, QUARANTINE_SCHEMA,
                                      RUN_SCHEMA)
 from pipeline.validate.lines import LINE_COLUMNS, line_id
@@ -130,9 +131,8 @@ def _unit_mismatch(run: Run) -> Finding | None:
     elif e2el and conc and run.get("osl") and run.get("reported_output_tput_per_gpu") and run.get("tp") \
             and not run.get("disagg"):
         # per-user output rate from throughput vs from latency: (out/GPU × GPUs / conc) / (OSL / E2EL) ≈ 1
-        gpus = run["tp"] * (run.get("pp") or 1) * (run.get("pcp") or 1)
         evidence = ("(output tok/s per user)/(OSL/E2EL)",
-                    run["reported_output_tput_per_gpu"] * gpus / conc / (run["osl"] / e2el))
+                    run["reported_output_tput_per_gpu"] * run_gpus(run) / conc / (run["osl"] / e2el))
     if evidence and evidence[1] > 0:
         name, as_read = evidence
         as_other = as_read * wrong_scale
@@ -277,22 +277,13 @@ def range_rule(bound: Range) -> Callable[[Run], Finding | None]:
     return _screen(screen)(rule)
 
 
-def _gpus(run: Run) -> int | None:
-    """GPUs of a run as ``sql/run_gpu_counts.sql`` counts them (None when a count is missing)."""
-    if run.get("disagg"):
-        prefill, decode = run.get("num_prefill_gpu"), run.get("num_decode_gpu")
-        return None if prefill is None or decode is None else prefill + decode
-    tp = run.get("tp")
-    return None if tp is None else tp * (run.get("pp") or 1) * (run.get("pcp") or 1)
-
-
 def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
-    """Rule ``implausible:tput_per_gpu``: tok/s/GPU (system total ÷ GPUs, else the reported per-GPU value, as the
-    metrics read it) above what the GPU's dense peak can compute for the model (``Plausibility.ceiling``)."""
+    """Rule ``implausible:tput_per_gpu``: tok/s/GPU (system total ÷ GPUs of ``pipeline.ingest.gpus``, else the
+    reported per-GPU value, as the metrics read it) above what the GPU's dense peak can compute for the model (``Plausibility.ceiling``)."""
     lowest = plausibility.lowest_ceiling
 
     def rule(run: Run) -> Finding | None:
-        total, gpus = run.get("total_tput_tok_s"), _gpus(run)
+        total, gpus = run.get("total_tput_tok_s"), run_gpus(run)
         per_gpu = total / gpus if total is not None and gpus else run.get("reported_tput_per_gpu")
         ceiling = plausibility.ceiling(run.get("hw"), run.get("model"))
         if per_gpu is None or ceiling is None or not per_gpu > ceiling:
@@ -303,10 +294,7 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
             "model_active_params.csv)")
 
     def screen(table: pa.Table) -> pa.ChunkedArray:
-        disagg = pc.fill_null(table["disagg"], False)
-        single = pc.multiply(pc.multiply(_float(table, "tp"), pc.fill_null(_float(table, "pp"), 1.0)),
-                             pc.fill_null(_float(table, "pcp"), 1.0))
-        gpus = pc.if_else(disagg, pc.add(_float(table, "num_prefill_gpu"), _float(table, "num_decode_gpu")), single)
+        gpus = gpu_count_column(table)
         from_total = pc.if_else(pc.greater(gpus, 0), pc.divide(table["total_tput_tok_s"], gpus), None)
         per_gpu = pc.coalesce(from_total, table["reported_tput_per_gpu"])
         return _any(pc.greater(per_gpu, lowest))

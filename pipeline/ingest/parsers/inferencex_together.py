@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pipeline.ingest.gpus import gpu_count
 from pipeline.ingest.keys import inferencex_model_key, normalize_precision, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
@@ -101,10 +102,10 @@ def _power(gpu: Mapping[str, Any], doc: Mapping[str, Any], run: ParsedRun) -> No
     if mean_w is None:
         return
     try:
-        tp, pp = to_int(doc.get("tp")), to_int(doc.get("pp")) or 1
+        tp, pp = to_int(doc.get("tp")), to_int(doc.get("pp"))
     except ValueError as exc:
         raise FieldError("not_an_integer", "tp", str(exc)) from exc
-    run_gpus = None if tp is None else tp * pp
+    run_gpus = gpu_count(tp, pp)
     if sampled is not None and run_gpus is not None and sampled != run_gpus:
         run.derivations.append(
             f"power not used: gpu.mean_power_per_gpu_w {mean_w} W is a mean over gpu.n_gpus={sampled} GPUs, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pipeline.ingest.gpus import gpu_count
 from pipeline.ingest.keys import model_key_from_id, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
@@ -132,7 +133,13 @@ def _servers(value: Any) -> list[Mapping[str, Any]]:
 
 
 def _gpus(servers: list[Mapping[str, Any]]) -> int | None:
-    """GPUs of one role: Σ tp_size × pp_size over its servers (DP-attention ranks live inside the TP group)."""
+    """GPUs of one role: Σ ``gpu_count(tp_size, pp_size)`` over its servers (DP-attention ranks live inside the TP
+    group); None when a server has no ``tp_size``.
+
+    Raises:
+        ValueError, TypeError: a ``tp_size``/``pp_size`` that is not a number.
+    """
     if any(s.get("tp_size") is None for s in servers):
         return None
-    return sum(int(s["tp_size"]) * int(s.get("pp_size") or 1) for s in servers)
+    return sum(gpu_count(int(s["tp_size"]), None if s.get("pp_size") is None else int(s["pp_size"]))
+               for s in servers)
