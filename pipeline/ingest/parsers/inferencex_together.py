@@ -20,6 +20,7 @@ from pipeline.ingest.keys import inferencex_model_key, normalize_precision, to_i
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
+    input_throughput,
     integer,
     interactivity_block,
     latency_block,
@@ -76,7 +77,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         request_throughput_req_s=number(metrics, "request_throughput", label="metrics.request_throughput"),
         total_tput_tok_s=total,
         output_tput_tok_s=output,
-        input_tput_tok_s=None if total is None or output is None else total - output,
+        input_tput_tok_s=input_throughput(total, output),
         model_id=None if doc.get("model") in (None, "") else str(doc["model"]),
     )
     if total is not None and output is not None:

@@ -18,6 +18,7 @@ from pipeline.ingest.keys import model_key_from_id, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
+    input_throughput,
     integer,
     interactivity_block,
     latency_block,
@@ -65,8 +66,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     if total is None and in_tokens is not None and out_tokens is not None and duration:
         total = (in_tokens + out_tokens) / duration
         run.derivations.append("total_tput_tok_s = (total_input_tokens + total_output_tokens) / duration")
-    if input_tput is None and total is not None and output is not None:
-        input_tput = total - output
+    if input_tput is None:
+        input_tput = input_throughput(total, output)
 
     server = doc.get("server_info") if isinstance(doc.get("server_info"), dict) else {}
     prefill, decode = _servers(server.get("prefill")), _servers(server.get("decode"))
