@@ -5,11 +5,12 @@ run in ``rules()`` order and every failing rule is reported; the first one is th
 ``detail`` lists them all. Reason codes are stable snake_case (docs/inputs.md); field names in codes use the
 engine's canonical key (``total_token_throughput``, ``median_tpot_ms``) whatever the source format called it.
 
-Two paths, one outcome: ``validate_runs`` applies every rule to every run (the reference), ``validate_table``
-(what the asset runs) first asks each rule's ``screen``, a column expression over the whole Arrow table that is
-True wherever the rule might fire, and applies the rules only to the rows some screen flags. A screen may flag
-too much, never too little; a rule without a screen is applied to every row. Tests hold both paths to the same
-output on the sample, the bad-input corpus and the real logs.
+One path: ``validate_table`` (what the asset runs) first asks each rule's ``screen``, a column expression over the
+whole Arrow table that is True wherever the rule might fire, and applies the rules only to the rows some screen
+flags. The row function decides and words the reason; the screen only chooses the rows it looks at, so it may flag
+too much, never too little; a rule without a screen is applied to every row. Tests hold ``validate_table`` to the
+result of every rule applied to every run (written in the tests) on the sample, the bad-input corpus and the
+real logs, and each screen to hand-computed rows.
 To add a rule, append a function to ``rules()`` and, for speed, give it a ``screen``.
 """
 
@@ -64,7 +65,6 @@ def _only(benchmark_type: str, rule: Rule) -> Rule:
     def screen(table: pa.Table) -> pa.ChunkedArray:
         return pc.and_(pc.equal(pc.fill_null(table["benchmark_type"], FIXED_SEQ), benchmark_type), rule.screen(table))
 
-    typed.__doc__ = f"{rule.__doc__} Applies to {benchmark_type} runs only."
     return _screen(screen)(typed)
 
 
@@ -84,6 +84,8 @@ def _failed_requests(run: Run) -> Finding | None:
 
 
 def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run], Finding | None]:
+    """Rule: ``field`` (else the first of ``alternatives`` present) must be present, finite and > 0 (metrics and
+    interactivity divide by it); codes ``missing_field|non_finite|non_positive:<code_name>``."""
     def rule(run: Run) -> Finding | None:
         value = next((run.get(f) for f in (field, *alternatives) if run.get(f) is not None), None)
         if value is None:
@@ -98,7 +100,6 @@ def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run],
         value = pc.coalesce(*(table[f] for f in (field, *alternatives) if f in table.column_names))
         return pc.invert(_any(pc.and_(pc.is_finite(value), pc.greater(value, 0))))
 
-    rule.__doc__ = f"{code_name} must be present, finite and > 0 (metrics and interactivity divide by it)."
     return _screen(screen)(rule)
 
 
@@ -213,7 +214,6 @@ def unknown_hw_rule(known_hw: Iterable[str]) -> Callable[[Run], Finding | None]:
             return "unknown_hw", f"hw {hw!r} is not in the GPU reference ({', '.join(sorted(known))})"
         return None
 
-    rule.__doc__ = unknown_hw_rule.__doc__
     # a null hw is flagged too (the rule lets it pass; missing_metadata rejects it)
     return _screen(lambda t: pc.invert(_any(pc.is_in(t["hw"], value_set=pa.array(sorted(known), pa.string())))))(rule)
 
@@ -241,7 +241,7 @@ def _ratio_value(run: Run, field: str) -> float | None:
     else:
         tokens_in, tokens_out, tput = run.get("total_input_tokens"), run.get("total_output_tokens"), run.get("total_tput_tok_s")
         tokens = None if tokens_in is None or tokens_out is None else tokens_in + tokens_out
-    if tokens is None or not tput or not duration or tput <= 0 or duration <= 0 or tokens <= 0:
+    if tokens is None or tput is None or duration is None or tput <= 0 or duration <= 0 or tokens <= 0:
         return None
     return tokens / tput / duration
 
@@ -273,7 +273,6 @@ def range_rule(bound: Range) -> Callable[[Run], Finding | None]:
         value = _ratio_column(table, bound.field) if derived else _float(table, bound.field)
         return _any(pc.invert(pc.and_(pc.greater_equal(value, bound.min), pc.less_equal(value, bound.max))))
 
-    rule.__doc__ = f"{bound.field} within [{bound.min:g}, {bound.max:g}] {bound.unit} (data/reference/plausibility.csv)."
     return _screen(screen)(rule)
 
 
@@ -299,7 +298,6 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
         per_gpu = pc.coalesce(from_total, table["reported_tput_per_gpu"])
         return _any(pc.greater(per_gpu, lowest))
 
-    rule.__doc__ = ceiling_rule.__doc__
     return _screen(screen)(rule)
 
 
@@ -423,30 +421,11 @@ def find_duplicates(runs: list[Mapping[str, Any]], accepted_before: int = 0) -> 
     return found
 
 
-def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tuple[list[Mapping[str, Any]], list[dict]]:
-    """Split parsed runs into accepted runs and quarantine rows (stage ``validate``).
-
-    Row rules first (``rules``), then duplicates among the runs that passed (so a bad copy never displaces a
-    good one). Quarantine rows follow ``pipeline.ingest.schema.QUARANTINE_SCHEMA``; details start with the file name.
-    """
-    rule_list = rules(known_hw)
-    passing, rejected = [], []
-    for run in runs:
-        finding = check_run(run, rule_list)
-        if finding is None:
-            passing.append(run)
-        else:
-            rejected.append(_quarantine_row(run, *finding))
-    duplicates = find_duplicates(passing)
-    accepted = [run for i, run in enumerate(passing) if i not in duplicates]
-    rejected += [_quarantine_row(passing[i], *finding) for i, finding in sorted(duplicates.items())]
-    return accepted, rejected
-
-
 def validate_table(runs: pa.Table, known_hw: Iterable[str],
                    accepted_elsewhere: pa.Table | None = None) -> tuple[pa.Table, pa.Table]:
-    """``validate_runs`` over an Arrow table, in column operations where they decide: the same accepted runs and
-    the same quarantine rows, in the same order (tested against ``validate_runs``).
+    """Split parsed runs into accepted runs and quarantine rows (stage ``validate``): the rules of ``rules()``
+    first, then duplicates among the runs that passed (``find_duplicates``; so a bad copy never displaces a good
+    one).
 
     The rules run in Python only on the rows some rule's ``screen`` flags (all rows when a rule has none); the
     duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a line and
@@ -460,8 +439,9 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
             the same measurement as one of them is the duplicate (a raw result dated one day and its undated agg
             row sit in two partitions). A full refresh validates every date at once and applies the keep rule.
     Returns:
-        (accepted runs, ``RUN_SCHEMA``; quarantine rows, ``QUARANTINE_SCHEMA``, stage ``validate``: rule
-        rejections in input order, then duplicates in input order, as ``validate_runs``).
+        (accepted runs, ``RUN_SCHEMA``, in input order; quarantine rows, ``QUARANTINE_SCHEMA``, stage
+        ``validate``, details starting with the file name: rule rejections in input order, then duplicates in
+        input order).
     Raises:
         KeyError: ``runs`` lacks a ``RUN_SCHEMA`` column a screen reads.
     """
