@@ -8,14 +8,16 @@ engine's canonical key (``total_token_throughput``, ``median_tpot_ms``) whatever
 One path: ``validate_table`` (what the asset runs) first asks each rule's ``screen``, a column expression over the
 whole Arrow table that is True wherever the rule might fire, and applies the rules only to the rows some screen
 flags. The row function decides and words the reason; the screen only chooses the rows it looks at, so it may flag
-too much, never too little; a rule without a screen is applied to every row. Tests hold ``validate_table`` to the
+too much, never too little. Every rule has a screen. Tests hold ``validate_table`` to the
 result of every rule applied to every run (written in the tests) on the sample, the bad-input corpus and the
 real logs, and each screen to hand-computed rows.
-To add a rule, append a function to ``rules()`` and, for speed, give it a ``screen``.
+To add a rule, append a function to ``rules()`` and give it a ``screen`` (``_screen``; ``lambda t: pa.array([True] *
+t.num_rows)`` applies it to every row).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from functools import reduce
@@ -334,14 +336,10 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
     ]
 
 
-_LOADED: list[Plausibility] = []
-
-
+@functools.cache
 def _default_plausibility() -> Plausibility:
     """``load_plausibility()`` read once per process (the files are reference data, versioned with the code)."""
-    if not _LOADED:
-        _LOADED.append(load_plausibility())
-    return _LOADED[0]
+    return load_plausibility()
 
 
 def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Finding | None:
@@ -427,7 +425,7 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
     first, then duplicates among the runs that passed (``find_duplicates``; so a bad copy never displaces a good
     one).
 
-    The rules run in Python only on the rows some rule's ``screen`` flags (all rows when a rule has none); the
+    The rules run in Python only on the rows some rule's ``screen`` flags (every rule has one); the
     duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a line and
     ``conc`` with another passing run, since a run that shares neither is never a duplicate nor the kept copy of one.
 
@@ -447,19 +445,14 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
     """
     runs = runs.cast(RUN_SCHEMA)
     rule_list = rules(known_hw)
-    screens = [getattr(rule, "screen", None) for rule in rule_list]
-    if runs.num_rows == 0 or None in screens:
-        flagged = pa.array([True] * runs.num_rows, pa.bool_())
-    else:
-        flagged = reduce(pc.or_, (screen(runs) for screen in screens))
-    flagged_at = pc.indices_nonzero(flagged)
-    rejected, passes = [], np.ones(runs.num_rows, dtype=bool)
+    flagged_at = pc.indices_nonzero(reduce(pc.or_, (rule.screen(runs) for rule in rule_list)))
+    rejected, failed = [], np.zeros(runs.num_rows, dtype=bool)
     for at, run in zip(flagged_at.to_pylist(), runs.take(flagged_at).to_pylist()):
         finding = check_run(run, rule_list)
         if finding is not None:
             rejected.append(_quarantine_row(run, *finding))
-            passes[at] = False
-    passing = runs.filter(pa.array(passes))
+            failed[at] = True
+    passing = runs.filter(pa.array(~failed))
 
     candidates, duplicates = duplicates_in_table(passing)
     if accepted_elsewhere is not None and accepted_elsewhere.num_rows:
@@ -471,11 +464,10 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
             if at >= prior.num_rows:
                 candidates[ours[at - prior.num_rows]] = rows[at]
                 duplicates[ours[at - prior.num_rows]] = finding
-    kept = np.ones(passing.num_rows, dtype=bool)
-    for at in duplicates:
-        kept[at] = False
+    duplicate = np.zeros(passing.num_rows, dtype=bool)
+    duplicate[list(duplicates)] = True
     rejected += [_quarantine_row(candidates[at], *finding) for at, finding in sorted(duplicates.items())]
-    return passing.filter(pa.array(kept)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
+    return passing.filter(pa.array(~duplicate)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
 
 
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
