@@ -642,6 +642,18 @@ def test_comparison_row_every_column_by_hand():
     assert {(r["band_min"], r["band_max"]) for r in swapped} == {(20.0, 30.0)}
 
 
+@pytest.mark.parametrize("repeat_n, expected", [((None, 1), 0), ((2, None), 1), ((1, 2), 1), ((2, 3), 2)])
+def test_repeat_points_count_the_frontier_points_that_average_repeats(repeat_n, expected):
+    """``repeat_points``: the side's frontier points with ``repeat_n`` > 1 (an absent count is one run)."""
+    comparison, frontiers = _row_comparison()
+    off = frontiers[comparison.b.side_id]
+    assert len(off) == 2
+    rows = compare(comparison, {comparison.a.side_id: frontiers[comparison.a.side_id],
+                                comparison.b.side_id: [dict(p, repeat_n=n) for p, n in zip(off, repeat_n)]})
+    assert [r["repeat_points"] for r in rows if r["side"] == "b"] == [expected] * 3
+    assert [r["repeat_points"] for r in rows if r["side"] == "a"] == [0] * 3
+
+
 def test_sparse_flag_is_strictly_above_1_05():
     # MTP frontier x 10, 20, 30; tok/s/GPU 1000, 500, 400; hyperscaler cost 1.0, 2.1, 3.0 $/M. $/GPU-h implied by
     # the first point: 1.0·1000; at x = 20 the spline returns the point itself: implied 1000/500 = 2.0 against
