@@ -53,10 +53,12 @@ class IngestResult:
 
 
 # From this many files on, the parse is split over a pool of worker processes (``concurrent.futures``, one per core
-# by default), each parsing blocks of files and writing its tables as Arrow IPC files the caller reads back (mapped,
-# not copied through a pipe). The workers are forked from a fork server that imports only the parsers, never the
-# caller's program, so they share no DuckDB or gRPC threads and start in milliseconds. Rows are put back in scan
-# order, so the result is identical to the serial path. Below it, starting the pool costs more than it saves.
+# by default), each parsing blocks of files and writing its tables as Arrow IPC files the caller reads back (not
+# pickled through a pipe). The workers are forked from multiprocessing's fork server, which has imported the parsers
+# and none of the caller's modules, so they share no DuckDB or gRPC threads and start fast (multiprocessing still
+# runs a main script started by path, guarded by ``if __name__ == "__main__"``, in each worker; ``python -m`` mains
+# are skipped). Rows are put back in scan order, so the result is identical to the serial path. Below it, starting
+# the pool costs more than it saves.
 PARALLEL_MIN_FILES = 6000
 PARALLEL_BLOCK_FILES = 200
 # What a file in a worker that died gets, once the retry alone has killed its worker again (docs/inputs.md).
@@ -109,8 +111,8 @@ def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
 
 
 def _pool(workers: int, raw_dir: Path, sidecars: set[str] | None) -> ProcessPoolExecutor:
-    """A pool of ``workers`` processes forked from a fork server that has imported this module (and so the
-    parsers) and nothing of the caller's; each worker is given ``raw_dir`` and the sidecar listing once."""
+    """A pool of ``workers`` processes forked from the fork server, which imports this module (and so the parsers)
+    when it starts; each worker is given ``raw_dir`` (a folder) and the sidecar listing (relative paths) once."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
