@@ -172,11 +172,16 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
     while queue:
         pending: list[tuple[Future, list[str], str]] = []
         with _pool(workers, raw_dir, sidecars) as pool:
-            for rels in queue:
+            unsubmitted: list[list[str]] = []
+            for at, rels in enumerate(queue):
                 prefix = os.fspath(work / f"block{tasks}")
                 tasks += 1
-                pending.append((pool.submit(_parse_block, rels, prefix), rels, prefix))
-            queue, in_flight = [], 0
+                try:
+                    pending.append((pool.submit(_parse_block, rels, prefix), rels, prefix))
+                except BrokenProcessPool:  # a worker died while blocks were still being handed out
+                    unsubmitted = queue[at:]
+                    break
+            queue, in_flight = unsubmitted, 0
             for future, rels, prefix in pending:
                 try:
                     parts.append(_read_result(future.result()))
