@@ -1,4 +1,5 @@
--- Builds run_gpu_counts: GPUs each validated run used (docs/metrics.md), the one place this rule lives.
+-- Builds run_gpu_counts: GPUs each validated run used (docs/metrics.md). The same rule in Python is
+-- pipeline/ingest/gpus.py (validation and parsers); tests/test_gpu_count.py holds the two equal.
 --   single node: tp × pp × pcp (pp, pcp default 1); disaggregated: num_prefill_gpu + num_decode_gpu
 create or replace view run_gpu_counts as
 select

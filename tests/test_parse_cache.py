@@ -4,9 +4,9 @@ only the files whose content, sidecar or runs.csv changed."""
 import json
 import os
 import shutil
-import sys
 import time
 
+import pyarrow.compute as pc
 import pytest
 from conftest import REAL_LOGS, SAMPLE_DIR
 
@@ -22,6 +22,11 @@ def _same(a, b) -> bool:
     return all(content_hash(getattr(a, t)) == content_hash(getattr(b, t))
                and getattr(a, t).column("source_file").equals(getattr(b, t).column("source_file"))
                for t in ("runs", "rejects", "files"))
+
+
+def _same_table(a, b) -> bool:
+    """Same rows (content hash) in the same order (source files)."""
+    return content_hash(a) == content_hash(b) and a.column("source_file").equals(b.column("source_file"))
 
 
 def _age(folder, seconds=3600):
@@ -147,31 +152,46 @@ def test_cache_of_another_folder_is_not_used(raw, tmp_path):
     assert _same(ingest_folder(other), result)
 
 
-def _delayed(start_worker):
-    """``_start_worker`` that returns only once the worker has exited (so it claims before this process does)."""
-    def start_and_wait(*args):
-        process, prefix = start_worker(*args)
-        process.wait()
-        return process, prefix
-    return start_and_wait
+def test_a_file_that_kills_its_worker_costs_only_that_file(monkeypatch, tmp_path):
+    """A worker process that dies (``os._exit``, as a crash in native code or an out-of-memory kill) breaks the
+    pool; the files in flight are parsed again, each alone, and only the file that kills its worker again becomes
+    a ``parse_crashed`` row: every other file gives the rows of the serial parse, in scan order."""
+    import parse_crash
 
-
-def test_failed_parse_worker_is_an_error_naming_its_files(monkeypatch, tmp_path):
-    """A worker that dies before claiming anything, and one that dies after claiming a block: each is an error
-    naming the worker and the files it had taken."""
     import pipeline.ingest.parse
 
-    python = sys.executable
-    monkeypatch.setattr(pipeline.ingest.parse.sys, "executable", "/bin/false")
-    with pytest.raises(RuntimeError, match=r"parse worker worker1 exited with 1, before claiming any file"):
-        ingest_folder(SAMPLE_DIR, workers=2)
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR, raw)
+    (raw / "poison.json").write_text((raw / VLLM_RUN).read_text())  # a good run log: only the crash rejects it
+    serial = ingest_folder(raw, workers=1)
+    monkeypatch.setattr(pipeline.ingest.parse, "_parse_block", parse_crash.parse_block_or_die)
+    parallel = ingest_folder(raw, workers=2)
 
-    crash = tmp_path / "crash.py"  # claims block 0 as worker1 (argv: -m module RAW RELS BLOCK CLAIMS PREFIX), dies
-    crash.write_text(f"#!{python}\nimport os, sys\n"
-                     "with open(os.path.join(sys.argv[6], '0'), 'x') as claim: claim.write('worker1')\n"
-                     "sys.exit(3)\n")
-    crash.chmod(0o755)
-    monkeypatch.setattr(pipeline.ingest.parse, "_start_worker", _delayed(pipeline.ingest.parse._start_worker))
-    monkeypatch.setattr(pipeline.ingest.parse.sys, "executable", str(crash))
-    with pytest.raises(RuntimeError, match=r"parse worker worker1 exited with 3, \d+ files \(.+ … .+\)"):
+    def without_poison(table):
+        return table.filter(pc.not_equal(table["source_file"], "poison.json"))
+
+    for part in ("runs", "rejects", "files"):
+        assert _same_table(without_poison(getattr(serial, part)), without_poison(getattr(parallel, part))), part
+    assert parallel.files["source_file"].to_pylist() == serial.files["source_file"].to_pylist()  # scan order
+    assert "poison.json" in serial.runs["source_file"].to_pylist()
+    assert "poison.json" not in parallel.runs["source_file"].to_pylist()
+    [reject] = parallel.rejects.filter(pc.equal(parallel.rejects["source_file"], "poison.json")).to_pylist()
+    assert (reject["reason_code"], reject["stage"], reject["source_row"]) == ("parse_crashed", "ingest", None)
+    assert reject["detail"].startswith("poison.json: the parse worker process died reading this file, alone, twice")
+    [ledger] = parallel.files.filter(pc.equal(parallel.files["source_file"], "poison.json")).to_pylist()
+    assert ledger == {"source_file": "poison.json", "kind": "unreadable", "source_format": None,
+                      "size_bytes": (raw / "poison.json").stat().st_size, "sha256": None, "rows_read": 1, "runs": 0,
+                      "rejected": 1}
+
+
+def test_a_pool_that_breaks_before_reading_any_file_is_an_error(monkeypatch):
+    """Workers that die before their first file leave no file to blame: after two such pools the parse stops with
+    an error instead of retrying forever."""
+    import parse_crash
+
+    import pipeline.ingest.parse
+
+    monkeypatch.setattr(pipeline.ingest.parse, "_parse_block", parse_crash.die_at_once)
+    with pytest.raises(RuntimeError, match=r"the parse worker pool broke twice with no file in flight; \d+ blocks "
+                                           r"unparsed, from "):
         ingest_folder(SAMPLE_DIR, workers=2)

@@ -18,7 +18,8 @@ from pipeline.ingest.parsers.base import (FieldError, integer, interactivity, in
                                           number, require)
 from pipeline.ingest.schema import RUN_SCHEMA
 from pipeline.metrics.reference import load_gpu_reference
-from pipeline.validate.rules import check_run, rules, validate_runs, validate_table
+from pipeline.validate.rules import check_run, rules, validate_table
+from rule_reference import every_rule_on_every_run
 
 # --- Steffen / d3.curveMonotoneX, written again as d3 writes it: one point at a time, plain floats ----------
 
@@ -289,9 +290,9 @@ def _good_run(i=0, **over):
 
 
 def _both_paths(runs):
-    """Codes by source file from the reference path and from the screened table path (must agree, and both
-    must accept exactly the runs they do not quarantine)."""
-    slow_ok, slow = validate_runs(runs, KNOWN_HW)
+    """Codes by source file from every rule on every run (the tests' reference) and from ``validate_table`` (must
+    agree, and both must accept exactly the runs they do not quarantine)."""
+    slow_ok, slow = every_rule_on_every_run(runs, KNOWN_HW)
     fast_ok, fast = validate_table(pa.Table.from_pylist(runs, schema=RUN_SCHEMA), KNOWN_HW)
     slow_codes = {q["source_file"]: q["reason_code"] for q in slow}
     assert slow_codes == dict(zip(fast["source_file"].to_pylist(), fast["reason_code"].to_pylist()))
@@ -433,7 +434,7 @@ def test_duplicates_keep_the_first_by_file_then_row():
     b = _good_run(1, conc=8)  # same line, conc and every number as run 0: the same measurement in another file
     c = _good_run(2, content_sha256="sha0", conc=99)  # same content as run 0
     d = _good_run(3, conc=8, median_tpot_s=0.021)  # same line and conc, another TPOT: a repeat, accepted
-    accepted, rejected = validate_runs([b, c, d, a], KNOWN_HW)
+    accepted, rejected = every_rule_on_every_run([b, c, d, a], KNOWN_HW)
     assert [r["source_file"] for r in accepted] == ["f3.json", "f0.json"]
     assert [(q["source_file"], q["reason_code"], q["duplicate_of"]) for q in rejected] == [
         ("f1.json", "duplicate_run", a["run_id"]), ("f2.json", "duplicate_run", a["run_id"])]
@@ -549,7 +550,7 @@ def test_detail_joins_every_failing_rule_and_unknown_hw_names_the_reference():
 def test_same_measurement_names_the_line_and_the_kept_copy():
     a = _good_run(0, run_date_partition="2026-01-01")
     b = _good_run(1, conc=8, source_row=3, run_date_partition="2026-01-01")
-    _, rejected = validate_runs([a, b], KNOWN_HW)
+    rejected = validate_table(pa.Table.from_pylist([a, b], schema=RUN_SCHEMA), KNOWN_HW)[1].to_pylist()
     assert [(q["source_file"], q["source_row"], q["reason_code"], q["stage"]) for q in rejected] == [
         ("f1.json", 3, "duplicate_run", "validate")]
     assert rejected[0]["detail"].startswith(
@@ -639,6 +640,18 @@ def test_comparison_row_every_column_by_hand():
     swapped = compare(comparison, {comparison.a.side_id: frontiers[comparison.b.side_id],
                                    comparison.b.side_id: frontiers[comparison.a.side_id]})
     assert {(r["band_min"], r["band_max"]) for r in swapped} == {(20.0, 30.0)}
+
+
+@pytest.mark.parametrize("repeat_n, expected", [((None, 1), 0), ((2, None), 1), ((1, 2), 1), ((2, 3), 2)])
+def test_repeat_points_count_the_frontier_points_that_average_repeats(repeat_n, expected):
+    """``repeat_points``: the side's frontier points with ``repeat_n`` > 1 (an absent count is one run)."""
+    comparison, frontiers = _row_comparison()
+    off = frontiers[comparison.b.side_id]
+    assert len(off) == 2
+    rows = compare(comparison, {comparison.a.side_id: frontiers[comparison.a.side_id],
+                                comparison.b.side_id: [dict(p, repeat_n=n) for p, n in zip(off, repeat_n)]})
+    assert [r["repeat_points"] for r in rows if r["side"] == "b"] == [expected] * 3
+    assert [r["repeat_points"] for r in rows if r["side"] == "a"] == [0] * 3
 
 
 def test_sparse_flag_is_strictly_above_1_05():

@@ -1,7 +1,12 @@
-"""Resources shared by every stage: the DuckDB warehouse and the raw/mart folders, configured by env var
-(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``; docs/inputs.md), and where a run's marts are
-staged until the run publishes them as one generation (``pipeline.io.generations``)."""
+"""Resources shared by every stage: the DuckDB warehouse and the raw/mart/cache folders, configured by env var
+(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``, ``PIPELINE_CACHE_DIR``; docs/inputs.md), and
+where a run's marts are staged until the run publishes them as one generation (``pipeline.io.generations``).
 
+A variable that is set is passed to Dagster as ``dg.EnvVar`` (read when a run starts, shown as an environment
+variable in the UI, never written into the definitions); one that is unset gives the documented default of
+``pipeline.io.paths``. Either way a resource holds an absolute path: a relative value is taken relative to the
+current directory, ``~`` expanded.
+"""
 
 import os
 import time
@@ -13,6 +18,7 @@ import dagster as dg
 import duckdb
 from dagster._core.errors import DagsterInvalidPropertyError  # not exported at the top level
 from dagster_duckdb import DuckDBResource
+from pydantic import field_validator
 
 from pipeline.io.generations import publish, staging_dir, staging_path
 from pipeline.io.paths import env_path, parse_cache_dir
@@ -59,6 +65,11 @@ class PipelinePaths(dg.ConfigurableResource):
     raw_dir: str
     out_dir: str
     cache_dir: str
+
+    @field_validator("raw_dir", "out_dir", "cache_dir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        return _absolute_path(value)
 
     def staging(self, context: dg.AssetExecutionContext) -> Path:
         """The folder this run writes its marts into until ``published_marts`` publishes them
@@ -115,6 +126,11 @@ class Warehouse(DuckDBResource):
     """
 
     lock_timeout_s: float = 30.0
+
+    @field_validator("database")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        return _absolute_path(value)
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -182,15 +198,32 @@ def check_warehouse(database: str) -> str | None:
     return None
 
 
+def _absolute_path(value: str) -> str:
+    """``value`` as an absolute path (``~`` expanded, relative to the current directory); an unresolved
+    ``dg.EnvVar`` (the variable's name, while the resource is being declared) is returned as it is, Dagster
+    passes its value through here again when a run starts."""
+    if isinstance(value, dg.EnvVar) or not value:
+        return value
+    return str(Path(value).expanduser().resolve())
+
+
+def configured(name: str, default: str) -> str:
+    """``dg.EnvVar(name)`` when the environment variable ``name`` is set and not empty, else ``default`` (an
+    absolute path: the documented default of ``pipeline.io.paths``)."""
+    return dg.EnvVar(name) if os.environ.get(name) else default
+
+
 def warehouse_resource() -> Warehouse:
     """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created on first use)."""
-    return Warehouse(database=env_path("PIPELINE_DB_PATH"))
+    return Warehouse(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")))
 
 
 def paths_resource() -> PipelinePaths:
-    """Raw, mart and parse-cache folders from ``PIPELINE_RAW_DIR`` / ``PIPELINE_OUT_DIR`` / ``PIPELINE_CACHE_DIR``."""
-    return PipelinePaths(raw_dir=env_path("PIPELINE_RAW_DIR"), out_dir=env_path("PIPELINE_OUT_DIR"),
-                         cache_dir=parse_cache_dir())
+    """Raw, mart and parse-cache folders from ``PIPELINE_RAW_DIR`` / ``PIPELINE_OUT_DIR`` / ``PIPELINE_CACHE_DIR``
+    (unset: ``data/sample``, ``data/marts``, ``<PIPELINE_DB_PATH>.parse_cache``)."""
+    return PipelinePaths(raw_dir=configured("PIPELINE_RAW_DIR", env_path("PIPELINE_RAW_DIR")),
+                         out_dir=configured("PIPELINE_OUT_DIR", env_path("PIPELINE_OUT_DIR")),
+                         cache_dir=configured("PIPELINE_CACHE_DIR", parse_cache_dir()))
 
 
 @dg.definitions

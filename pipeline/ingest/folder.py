@@ -25,7 +25,7 @@ def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
         workers: processes to parse in (``parse_files``); the output does not depend on it.
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
-        RuntimeError: a parse worker failed.
+        RuntimeError: the parse worker pool broke with no file in flight (``parse_files``).
     """
     raw_dir = Path(raw_dir)
     rels = scan_folder(raw_dir).rel
@@ -46,7 +46,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)``.
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
-        RuntimeError: a parse worker failed.
+        RuntimeError: the parse worker pool broke with no file in flight (``parse_files``).
     """
     raw_dir, cache_dir = Path(raw_dir), Path(cache_dir)
     scan_started_ns = time.time_ns()

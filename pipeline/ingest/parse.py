@@ -8,12 +8,13 @@ folder's ``runs.csv`` (``pipeline.ingest.metadata.resolve``).
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import posixpath
 import stat
-import subprocess
-import sys
 import tempfile
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -51,13 +52,17 @@ class IngestResult:
     files: pa.Table
 
 
-# From this many files on, the parse is split over one process per core: this process and
-# `python -m pipeline.ingest.worker` processes (fresh interpreters that import only the parsers, not the caller's
-# program, and share no DuckDB or gRPC threads) take blocks of files in turn, each claiming the next free block,
-# so a worker that starts late or meets slower files simply takes fewer. Rows are put back in scan order, so the
-# result is identical to the serial path. Below it, starting a worker (~0.3 s) costs more than it saves.
+# From this many files on, the parse is split over a pool of worker processes (``concurrent.futures``, one per core
+# by default), each parsing blocks of files and writing its tables as Arrow IPC files the caller reads back (not
+# pickled through a pipe). The workers are forked from multiprocessing's fork server, which has imported the parsers
+# and none of the caller's modules, so they share no DuckDB or gRPC threads and start fast (multiprocessing still
+# runs a main script started by path, guarded by ``if __name__ == "__main__"``, in each worker; ``python -m`` mains
+# are skipped). Rows are put back in scan order, so the result is identical to the serial path. Below it, starting
+# the pool costs more than it saves.
 PARALLEL_MIN_FILES = 6000
 PARALLEL_BLOCK_FILES = 200
+# What a file in a worker that died gets, once the retry alone has killed its worker again (docs/inputs.md).
+CRASH_REASON = "parse_crashed"
 
 
 def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
@@ -65,32 +70,32 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
     """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
     and file rows, in the order of ``rels``.
 
+    A worker process that dies (killed, out of memory, a crash in native code) costs only the file it was reading:
+    the files its block and the other in-flight blocks had not finished are parsed again, the ones that were being
+    read each alone in a one-process pool, and a file that kills that process too becomes one reject row
+    (``parse_crashed``, stage ``ingest``) and one ledger row (kind ``unreadable``, no sha256, so the next run tries
+    it again) instead of stopping the run.
+
     Args:
         raw_dir: the folder ``rels`` are relative to (sidecars and ``runs.csv`` are looked up beside each file).
         rels: the files to parse.
-        workers: processes to parse in (this one included); default one per core when there are
-            ``PARALLEL_MIN_FILES`` files or more, else 1. The output does not depend on it.
+        workers: worker processes to parse in; default one per core when there are ``PARALLEL_MIN_FILES`` files or
+            more, else none (this process parses). The output does not depend on it.
         listed: every file of the scan that found ``rels`` (``scan_folder``), when known: a run log's sidecar is
             then read only if the scan listed it, instead of tried on disk for every log (most have none).
     Raises:
-        RuntimeError: a worker process failed (its stderr is quoted).
+        RuntimeError: the worker pool could not be started, or broke twice in a row without a file in flight (so
+            no file can be blamed).
     """
     sidecars = None if listed is None else {rel for rel in listed if rel.endswith(SIDECAR_SUFFIX)}
     if workers is None:
         workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(rels) < 2:
         return parse_serial(raw_dir, rels, sidecars)
-    # the rows are put back in scan order after, with a stable sort on each row's file position
     block = max(1, min(PARALLEL_BLOCK_FILES, len(rels) // (4 * workers)))
     with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as tmp:
-        work = Path(tmp)
-        (work / "claims").mkdir()
-        write_rels(work / "all.rels", rels)
-        if sidecars is not None:
-            write_rels(work / "sidecars.rels", sorted(sidecars))
-        started = [_start_worker(raw_dir, work, block, work / f"worker{w}") for w in range(1, workers)]
-        parts = [parse_serial(raw_dir, claimed_files(rels, block, work / "claims", "main"), sidecars)]
-        parts += [_finish_worker(*worker, rels, block) for worker in started]
+        parts = _parse_in_pool(Path(raw_dir), [rels[i:i + block] for i in range(0, len(rels), block)], workers,
+                               sidecars, Path(tmp))
     order = pa.array(rels, pa.string())
     return IngestResult(**{name: in_scan_order(pa.concat_tables([getattr(p, name) for p in parts]), order)
                            for name in ("runs", "rejects", "files")})
@@ -105,69 +110,132 @@ def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
     return table.take(pc.sort_indices(pa.table({"position": position}), sort_keys=[("position", "ascending")]))
 
 
-def write_rels(path: Path, rels: Iterable[str]) -> None:
-    """Write relative paths NUL-separated (the parse worker's input; NUL is the one byte no path contains)."""
-    path.write_bytes("\0".join(rels).encode("utf-8", "surrogateescape"))
+def _pool(workers: int, raw_dir: Path, sidecars: set[str] | None) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes forked from the fork server, which imports this module (and so the parsers)
+    when it starts; each worker is given ``raw_dir`` (a folder) and the sidecar listing (relative paths) once."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                               initargs=(os.fspath(raw_dir), sidecars))
 
 
-def read_rels(path: Path) -> list[str] | None:
-    """The paths ``write_rels`` wrote, or None when ``path`` does not exist."""
-    if not path.exists():
-        return None
-    text = path.read_bytes().decode("utf-8", "surrogateescape")
-    return text.split("\0") if text else []
+_WORKER: dict[str, Any] = {}
 
 
-def claimed_files(rels: list[str], block: int, claims: Path, owner: str) -> Iterator[str]:
-    """The files of every block of ``block`` files of ``rels`` that this process claims first: a block is
-    claimed by creating ``<claims>/<block number>`` exclusively (atomic on every local file system) and writing
-    ``owner`` into it, so each block goes to exactly one of the processes walking the same list and a failed
-    worker's files can be named."""
-    for number, start in enumerate(range(0, len(rels), block)):
-        try:
-            claim = os.open(os.path.join(claims, str(number)), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            continue
-        os.write(claim, owner.encode())
-        os.close(claim)
-        yield from rels[start:start + block]
+def _start_worker(raw_dir: str, sidecars: set[str] | None) -> None:
+    """Pool initializer: what every block of this worker shares."""
+    _WORKER.update(raw_dir=Path(raw_dir), sidecars=sidecars)
 
 
-def _start_worker(raw_dir: Path, work: Path, block: int, prefix: Path) -> tuple[subprocess.Popen, Path]:
-    """Start ``python -m pipeline.ingest.worker`` on the files of ``<work>/all.rels`` (with the sidecars of
-    ``<work>/sidecars.rels`` when present), claiming blocks in ``<work>/claims``."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    with prefix.with_suffix(".stderr").open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "pipeline.ingest.worker", os.fspath(raw_dir),
-                                    os.fspath(work / "all.rels"), str(block), os.fspath(work / "claims"),
-                                    os.fspath(prefix)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=stderr, env=env)
-    return process, prefix
+def _parse_block(rels: list[str], prefix: str) -> str:
+    """Worker task: parse ``rels`` (``parse_serial``) into ``<prefix>.{runs,rejects,files}.arrow`` and return
+    ``prefix``. Before each file its position in ``rels`` is appended to ``<prefix>.progress``, so the caller can
+    tell, if this process dies, which file it was reading and which it had finished."""
+    fd = os.open(prefix + ".progress", os.O_CREAT | os.O_WRONLY | os.O_APPEND)
+
+    def marked() -> Iterator[str]:
+        for position, rel in enumerate(rels):
+            os.write(fd, b"%d\n" % position)
+            yield rel
+
+    try:
+        write_result(parse_serial(_WORKER["raw_dir"], marked(), _WORKER["sidecars"]), Path(prefix))
+    finally:
+        os.close(fd)
+    return prefix
 
 
-def _finish_worker(process: subprocess.Popen, prefix: Path, rels: list[str], block: int) -> IngestResult:
-    """Wait for a worker and read its three Arrow IPC files.
+def _started(prefix: str) -> int:
+    """How many files of its block the task at ``prefix`` had started (0 when it never ran)."""
+    try:
+        with open(prefix + ".progress", "rb") as progress:
+            return len(progress.read().split())
+    except FileNotFoundError:
+        return 0
+
+
+def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecars: set[str] | None,
+                   work: Path) -> list[IngestResult]:
+    """The results of every block, in no particular order (the caller sorts the rows into scan order).
+
+    Blocks run in a pool of ``workers``. When the pool breaks (a worker died; ``concurrent.futures`` then ends
+    the others), every unfinished block is split: the files it had finished or not yet started go back into the
+    queue for a new pool, the file it was reading is suspect. Suspects are then parsed one at a time in a
+    one-process pool: a suspect that breaks it is the file that kills its worker (``_crashed``).
 
     Raises:
-        RuntimeError: the worker failed; names the files it had claimed and quotes the end of its stderr.
+        RuntimeError: a pool broke twice in a row with no file in flight.
     """
-    code = process.wait()
-    if code != 0:
-        claims = prefix.parent / "claims"
-        mine = sorted(int(c.name) for c in claims.iterdir() if c.read_bytes() == prefix.name.encode())
-        files = [rel for number in mine for rel in rels[number * block:(number + 1) * block]]
-        which = f"{len(files)} files ({files[0]} … {files[-1]})" if files else "before claiming any file"
-        tail = prefix.with_suffix(".stderr").read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"parse worker {prefix.name} exited with {code}, {which}:\n{tail}")
+    parts: list[IngestResult] = []
+    suspects: list[str] = []
+    queue, tasks, fruitless = blocks, 0, 0
+    while queue:
+        pending: list[tuple[Future, list[str], str]] = []
+        with _pool(workers, raw_dir, sidecars) as pool:
+            unsubmitted: list[list[str]] = []
+            for at, rels in enumerate(queue):
+                prefix = os.fspath(work / f"block{tasks}")
+                tasks += 1
+                try:
+                    pending.append((pool.submit(_parse_block, rels, prefix), rels, prefix))
+                except BrokenProcessPool:  # a worker died while blocks were still being handed out
+                    unsubmitted = queue[at:]
+                    break
+            queue, in_flight = unsubmitted, 0
+            for future, rels, prefix in pending:
+                try:
+                    parts.append(_read_result(future.result()))
+                except BrokenProcessPool:
+                    started = _started(prefix)
+                    if started:  # the file being read is suspect; the ones before it and after it are not
+                        suspects.append(rels[started - 1])
+                        in_flight += 1
+                    queue += [part for part in (rels[:max(started - 1, 0)], rels[started:]) if part]
+        fruitless = 0 if not queue or in_flight else fruitless + 1
+        if fruitless >= 2:
+            raise RuntimeError(f"the parse worker pool broke twice with no file in flight; {len(queue)} blocks "
+                               f"unparsed, from {queue[0][0]}")
+    for rel in suspects:
+        parts.append(_parse_alone(raw_dir, rel, sidecars, work / f"alone{len(parts)}"))
+    return parts
+
+
+def _parse_alone(raw_dir: Path, rel: str, sidecars: set[str] | None, prefix: Path) -> IngestResult:
+    """``rel`` parsed in a pool of one process of its own: its rows, or its ``_crashed`` rows when that process
+    dies too."""
+    with _pool(1, raw_dir, sidecars) as pool:
+        try:
+            return _read_result(pool.submit(_parse_block, [rel], os.fspath(prefix)).result())
+        except BrokenProcessPool:
+            return _crashed(raw_dir, rel)
+
+
+def _crashed(raw_dir: Path, rel: str) -> IngestResult:
+    """The rows of a file whose parse kills its worker process: one ``parse_crashed`` reject and one ledger row
+    (kind ``unreadable``, size when it can be read, no sha256)."""
+    try:
+        size: int | None = os.stat(os.path.join(raw_dir, rel)).st_size
+    except OSError:
+        size = None
+    readout = FileReadout("unreadable", rejects=[Reject(
+        None, CRASH_REASON, "the parse worker process died reading this file, alone, twice (killed, out of "
+                            "memory or a crash in native code); the other files were parsed")], size_bytes=size)
+    return IngestResult(
+        runs=RUN_SCHEMA.empty_table(),
+        rejects=pa.Table.from_pylist([_reject_row(rel, None, None, CRASH_REASON, readout.rejects[0].detail)],
+                                     schema=QUARANTINE_SCHEMA),
+        files=pa.Table.from_pylist([_file_row(rel, readout, 0, 1)], schema=FILE_SCHEMA))
+
+
+def _read_result(prefix: str) -> IngestResult:
+    """The three Arrow IPC files a ``_parse_block`` task wrote at ``prefix``."""
     from pipeline.io.storage import read_arrow  # here, not at the top: workers import this module, not DuckDB
 
-    return IngestResult(**{name: read_arrow(prefix.with_suffix(f".{name}.arrow"))
-                           for name in ("runs", "rejects", "files")})
+    return IngestResult(**{name: read_arrow(Path(f"{prefix}.{name}.arrow")) for name in ("runs", "rejects", "files")})
 
 
 def write_result(result: IngestResult, prefix: Path) -> None:
-    """Write ``result`` as ``<prefix>.{runs,rejects,files}.arrow`` (Arrow IPC files; the parse worker's output)."""
+    """Write ``result`` as ``<prefix>.{runs,rejects,files}.arrow`` (Arrow IPC files; a parse worker's output)."""
     for name in ("runs", "rejects", "files"):
         table = getattr(result, name)
         with pa.OSFile(os.fspath(prefix.with_suffix(f".{name}.arrow")), "wb") as sink:

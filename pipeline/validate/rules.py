@@ -5,16 +5,19 @@ run in ``rules()`` order and every failing rule is reported; the first one is th
 ``detail`` lists them all. Reason codes are stable snake_case (docs/inputs.md); field names in codes use the
 engine's canonical key (``total_token_throughput``, ``median_tpot_ms``) whatever the source format called it.
 
-Two paths, one outcome: ``validate_runs`` applies every rule to every run (the reference), ``validate_table``
-(what the asset runs) first asks each rule's ``screen``, a column expression over the whole Arrow table that is
-True wherever the rule might fire, and applies the rules only to the rows some screen flags. A screen may flag
-too much, never too little; a rule without a screen is applied to every row. Tests hold both paths to the same
-output on the sample, the bad-input corpus and the real logs.
-To add a rule, append a function to ``rules()`` and, for speed, give it a ``screen``.
+One path: ``validate_table`` (what the asset runs) first asks each rule's ``screen``, a column expression over the
+whole Arrow table that is True wherever the rule might fire, and applies the rules only to the rows some screen
+flags. The row function decides and words the reason; the screen only chooses the rows it looks at, so it may flag
+too much, never too little. Every rule has a screen. Tests hold ``validate_table`` to the
+result of every rule applied to every run (written in the tests) on the sample, the bad-input corpus and the
+real logs, and each screen to hand-computed rows.
+To add a rule, append a function to ``rules()`` and give it a ``screen`` (``_screen``; ``lambda t: pa.array([True] *
+t.num_rows)`` applies it to every row).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from functools import reduce
@@ -24,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.ingest.gpus import gpu_count_column, run_gpus
 from pipeline.ingest.schema import (AGENTIC_TRACES, BENCHMARK_TYPES, FIXED_SEQ, LATENCY_COLUMNS, QUARANTINE_SCHEMA,
                                      RUN_SCHEMA)
 from pipeline.validate.lines import LINE_COLUMNS, line_id
@@ -63,7 +67,6 @@ def _only(benchmark_type: str, rule: Rule) -> Rule:
     def screen(table: pa.Table) -> pa.ChunkedArray:
         return pc.and_(pc.equal(pc.fill_null(table["benchmark_type"], FIXED_SEQ), benchmark_type), rule.screen(table))
 
-    typed.__doc__ = f"{rule.__doc__} Applies to {benchmark_type} runs only."
     return _screen(screen)(typed)
 
 
@@ -83,6 +86,8 @@ def _failed_requests(run: Run) -> Finding | None:
 
 
 def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run], Finding | None]:
+    """Rule: ``field`` (else the first of ``alternatives`` present) must be present, finite and > 0 (metrics and
+    interactivity divide by it); codes ``missing_field|non_finite|non_positive:<code_name>``."""
     def rule(run: Run) -> Finding | None:
         value = next((run.get(f) for f in (field, *alternatives) if run.get(f) is not None), None)
         if value is None:
@@ -97,7 +102,6 @@ def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run],
         value = pc.coalesce(*(table[f] for f in (field, *alternatives) if f in table.column_names))
         return pc.invert(_any(pc.and_(pc.is_finite(value), pc.greater(value, 0))))
 
-    rule.__doc__ = f"{code_name} must be present, finite and > 0 (metrics and interactivity divide by it)."
     return _screen(screen)(rule)
 
 
@@ -130,9 +134,8 @@ def _unit_mismatch(run: Run) -> Finding | None:
     elif e2el and conc and run.get("osl") and run.get("reported_output_tput_per_gpu") and run.get("tp") \
             and not run.get("disagg"):
         # per-user output rate from throughput vs from latency: (out/GPU × GPUs / conc) / (OSL / E2EL) ≈ 1
-        gpus = run["tp"] * (run.get("pp") or 1) * (run.get("pcp") or 1)
         evidence = ("(output tok/s per user)/(OSL/E2EL)",
-                    run["reported_output_tput_per_gpu"] * gpus / conc / (run["osl"] / e2el))
+                    run["reported_output_tput_per_gpu"] * run_gpus(run) / conc / (run["osl"] / e2el))
     if evidence and evidence[1] > 0:
         name, as_read = evidence
         as_other = as_read * wrong_scale
@@ -213,7 +216,6 @@ def unknown_hw_rule(known_hw: Iterable[str]) -> Callable[[Run], Finding | None]:
             return "unknown_hw", f"hw {hw!r} is not in the GPU reference ({', '.join(sorted(known))})"
         return None
 
-    rule.__doc__ = unknown_hw_rule.__doc__
     # a null hw is flagged too (the rule lets it pass; missing_metadata rejects it)
     return _screen(lambda t: pc.invert(_any(pc.is_in(t["hw"], value_set=pa.array(sorted(known), pa.string())))))(rule)
 
@@ -241,7 +243,7 @@ def _ratio_value(run: Run, field: str) -> float | None:
     else:
         tokens_in, tokens_out, tput = run.get("total_input_tokens"), run.get("total_output_tokens"), run.get("total_tput_tok_s")
         tokens = None if tokens_in is None or tokens_out is None else tokens_in + tokens_out
-    if tokens is None or not tput or not duration or tput <= 0 or duration <= 0 or tokens <= 0:
+    if tokens is None or tput is None or duration is None or tput <= 0 or duration <= 0 or tokens <= 0:
         return None
     return tokens / tput / duration
 
@@ -273,26 +275,16 @@ def range_rule(bound: Range) -> Callable[[Run], Finding | None]:
         value = _ratio_column(table, bound.field) if derived else _float(table, bound.field)
         return _any(pc.invert(pc.and_(pc.greater_equal(value, bound.min), pc.less_equal(value, bound.max))))
 
-    rule.__doc__ = f"{bound.field} within [{bound.min:g}, {bound.max:g}] {bound.unit} (data/reference/plausibility.csv)."
     return _screen(screen)(rule)
 
 
-def _gpus(run: Run) -> int | None:
-    """GPUs of a run as ``sql/run_gpu_counts.sql`` counts them (None when a count is missing)."""
-    if run.get("disagg"):
-        prefill, decode = run.get("num_prefill_gpu"), run.get("num_decode_gpu")
-        return None if prefill is None or decode is None else prefill + decode
-    tp = run.get("tp")
-    return None if tp is None else tp * (run.get("pp") or 1) * (run.get("pcp") or 1)
-
-
 def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
-    """Rule ``implausible:tput_per_gpu``: tok/s/GPU (system total ÷ GPUs, else the reported per-GPU value, as the
-    metrics read it) above what the GPU's dense peak can compute for the model (``Plausibility.ceiling``)."""
+    """Rule ``implausible:tput_per_gpu``: tok/s/GPU (system total ÷ GPUs of ``pipeline.ingest.gpus``, else the
+    reported per-GPU value, as the metrics read it) above what the GPU's dense peak can compute for the model (``Plausibility.ceiling``)."""
     lowest = plausibility.lowest_ceiling
 
     def rule(run: Run) -> Finding | None:
-        total, gpus = run.get("total_tput_tok_s"), _gpus(run)
+        total, gpus = run.get("total_tput_tok_s"), run_gpus(run)
         per_gpu = total / gpus if total is not None and gpus else run.get("reported_tput_per_gpu")
         ceiling = plausibility.ceiling(run.get("hw"), run.get("model"))
         if per_gpu is None or ceiling is None or not per_gpu > ceiling:
@@ -303,15 +295,11 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
             "model_active_params.csv)")
 
     def screen(table: pa.Table) -> pa.ChunkedArray:
-        disagg = pc.fill_null(table["disagg"], False)
-        single = pc.multiply(pc.multiply(_float(table, "tp"), pc.fill_null(_float(table, "pp"), 1.0)),
-                             pc.fill_null(_float(table, "pcp"), 1.0))
-        gpus = pc.if_else(disagg, pc.add(_float(table, "num_prefill_gpu"), _float(table, "num_decode_gpu")), single)
+        gpus = gpu_count_column(table)
         from_total = pc.if_else(pc.greater(gpus, 0), pc.divide(table["total_tput_tok_s"], gpus), None)
         per_gpu = pc.coalesce(from_total, table["reported_tput_per_gpu"])
         return _any(pc.greater(per_gpu, lowest))
 
-    rule.__doc__ = ceiling_rule.__doc__
     return _screen(screen)(rule)
 
 
@@ -348,14 +336,10 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
     ]
 
 
-_LOADED: list[Plausibility] = []
-
-
+@functools.cache
 def _default_plausibility() -> Plausibility:
     """``load_plausibility()`` read once per process (the files are reference data, versioned with the code)."""
-    if not _LOADED:
-        _LOADED.append(load_plausibility())
-    return _LOADED[0]
+    return load_plausibility()
 
 
 def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Finding | None:
@@ -435,32 +419,13 @@ def find_duplicates(runs: list[Mapping[str, Any]], accepted_before: int = 0) -> 
     return found
 
 
-def validate_runs(runs: list[Mapping[str, Any]], known_hw: Iterable[str]) -> tuple[list[Mapping[str, Any]], list[dict]]:
-    """Split parsed runs into accepted runs and quarantine rows (stage ``validate``).
-
-    Row rules first (``rules``), then duplicates among the runs that passed (so a bad copy never displaces a
-    good one). Quarantine rows follow ``pipeline.ingest.schema.QUARANTINE_SCHEMA``; details start with the file name.
-    """
-    rule_list = rules(known_hw)
-    passing, rejected = [], []
-    for run in runs:
-        finding = check_run(run, rule_list)
-        if finding is None:
-            passing.append(run)
-        else:
-            rejected.append(_quarantine_row(run, *finding))
-    duplicates = find_duplicates(passing)
-    accepted = [run for i, run in enumerate(passing) if i not in duplicates]
-    rejected += [_quarantine_row(passing[i], *finding) for i, finding in sorted(duplicates.items())]
-    return accepted, rejected
-
-
 def validate_table(runs: pa.Table, known_hw: Iterable[str],
                    accepted_elsewhere: pa.Table | None = None) -> tuple[pa.Table, pa.Table]:
-    """``validate_runs`` over an Arrow table, in column operations where they decide: the same accepted runs and
-    the same quarantine rows, in the same order (tested against ``validate_runs``).
+    """Split parsed runs into accepted runs and quarantine rows (stage ``validate``): the rules of ``rules()``
+    first, then duplicates among the runs that passed (``find_duplicates``; so a bad copy never displaces a good
+    one).
 
-    The rules run in Python only on the rows some rule's ``screen`` flags (all rows when a rule has none); the
+    The rules run in Python only on the rows some rule's ``screen`` flags (every rule has one); the
     duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a line and
     ``conc`` with another passing run, since a run that shares neither is never a duplicate nor the kept copy of one.
 
@@ -472,26 +437,22 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
             the same measurement as one of them is the duplicate (a raw result dated one day and its undated agg
             row sit in two partitions). A full refresh validates every date at once and applies the keep rule.
     Returns:
-        (accepted runs, ``RUN_SCHEMA``; quarantine rows, ``QUARANTINE_SCHEMA``, stage ``validate``: rule
-        rejections in input order, then duplicates in input order, as ``validate_runs``).
+        (accepted runs, ``RUN_SCHEMA``, in input order; quarantine rows, ``QUARANTINE_SCHEMA``, stage
+        ``validate``, details starting with the file name: rule rejections in input order, then duplicates in
+        input order).
     Raises:
         KeyError: ``runs`` lacks a ``RUN_SCHEMA`` column a screen reads.
     """
     runs = runs.cast(RUN_SCHEMA)
     rule_list = rules(known_hw)
-    screens = [getattr(rule, "screen", None) for rule in rule_list]
-    if runs.num_rows == 0 or None in screens:
-        flagged = pa.array([True] * runs.num_rows, pa.bool_())
-    else:
-        flagged = reduce(pc.or_, (screen(runs) for screen in screens))
-    flagged_at = pc.indices_nonzero(flagged)
-    rejected, passes = [], np.ones(runs.num_rows, dtype=bool)
+    flagged_at = pc.indices_nonzero(reduce(pc.or_, (rule.screen(runs) for rule in rule_list)))
+    rejected, failed = [], np.zeros(runs.num_rows, dtype=bool)
     for at, run in zip(flagged_at.to_pylist(), runs.take(flagged_at).to_pylist()):
         finding = check_run(run, rule_list)
         if finding is not None:
             rejected.append(_quarantine_row(run, *finding))
-            passes[at] = False
-    passing = runs.filter(pa.array(passes))
+            failed[at] = True
+    passing = runs.filter(pa.array(~failed))
 
     candidates, duplicates = duplicates_in_table(passing)
     if accepted_elsewhere is not None and accepted_elsewhere.num_rows:
@@ -503,11 +464,10 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
             if at >= prior.num_rows:
                 candidates[ours[at - prior.num_rows]] = rows[at]
                 duplicates[ours[at - prior.num_rows]] = finding
-    kept = np.ones(passing.num_rows, dtype=bool)
-    for at in duplicates:
-        kept[at] = False
+    duplicate = np.zeros(passing.num_rows, dtype=bool)
+    duplicate[list(duplicates)] = True
     rejected += [_quarantine_row(candidates[at], *finding) for at, finding in sorted(duplicates.items())]
-    return passing.filter(pa.array(kept)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
+    return passing.filter(pa.array(~duplicate)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
 
 
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:

@@ -27,7 +27,8 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_date, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number, section
+from pipeline.ingest.parsers.base import (FieldError, ParsedRun, RowRejected, input_throughput, integer, interactivity,
+                                          number, section)
 from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "aiperf"
@@ -131,7 +132,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         request_throughput_req_s=request_tput,
         total_tput_tok_s=total,
         output_tput_tok_s=output,
-        input_tput_tok_s=None if total is None or output is None else total - output,
+        input_tput_tok_s=input_throughput(total, output),
         reported_median_intvty=number(section(doc, "output_token_throughput_per_user"), "p50",
                                       label="output_token_throughput_per_user.p50"),
         model_id=_model_id(config, aiperf),

@@ -72,7 +72,7 @@ def number(doc: Mapping[str, Any], key: str, *, label: str | None = None) -> flo
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "nan", "-inf"):
-            return float(value.strip().lower().replace("infinity", "inf"))
+            return float(value)  # float() reads these words in any case, around any whitespace
         raise FieldError("not_a_number", label or key, f"expected a number, got {type(value).__name__} {value!r:.40}")
     try:
         return float(value)
@@ -165,6 +165,17 @@ def interactivity_block(doc: Mapping[str, Any], pattern: str, unit: str) -> dict
         FieldError: a present TPOT that is not a number.
     """
     return {f"{stat}_intvty": interactivity(number(doc, pattern.format(stat=stat)), unit) for stat in INTVTY_STATS}
+
+
+def input_throughput(total: float | None, output: float | None) -> float | None:
+    """Input tok/s derived from the other two throughputs: ``total − output`` (tok/s), None when either is absent.
+
+    The one place the parsers derive it (every format that states a total and an output throughput but no input
+    throughput); validation checks output ≤ total, so a negative result is quarantined there, not here.
+    """
+    if total is None or output is None:
+        return None
+    return total - output
 
 
 def metadata_keys_in(doc: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, interactivity, number, section
+from pipeline.ingest.parsers.base import (FieldError, ParsedRun, RowRejected, input_throughput, integer, interactivity,
+                                          number, section)
 from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "guidellm"
@@ -141,7 +142,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         request_throughput_req_s=_mean(metrics, "requests_per_second"),
         total_tput_tok_s=total,
         output_tput_tok_s=output,
-        input_tput_tok_s=None if total is None or output is None else total - output,
+        input_tput_tok_s=input_throughput(total, output),
         bench_start_unix=start,
         bench_end_unix=end,
     )

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pipeline.ingest.gpus import gpu_count
 from pipeline.ingest.keys import inferencex_model_key, normalize_precision, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
+    input_throughput,
     integer,
     interactivity_block,
     latency_block,
@@ -75,7 +77,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         request_throughput_req_s=number(metrics, "request_throughput", label="metrics.request_throughput"),
         total_tput_tok_s=total,
         output_tput_tok_s=output,
-        input_tput_tok_s=None if total is None or output is None else total - output,
+        input_tput_tok_s=input_throughput(total, output),
         model_id=None if doc.get("model") in (None, "") else str(doc["model"]),
     )
     if total is not None and output is not None:
@@ -101,10 +103,10 @@ def _power(gpu: Mapping[str, Any], doc: Mapping[str, Any], run: ParsedRun) -> No
     if mean_w is None:
         return
     try:
-        tp, pp = to_int(doc.get("tp")), to_int(doc.get("pp")) or 1
+        tp, pp = to_int(doc.get("tp")), to_int(doc.get("pp"))
     except ValueError as exc:
         raise FieldError("not_an_integer", "tp", str(exc)) from exc
-    run_gpus = None if tp is None else tp * pp
+    run_gpus = gpu_count(tp, pp)
     if sampled is not None and run_gpus is not None and sampled != run_gpus:
         run.derivations.append(
             f"power not used: gpu.mean_power_per_gpu_w {mean_w} W is a mean over gpu.n_gpus={sampled} GPUs, "

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, integer, metadata_keys_in, number
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, input_throughput, integer, metadata_keys_in, number
 from pipeline.ingest.schema import METADATA_KEYS
 
 FORMAT = "llmperf"
@@ -92,7 +92,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         request_throughput_req_s=None if per_min is None else per_min / 60.0,
         total_tput_tok_s=total,
         output_tput_tok_s=output,
-        input_tput_tok_s=None if total is None or output is None else total - output,
+        input_tput_tok_s=input_throughput(total, output),
         model_id=None if doc.get("model") is None else str(doc["model"]),
     )
 

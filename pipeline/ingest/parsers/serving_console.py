@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import ParsedRun, console_number, interactivity
+from pipeline.ingest.parsers.base import ParsedRun, console_number, input_throughput, interactivity
 from pipeline.ingest.schema import INTVTY_STATS
 
 VLLM_FORMAT = "vllm_bench_serve_console"
@@ -144,8 +144,8 @@ def _run(labels: dict[str, str | None], context: dict[str, str], block_text: str
     run.values["latency_unit_in_file"] = "ms"
     run.values["percentile_method"] = "linear_interpolation"  # numpy.percentile in both clients
     total, output = run.values.get("total_tput_tok_s"), run.values.get("output_tput_tok_s")
-    if run.values.get("input_tput_tok_s") is None and total is not None and output is not None:
-        run.values["input_tput_tok_s"] = total - output
+    if run.values.get("input_tput_tok_s") is None:
+        run.values["input_tput_tok_s"] = input_throughput(total, output)
     if run.values.get("completed") is not None:
         # every request the block counts either completed or failed (vLLM prints both; SGLang only successes)
         run.values["num_prompts"] = run.values["completed"] + (run.values.get("failed") or 0)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pipeline.ingest.gpus import gpu_count
 from pipeline.ingest.keys import model_key_from_id, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
+    input_throughput,
     integer,
     interactivity_block,
     latency_block,
@@ -64,8 +66,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     if total is None and in_tokens is not None and out_tokens is not None and duration:
         total = (in_tokens + out_tokens) / duration
         run.derivations.append("total_tput_tok_s = (total_input_tokens + total_output_tokens) / duration")
-    if input_tput is None and total is not None and output is not None:
-        input_tput = total - output
+    if input_tput is None:
+        input_tput = input_throughput(total, output)
 
     server = doc.get("server_info") if isinstance(doc.get("server_info"), dict) else {}
     prefill, decode = _servers(server.get("prefill")), _servers(server.get("decode"))
@@ -132,7 +134,13 @@ def _servers(value: Any) -> list[Mapping[str, Any]]:
 
 
 def _gpus(servers: list[Mapping[str, Any]]) -> int | None:
-    """GPUs of one role: Σ tp_size × pp_size over its servers (DP-attention ranks live inside the TP group)."""
+    """GPUs of one role: Σ ``gpu_count(tp_size, pp_size)`` over its servers (DP-attention ranks live inside the TP
+    group); None when a server has no ``tp_size``.
+
+    Raises:
+        ValueError, TypeError: a ``tp_size``/``pp_size`` that is not a number.
+    """
     if any(s.get("tp_size") is None for s in servers):
         return None
-    return sum(int(s["tp_size"]) * int(s.get("pp_size") or 1) for s in servers)
+    return sum(gpu_count(int(s["tp_size"]), None if s.get("pp_size") is None else int(s["pp_size"]))
+               for s in servers)

@@ -18,6 +18,7 @@ from pipeline.ingest.keys import model_key_from_id, to_date, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
+    input_throughput,
     integer,
     interactivity_block,
     latency_block,
@@ -79,8 +80,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     if total is None and input_tput is not None and output is not None:
         total = input_tput + output
         run.derivations.append("total_tput_tok_s = input_throughput + output_throughput")
-    if input_tput is None and total is not None and output is not None:
-        input_tput = total - output
+    if input_tput is None:
+        input_tput = input_throughput(total, output)
     run.values.update(
         num_prompts=integer(doc, "num_prompts"),
         completed=integer(doc, "completed"),

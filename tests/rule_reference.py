@@ -1,0 +1,43 @@
+"""The validation reference the tests hold ``validate_table`` to: every rule of ``rules()`` applied to every run
+(no screen), then the duplicate rule over the runs that passed. Written here, in the tests, so the one validation
+path of ``pipeline.validate.rules`` is compared with an outcome its screens cannot influence."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.validate.rules import check_run, find_duplicates, rules
+
+
+def _quarantine(run: Mapping[str, Any], code: str, detail: str, duplicate_of: str | None = None) -> dict:
+    return {"source_file": run["source_file"], "source_format": run["source_format"], "source_row": run["source_row"],
+            "reason_code": code, "detail": f"{run['source_file']} row {run['source_row']}: {detail}",
+            "stage": "validate", "run_date_partition": run.get("run_date_partition"), "duplicate_of": duplicate_of}
+
+
+def every_rule_on_every_run(runs: list[Mapping[str, Any]], known_hw: Iterable[str]
+                            ) -> tuple[list[Mapping[str, Any]], list[dict]]:
+    """(accepted runs in input order, quarantine rows: rule rejections in input order, then duplicates in input
+    order), the order ``validate_table`` documents."""
+    rule_list = rules(known_hw)
+    passing, rejected = [], []
+    for run in runs:
+        finding = check_run(run, rule_list)
+        if finding is None:
+            passing.append(run)
+        else:
+            rejected.append(_quarantine(run, *finding))
+    duplicates = find_duplicates(passing)
+    accepted = [run for i, run in enumerate(passing) if i not in duplicates]
+    rejected += [_quarantine(passing[i], *finding) for i, finding in sorted(duplicates.items())]
+    return accepted, rejected
+
+
+def reference_tables(runs: pa.Table, known_hw: Iterable[str]) -> tuple[pa.Table, pa.Table]:
+    """``every_rule_on_every_run`` of a ``RUN_SCHEMA`` table, as (``RUN_SCHEMA``, ``QUARANTINE_SCHEMA``) tables."""
+    accepted, rejected = every_rule_on_every_run(runs.cast(RUN_SCHEMA).to_pylist(), known_hw)
+    return (pa.Table.from_pylist(accepted, schema=RUN_SCHEMA),
+            pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA))

@@ -1,0 +1,63 @@
+"""The resources read their folders through ``dg.EnvVar`` when the variables are set, and fall back to the
+documented defaults of ``pipeline.io.paths`` when they are not (the README's run command sets none)."""
+
+from pathlib import Path
+
+import dagster as dg
+
+from pipeline.defs.resources import PipelinePaths, Warehouse, paths_resource, warehouse_resource
+from pipeline.io.paths import PROJECT_ROOT
+
+VARIABLES = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH", "PIPELINE_CACHE_DIR")
+
+
+def _seen(paths: PipelinePaths, warehouse: Warehouse) -> dict[str, str]:
+    """What an asset receives from the two resources, in one materialization."""
+    seen: dict[str, str] = {}
+
+    @dg.asset
+    def probe(paths: PipelinePaths, warehouse: Warehouse) -> None:
+        seen.update(raw=paths.raw_dir, out=paths.out_dir, cache=paths.cache_dir, db=warehouse.database)
+
+    assert dg.materialize([probe], resources={"paths": paths, "warehouse": warehouse}).success
+    return seen
+
+
+def test_unset_variables_give_the_documented_defaults(monkeypatch):
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    seen = _seen(paths_resource(), warehouse_resource())
+    assert seen == {"raw": str(PROJECT_ROOT / "data" / "sample"), "out": str(PROJECT_ROOT / "data" / "marts"),
+                    "db": str(PROJECT_ROOT / "data" / "warehouse.duckdb"),
+                    "cache": str(PROJECT_ROOT / "data" / "warehouse.duckdb") + ".parse_cache"}
+
+
+def test_set_variables_are_read_when_the_run_starts(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    for name in VARIABLES:
+        monkeypatch.setenv(name, f"declared-{name}")
+    paths, warehouse = paths_resource(), warehouse_resource()
+    # EnvVar defers the read: values changed after the resources were declared are the ones a run sees
+    monkeypatch.setenv("PIPELINE_RAW_DIR", "raw")  # relative: taken relative to the current directory
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", "~/w.duckdb")
+    monkeypatch.setenv("PIPELINE_CACHE_DIR", str(tmp_path / "cache"))
+    seen = _seen(paths, warehouse)
+    assert seen == {"raw": str(tmp_path.resolve() / "raw"), "out": str(tmp_path / "marts"),
+                    "db": str(Path("~/w.duckdb").expanduser()), "cache": str(tmp_path / "cache")}
+
+
+def test_only_the_database_set_puts_the_cache_beside_it(monkeypatch, tmp_path):
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    seen = _seen(paths_resource(), warehouse_resource())
+    assert seen["db"] == str(tmp_path / "w.duckdb")
+    assert seen["cache"] == str(tmp_path / "w.duckdb") + ".parse_cache"
+
+
+def test_plain_values_are_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = PipelinePaths(raw_dir="raw", out_dir="out", cache_dir="~/c")
+    assert (paths.raw_dir, paths.out_dir, paths.cache_dir) == (
+        str(tmp_path.resolve() / "raw"), str(tmp_path.resolve() / "out"), str(Path("~/c").expanduser()))

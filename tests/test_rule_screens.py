@@ -1,0 +1,295 @@
+"""Values of the validation rules that read several columns (the tok/s/GPU ceiling, the duration ratios, the
+GPU-count and finite-and-positive checks) and of their screens, each on rows whose outcome is worked out by hand.
+
+A screen is held to exactly the rows written here: flagging one too few would let a bad run through
+``validate_table``; flagging a clean run would make the table path apply every rule to every row again.
+Reference numbers come from a ``Plausibility`` built in the test, so no expectation depends on the reference files.
+"""
+
+import datetime as dt
+import math
+
+import pyarrow as pa
+import pytest
+
+from pipeline.ingest.schema import RUN_SCHEMA
+from pipeline.metrics.reference import load_gpu_reference
+from pipeline.validate import rules as rules_module
+from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
+from pipeline.validate.rules import (ceiling_rule, duplicates_in_table, range_rule, rules, same_measurement,
+                                     unknown_hw_rule, validate_table)
+
+KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
+
+# ceilings (tok/s/GPU) = peak PFLOP/s × 1e15 / (2 × active params × 1e9):
+#   h200 (2 PFLOP/s) running dsr1 (40 B active): 2e15 / 8e10 = 25,000;   h200 running any other model (10 B): 100,000
+#   b200 (8 PFLOP/s) running dsr1: 8e15 / 8e10 = 100,000;                 lowest of all: 25,000
+OUTPUT_RATIO = Range("output_duration_ratio", "output_throughput", 0.5, 2.0, "ratio")
+TOTAL_RATIO = Range("total_duration_ratio", "total_token_throughput", 0.5, 2.0, "ratio")
+PP_RANGE = Range("pp", "pp", 1, 64, "GPUs")
+REFERENCE = Plausibility(ranges=(OUTPUT_RATIO, TOTAL_RATIO, PP_RANGE), peak_pflops={"h200": 2.0, "b200": 8.0},
+                         active_params_b={"dsr1": 40.0}, default_active_params_b=10.0)
+CEILING_TAIL = ("(dense peak ÷ 2 FLOPs per activated parameter; data/reference/gpu_peak_flops.csv, "
+                "model_active_params.csv)")
+
+
+def _row(**values) -> dict:
+    row = dict.fromkeys(RUN_SCHEMA.names)
+    row.update(hw="h200", model="dsr1")
+    row.update(values)
+    return row
+
+
+def _table(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=RUN_SCHEMA)
+
+
+# --- the tok/s/GPU ceiling -------------------------------------------------------------------------------------
+
+# (row, per-GPU value the rule reports or None when it passes, whether the screen flags it: per-GPU > 25,000)
+CEILING_CASES = [
+    (dict(tp=2, pp=3, pcp=5, total_tput_tok_s=825000.0), "27500", True),        # 30 GPUs: 27,500 > 25,000
+    (dict(tp=2, pp=3, pcp=5, total_tput_tok_s=675000.0), None, False),          # 30 GPUs: 22,500
+    (dict(tp=2, pp=3, total_tput_tok_s=135000.0), None, False),                 # 6 GPUs: 22,500 (pp counts)
+    (dict(tp=2, pcp=3, total_tput_tok_s=135000.0), None, False),                # 6 GPUs: 22,500 (pcp counts)
+    (dict(tp=2, pp=3, total_tput_tok_s=165000.0), "27500", True),               # 6 GPUs: 27,500
+    (dict(tp=2, total_tput_tok_s=55000.0), "27500", True),                      # pp, pcp absent: 2 GPUs
+    (dict(tp=2, disagg=None, total_tput_tok_s=55000.0), "27500", True),         # null disagg: aggregated
+    (dict(disagg=True, num_prefill_gpu=3, num_decode_gpu=5, total_tput_tok_s=220000.0), "27500", True),  # 8 GPUs
+    (dict(disagg=True, tp=1, num_prefill_gpu=3, num_decode_gpu=5, total_tput_tok_s=180000.0), None, False),
+    (dict(reported_tput_per_gpu=30000.0), "30000", True),                       # no total: the reported value
+    (dict(tp=0, total_tput_tok_s=1e9, reported_tput_per_gpu=20000.0), None, False),  # 0 GPUs: the reported value
+    (dict(hw="b200", tp=1, total_tput_tok_s=99999.0), None, True),              # under b200's 100,000
+    (dict(hw="b200", tp=1, total_tput_tok_s=100001.0), "100001", True),
+    (dict(model="other", tp=1, total_tput_tok_s=99000.0), None, True),          # other models: 100,000
+    (dict(hw="rtx", tp=1, total_tput_tok_s=1e9), None, True),                   # no peak: unknown_hw judges it
+    (dict(tp=1), None, False),                                                  # nothing to divide
+]
+
+
+@pytest.mark.parametrize("values, per_gpu, _", CEILING_CASES)
+def test_ceiling_rule_divides_by_every_gpu(values, per_gpu, _):
+    row = _row(**values)
+    finding = ceiling_rule(REFERENCE)(row)
+    if per_gpu is None:
+        assert finding is None
+        return
+    ceiling = "100000" if row["hw"] == "b200" else "25000"
+    assert finding == ("implausible:tput_per_gpu", f"{per_gpu} tok/s/GPU is above the {ceiling} a {row['hw']} can "
+                                                   f"compute for model {row['model']!r} {CEILING_TAIL}")
+
+
+def test_ceiling_screen_flags_every_run_above_the_lowest_ceiling():
+    rows = [_row(**values) for values, _, _ in CEILING_CASES]
+    assert ceiling_rule(REFERENCE).screen(_table(rows)).to_pylist() == [flag for _, _, flag in CEILING_CASES]
+
+
+def test_the_reference_given_is_the_one_applied():
+    run = _row(tp=2, total_tput_tok_s=53000.0)  # 26,500 tok/s/GPU: above the test's 25,000, below the files' 26,743
+
+    def codes(rule_list):
+        return {finding[0] for finding in (rule(run) for rule in rule_list) if finding}
+
+    assert "implausible:tput_per_gpu" in codes(rules(["h200"], REFERENCE))
+    assert "implausible:tput_per_gpu" not in codes(rules(["h200"]))
+
+
+def test_the_default_reference_is_read_once_from_the_files(monkeypatch):
+    rules_module._default_plausibility.cache_clear()
+    first = rules_module._default_plausibility()
+    assert first == load_plausibility() and rules_module._default_plausibility() is first
+    # h200 running dsr1 per data/reference: 1.979e15 / (2 × 37e9) = 26,743.2 tok/s/GPU
+    assert first.ceiling("h200", "dsr1") == pytest.approx(1.979e15 / 74e9)
+    run = _row(tp=1, total_tput_tok_s=26800.0)
+    assert ceiling_rule(first)(run)[1].startswith("26800 tok/s/GPU is above the 26743.2 a h200")
+    assert [rule(run) for rule in rules(["h200"])][11][0] == "implausible:tput_per_gpu"
+
+
+# --- duration ratios and plain ranges --------------------------------------------------------------------------
+
+# output ratio = total_output_tokens / output_tput_tok_s / duration_s
+# total ratio  = (total_input_tokens + total_output_tokens) / total_tput_tok_s / duration_s
+# (row, output-ratio rule's shown value or None, total-ratio rule's, output screen, total screen)
+RATIO_CASES = [
+    (dict(total_output_tokens=3000, output_tput_tok_s=10.0, duration_s=100.0), "3", None, True, False),
+    (dict(total_output_tokens=1500, output_tput_tok_s=10.0, duration_s=100.0), None, None, False, False),
+    (dict(total_output_tokens=40, output_tput_tok_s=1.0, duration_s=100.0), "0.4", None, True, False),
+    (dict(total_output_tokens=50, output_tput_tok_s=1.0, duration_s=100.0), None, None, False, False),  # 0.5: in
+    (dict(total_output_tokens=200, output_tput_tok_s=1.0, duration_s=100.0), None, None, False, False),  # 2: in
+    # total (1000 + 2000) / 10 / 100 = 3 while output 2000 / 10 / 100 = 2 is in range
+    (dict(total_input_tokens=1000, total_output_tokens=2000, total_tput_tok_s=10.0, output_tput_tok_s=10.0,
+          duration_s=100.0), None, "3", False, True),
+    # total (3000 + 1000) / 20 / 100 = 2 (in) while output 1000 / 1 / 100 = 10
+    (dict(total_input_tokens=3000, total_output_tokens=1000, total_tput_tok_s=20.0, output_tput_tok_s=1.0,
+          duration_s=100.0), "10", None, True, False),
+    (dict(total_input_tokens=None, total_output_tokens=2000, total_tput_tok_s=1.0, output_tput_tok_s=1.0,
+          duration_s=100.0),
+     "20", None, True, False),  # no input tokens: no total ratio
+    # below the guards: a missing, zero or negative input is judged by other rules, never a ratio
+    (dict(total_output_tokens=0, output_tput_tok_s=10.0, duration_s=100.0), None, None, True, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=10.0, duration_s=-100.0), None, None, True, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=-10.0, duration_s=100.0), None, None, True, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=0.0, duration_s=100.0), None, None, True, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=10.0, duration_s=0.0), None, None, True, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=None, duration_s=100.0), None, None, False, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=10.0, duration_s=None), None, None, False, False),
+    # small positive inputs are real ratios: 1000 / 0.5 / 100 = 20, 1000 / 10 / 0.5 = 200, 1 / 0.001 / 100 = 10
+    (dict(total_output_tokens=1000, output_tput_tok_s=0.5, duration_s=100.0), "20", None, True, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=10.0, duration_s=0.5), "200", None, True, False),
+    (dict(total_output_tokens=1, output_tput_tok_s=0.001, duration_s=100.0), "10", None, True, False),
+    (dict(total_output_tokens=1000, output_tput_tok_s=math.nan, duration_s=100.0), "nan", None, True, False),
+]
+
+
+@pytest.mark.parametrize("values, output_shown, total_shown, _o, _t", RATIO_CASES)
+def test_duration_ratio_rules(values, output_shown, total_shown, _o, _t):
+    row = _row(**values)
+    for bound, shown in ((OUTPUT_RATIO, output_shown), (TOTAL_RATIO, total_shown)):
+        expected = None if shown is None else (
+            f"implausible:{bound.reason_field}",
+            f"{bound.field} = {shown} ratio is outside [0.5, 2] (data/reference/plausibility.csv)")
+        assert range_rule(bound)(row) == expected
+
+
+def test_duration_ratio_screens():
+    table = _table([_row(**values) for values, *_ in RATIO_CASES])
+    assert range_rule(OUTPUT_RATIO).screen(table).to_pylist() == [case[3] for case in RATIO_CASES]
+    assert range_rule(TOTAL_RATIO).screen(table).to_pylist() == [case[4] for case in RATIO_CASES]
+
+
+def test_plain_column_range_rule_and_screen():
+    rows = [_row(pp=value) for value in (0, 1, 64, 65, None)]
+    assert [range_rule(PP_RANGE)(row) for row in rows] == [
+        ("implausible:pp", "pp = 0 GPUs is outside [1, 64] (data/reference/plausibility.csv)"), None, None,
+        ("implausible:pp", "pp = 65 GPUs is outside [1, 64] (data/reference/plausibility.csv)"), None]
+    assert range_rule(PP_RANGE).screen(_table(rows)).to_pylist() == [True, False, False, True, False]
+
+
+# --- screens of the single-column rules ------------------------------------------------------------------------
+
+
+def _rule(name_prefix: str):
+    """One rule of ``rules()``, by its place in the reporting order."""
+    return {
+        "total": rules(KNOWN_HW)[1], "tpot": rules(KNOWN_HW)[2], "agentic_x": rules(KNOWN_HW)[3],
+        "gpu_count": rules(KNOWN_HW)[9], "unknown_hw": rules(KNOWN_HW)[7],
+    }[name_prefix]
+
+
+def test_finite_and_positive_screen():
+    values = [None, math.nan, math.inf, -1.0, 0.0, 0.5, 1.0, 2.0]
+    table = _table([_row(total_tput_tok_s=v) for v in values])
+    assert _rule("total").screen(table).to_pylist() == [True, True, True, True, True, False, False, False]
+    # the reported per-GPU value stands in for an absent total
+    table = _table([_row(reported_tput_per_gpu=v) for v in values])
+    assert _rule("total").screen(table).to_pylist() == [True, True, True, True, True, False, False, False]
+
+
+def test_typed_screen_looks_only_at_its_benchmark_type():
+    rows = [_row(benchmark_type=kind, median_tpot_s=tpot, e2e_norm_intvty_p90=x)
+            for kind, tpot, x in (("fixed_seq", None, None), (None, 0.0, None), ("fixed_seq", 0.02, None),
+                                  ("agentic_traces", None, None), ("agentic_traces", None, 2.0))]
+    table = _table(rows)
+    assert _rule("tpot").screen(table).to_pylist() == [True, True, False, False, False]
+    assert _rule("agentic_x").screen(table).to_pylist() == [False, False, False, True, False]
+
+
+def test_gpu_count_screen():
+    cases = [  # (values, flagged): no reported per-GPU value and no usable count
+        (dict(tp=8), False), (dict(tp=0), True), (dict(tp=None), True), (dict(tp=1), False),
+        (dict(tp=None, reported_tput_per_gpu=5.0), False),
+        (dict(tp=8, disagg=None), False),
+        (dict(disagg=True, num_prefill_gpu=2, num_decode_gpu=6), False),
+        (dict(disagg=True, tp=8, num_prefill_gpu=0, num_decode_gpu=6), True),
+        (dict(disagg=True, tp=8, num_prefill_gpu=2, num_decode_gpu=None), True),
+    ]
+    table = _table([_row(**values) for values, _ in cases])
+    assert _rule("gpu_count").screen(table).to_pylist() == [flag for _, flag in cases]
+
+
+def test_unknown_hw_screen_with_a_reference_and_with_none():
+    table = _table([_row(hw="h200"), _row(hw="rtx"), _row(hw=None)])
+    assert unknown_hw_rule(["h200", "b200"]).screen(table).to_pylist() == [False, True, True]
+    assert unknown_hw_rule([]).screen(table).to_pylist() == [True, True, True]
+    assert unknown_hw_rule([])(_row(hw="h200")) == ("unknown_hw", "hw 'h200' is not in the GPU reference ()")
+
+
+def _clean(i: int, **values) -> dict:
+    row = _row(source_file=f"f{i}.json", source_format="vllm_bench_serve", source_row=0, run_id=f"r{i}",
+               content_sha256=f"sha{i}", metadata_conflicts="", benchmark_type="fixed_seq", framework="vllm",
+               precision="fp8", spec_decoding="none", isl=1024, osl=1024, conc=8 + i, tp=8, disagg=False,
+               completed=80, failed=0, num_prompts=80, total_tput_tok_s=5000.0, output_tput_tok_s=2500.0,
+               median_tpot_s=0.02, median_ttft_s=0.5, median_e2el_s=20.0, latency_unit_in_file="ms",
+               duration_s=100.0, total_output_tokens=250000, total_input_tokens=250000,
+               run_date=dt.date(2026, 1, 1), run_date_partition="2026-01-01")
+    row.update(values)
+    return row
+
+
+def test_no_screen_flags_a_clean_run():
+    table = _table([_clean(0), _clean(1, hw="b200", tp=4)])
+    assert {rule(row) for rule in rules(KNOWN_HW) for row in table.to_pylist()} == {None}
+    assert [rule.screen(table).to_pylist() for rule in rules(KNOWN_HW)] == [[False, False]] * len(rules(KNOWN_HW))
+
+
+# --- validate_table's bookkeeping ------------------------------------------------------------------------------
+
+
+def test_rejected_rows_keep_their_partition_and_leave_the_accepted_table():
+    rows = [_clean(0), _clean(1, failed=2, run_date_partition="2026-02-03"), _clean(2, conc=40)]
+    accepted, rejected = validate_table(_table(rows), KNOWN_HW)
+    assert accepted["run_id"].to_pylist() == ["r0", "r2"]
+    assert rejected.to_pylist() == [{
+        "source_file": "f1.json", "source_format": "vllm_bench_serve", "source_row": 0,
+        "reason_code": "failed_requests", "detail": "f1.json row 0: failed_requests: 2 of 82 requests failed (2.4%)",
+        "stage": "validate", "run_date_partition": "2026-02-03", "duplicate_of": None}]
+
+
+def test_runs_accepted_elsewhere_when_every_new_run_is_rejected():
+    elsewhere = _table([_clean(0)])
+    accepted, rejected = validate_table(_table([_clean(1, failed=1)]), KNOWN_HW, accepted_elsewhere=elsewhere)
+    assert accepted.num_rows == 0 and rejected["reason_code"].to_pylist() == ["failed_requests"]
+
+
+def test_duplicate_of_a_run_accepted_elsewhere():
+    elsewhere = _table([_clean(0)])
+    copy = _clean(1, conc=8, run_date_partition=None)  # the same measurement as r0, in another partition
+    accepted, rejected = validate_table(_table([copy, _clean(2, conc=30)]), KNOWN_HW, accepted_elsewhere=elsewhere)
+    assert accepted["run_id"].to_pylist() == ["r2"]
+    assert rejected.select(["source_file", "reason_code", "duplicate_of", "run_date_partition"]).to_pylist() == [
+        {"source_file": "f1.json", "reason_code": "duplicate_run", "duplicate_of": "r0", "run_date_partition": None}]
+
+
+def test_duplicate_search_reads_only_rows_that_share_a_key_or_a_content_hash():
+    rows = [_clean(0), _clean(1, conc=8, median_tpot_s=0.021),  # same line and conc: a repeat, both candidates
+            _clean(2, conc=50), _clean(3, conc=60, content_sha256="sha2"),  # same content hash
+            _clean(4, conc=70)]  # shares nothing
+    candidates, duplicates = duplicates_in_table(_table(rows))
+    assert sorted(candidates) == [0, 1, 2, 3]
+    assert [candidates[i]["run_id"] for i in (0, 1, 2, 3)] == ["r0", "r1", "r2", "r3"]
+    assert duplicates == {3: ("duplicate_run", "same content as f2.json row 0 (kept)", "r2")}
+
+
+# --- same measurement ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (dict(median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5),
+     dict(median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5), True),   # three shared, TPOT among them
+    (dict(median_tpot_s=0.02, total_tput_tok_s=5000.0),
+     dict(median_tpot_s=0.02, total_tput_tok_s=5000.0), False),                      # only two shared
+    (dict(median_tpot_s=None, total_tput_tok_s=5000.0, median_ttft_s=0.5, output_tput_tok_s=10.0),
+     dict(median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5, output_tput_tok_s=10.0), False),
+    (dict(median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5, output_tput_tok_s=10.0),
+     dict(median_tpot_s=None, total_tput_tok_s=5000.0, median_ttft_s=0.5, output_tput_tok_s=10.0), False),
+    (dict(median_tpot_s=None, total_tput_tok_s=5000.0, median_ttft_s=0.5),
+     dict(median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5), False),  # two shared, one TPOT
+    (dict(median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5),
+     dict(median_tpot_s=0.02 * (1 + 5e-10), total_tput_tok_s=5000.0, median_ttft_s=0.5), True),   # within 1e-9
+    (dict(median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5),
+     dict(median_tpot_s=0.02 * (1 + 2e-9), total_tput_tok_s=5000.0, median_ttft_s=0.5), False),
+    (dict(median_tpot_s=0.02, total_tput_tok_s=0.0, median_ttft_s=0.5),
+     dict(median_tpot_s=0.02, total_tput_tok_s=1e-300, median_ttft_s=0.5), False),  # relative only: no abs slack
+])
+def test_same_measurement(a, b, same):
+    assert same_measurement(a, b) is same and same_measurement(b, a) is same
