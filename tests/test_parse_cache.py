@@ -195,3 +195,24 @@ def test_a_pool_that_breaks_before_reading_any_file_is_an_error(monkeypatch):
     with pytest.raises(RuntimeError, match=r"the parse worker pool broke twice with no file in flight; \d+ blocks "
                                            r"unparsed, from "):
         ingest_folder(SAMPLE_DIR, workers=2)
+
+
+def test_a_sensor_snapshot_is_read_without_scanning_again(raw, tmp_path, monkeypatch):
+    """The run a sensor tick started reads the folder as the tick saw it, from the cache, with no second scan;
+    a snapshot the cache no longer holds (the folder changed and a later scan saved) is scanned as usual."""
+    import pipeline.ingest.folder as folder
+
+    cache = tmp_path / "cache"
+    tick, tick_stats = ingest_folder_cached(raw, cache)
+    assert tick_stats.generation
+    real_scan = folder.scan_folder
+    monkeypatch.setattr(folder, "scan_folder", lambda _: pytest.fail("scanned again"))
+    run, run_stats = ingest_folder_cached(raw, cache, snapshot=tick_stats.generation)
+    assert _same(tick, run) and (run_stats.parsed, run_stats.generation) == (0, tick_stats.generation)
+
+    monkeypatch.setattr(folder, "scan_folder", real_scan)
+    (raw / VLLM_RUN).unlink()
+    later, later_stats = ingest_folder_cached(raw, cache)  # a later tick saves another state
+    assert later_stats.generation != tick_stats.generation
+    stale, _ = ingest_folder_cached(raw, cache, snapshot=tick_stats.generation)
+    assert _same(later, stale) and VLLM_RUN not in stale.files.column("source_file").to_pylist()

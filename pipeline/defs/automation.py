@@ -8,13 +8,18 @@ import dagster as dg
 import duckdb
 
 from pipeline.defs.jobs import refresh_all
-from pipeline.defs.partitions import RUN_DATE_PARTITIONS, all_partitions_tags, discover_partition_keys
-from pipeline.defs.resources import PipelinePaths
+from pipeline.defs.partitions import (
+    RUN_DATE_PARTITIONS,
+    all_partitions_tags,
+    discover_partition_keys,
+)
+from pipeline.defs.resources import SNAPSHOT_TAG, PipelinePaths
 from pipeline.ingest.folder import ingest_folder_cached
 from pipeline.ingest.schema import UNDATED
 from pipeline.io.paths import sql_text
 
 FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included)
+SNAPSHOT_KEY = "_snapshot"  # the parse cache's generation the state was read from (not compared)
 
 
 def raw_dir_state(raw_dir: Path, cache_dir: Path) -> dict[str, str]:
@@ -22,7 +27,7 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path) -> dict[str, str]:
     content and resolved metadata (so a changed sidecar or runs.csv counts) and of their power logs; plus
     ``_files``, a digest of every file's path and sha256. Content hashes only: a file that is touched but not
     changed changes nothing. Parses only files changed since the parse cache was written (and updates it)."""
-    result, _ = ingest_folder_cached(raw_dir, cache_dir)
+    result, stats = ingest_folder_cached(raw_dir, cache_dir)
     with duckdb.connect() as conn:
         conn.register("runs", result.runs)
         conn.register("files", result.files)
@@ -30,6 +35,8 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path) -> dict[str, str]:
         state[FILES_KEY] = conn.execute(
             "select sha256(string_agg(source_file || chr(0) || coalesce(sha256, ''), chr(10) order by source_file)) "
             "from files").fetchone()[0]
+    if stats.generation:
+        state[SNAPSHOT_KEY] = stats.generation
     return state
 
 
@@ -42,7 +49,7 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
         return dg.SkipReason(f"raw dir {raw_dir} does not exist")
     state = raw_dir_state(raw_dir, Path(paths.cache_dir))
     seen = json.loads(context.cursor) if context.cursor else {}
-    changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY} if state.get(k) != seen.get(k))
+    changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY, SNAPSHOT_KEY} if state.get(k) != seen.get(k))
     if not changed and state[FILES_KEY] != seen.get(FILES_KEY):
         changed = [UNDATED]  # only non-run files changed: one small run refreshes the ledger and quarantine
     if not changed:
@@ -51,7 +58,9 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     new_keys = sorted((set(changed) | {UNDATED}) - known)
     return dg.SensorResult(
         run_requests=[dg.RunRequest(run_key=f"{key}:{state.get(key, 'removed')}", partition_key=key,
-                                    tags={"trigger": "raw_logs_sensor"}) for key in changed],
+                                    tags={"trigger": "raw_logs_sensor",
+                                          **({SNAPSHOT_TAG: state[SNAPSHOT_KEY]} if SNAPSHOT_KEY in state else {})})
+                      for key in changed],
         dynamic_partitions_requests=[RUN_DATE_PARTITIONS.build_add_request(new_keys)] if new_keys else [],
         cursor=json.dumps(state, sort_keys=True),
     )

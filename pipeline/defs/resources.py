@@ -31,6 +31,9 @@ WAREHOUSE_POOL = "duckdb_warehouse"
 PUBLISHED_MARTS_KEY = dg.AssetKey(["comparisons", "published_marts"])
 # Runs that share this tag's value stage into one generation (the CLI runs the pipeline as one run per stage).
 GENERATION_TAG = "pipeline/generation"
+# The parse-cache generation a sensor run was requested for: its ingest reads that state instead of scanning the
+# raw folder again (pipeline.ingest.folder.ingest_folder_cached's snapshot).
+SNAPSHOT_TAG = "pipeline/raw_snapshot"
 # Written into a warehouse created to replace a corrupt one; the partitioned runs clear it once they have
 # refilled every run date, and until then nothing is published (the marts would miss the other dates).
 REBUILD_MARKER_TABLE = "warehouse_rebuild"
@@ -42,6 +45,12 @@ def _run(context: dg.AssetExecutionContext) -> dg.DagsterRun | None:
         return context.run
     except DagsterInvalidPropertyError:
         return None
+
+
+def run_tag(context: dg.AssetExecutionContext, name: str) -> str | None:
+    """The run's tag ``name``, or None (no such tag, or the asset is invoked directly)."""
+    run = _run(context)
+    return None if run is None else run.tags.get(name)
 
 
 def generation_id(context: dg.AssetExecutionContext) -> str:

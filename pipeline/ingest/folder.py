@@ -10,8 +10,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipeline.ingest.parse import IngestResult, parse_files
-from pipeline.ingest.parse_cache import CacheStats, load_cache, look_up, merge_in_scan_order, save_cache
+from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files
+from pipeline.ingest.parse_cache import (
+    CacheStats,
+    load_cache,
+    look_up,
+    merge_in_scan_order,
+    save_cache,
+)
 from pipeline.ingest.scan import scan_folder
 
 
@@ -32,8 +38,8 @@ def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
     return parse_files(raw_dir, rels, workers, listed=rels)
 
 
-def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = None,
-                         write: bool = True) -> tuple[IngestResult, CacheStats]:
+def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = None, write: bool = True,
+                         snapshot: str | None = None) -> tuple[IngestResult, CacheStats]:
     """``ingest_folder``, parsing only the files whose content, sidecar or ``runs.csv`` changed since the cache
     under ``cache_dir`` was saved, then (``write``) saving the new state there.
 
@@ -42,21 +48,30 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         cache_dir: the cache's folder (created when missing).
         workers: parse workers for the files that need parsing (``parse_files``).
         write: False to leave the cache as it is (a reader beside a running materialization).
+        snapshot: a cache generation (``CacheStats.generation`` of an earlier call, e.g. the sensor's tick that
+            started this run): when the cache still holds exactly that state, its rows are the result and the
+            folder is not scanned again; otherwise the folder is scanned as usual.
     Returns:
-        (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)``.
+        (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)`` (of the folder
+        as the snapshot saw it, when one is used).
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
-        RuntimeError: the parse worker pool broke with no file in flight (``parse_files``).
+        RuntimeError: a parse worker failed.
     """
     raw_dir, cache_dir = Path(raw_dir), Path(cache_dir)
     scan_started_ns = time.time_ns()
-    listing = scan_folder(raw_dir)
     cache = load_cache(cache_dir, raw_dir)
+    if snapshot and cache is not None and cache.generation == snapshot:
+        files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
+        return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
+                CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))
+    listing = scan_folder(raw_dir)
     lookup = look_up(cache, listing, raw_dir)
     fresh = parse_files(raw_dir, lookup.to_parse, workers, listed=listing.rel)
     result = merge_in_scan_order(lookup.kept, fresh, listing)
+    generation = cache.generation if cache is not None else None
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None):
-        save_cache(cache_dir, raw_dir, scan_started_ns, result, listing)
+        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing)
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
-                       cache is not None)
+                       cache is not None, generation)
     return result, stats

@@ -69,7 +69,8 @@ PARSER_VERSION = _parser_version()
 class CacheStats:
     """What one cached scan did. ``files`` = ``reused`` + ``parsed``; ``hashed`` files had a new size or mtime
     (or a racy one) and were read to compare content; ``removed`` cached files are gone from disk; ``cache_used``
-    is False when there was no valid cache (first run, other folder, other parser version, torn write)."""
+    is False when there was no valid cache (first run, other folder, other parser version, torn write);
+    ``generation`` names the cache state the result equals (``None`` when it was not saved)."""
 
     files: int
     reused: int
@@ -77,17 +78,20 @@ class CacheStats:
     hashed: int
     removed: int
     cache_used: bool
+    generation: str | None = None
 
 
 @dataclass
 class Cache:
     """A loaded parse cache: the rows of every cached file (``files`` in ``CACHE_FILE_SCHEMA``, ``runs``,
-    ``rejects``), in the scan order they were saved in, and when that scan started (ns since the epoch)."""
+    ``rejects``), in the scan order they were saved in, when that scan started (ns since the epoch) and the id
+    of that saved state (``generation``)."""
 
     files: pa.Table
     runs: pa.Table
     rejects: pa.Table
     scan_started_ns: int
+    generation: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
     return table.replace_schema_metadata({_METADATA_KEY: orjson.dumps(stamp)})
 
 
-def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing) -> None:
+def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing) -> str:
     """Write the three cache files, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
     (taken before parsing: a file changed meanwhile is caught by the next scan) and the sidecar and manifest
     sha256 it was parsed with.
@@ -204,6 +208,8 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         scan_started_ns: when the scan of ``listing`` started.
         result: the merged result of that scan (``merge_in_scan_order``).
         listing: that scan.
+    Returns:
+        The generation id stamped on the three files.
     """
     with duckdb.connect() as conn:
         conn.register("listing", _listing_table(listing))
@@ -219,6 +225,7 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
     for name in ("runs", "rejects", "files"):  # the Parquet cache of earlier versions
         (cache_dir / f"{name}.parquet").unlink(missing_ok=True)
+    return stamp["generation"]
 
 
 def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:
@@ -235,4 +242,5 @@ def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:
     if any(s.get("generation") != first.get("generation") for s in stamps) \
             or first.get("parser_version") != PARSER_VERSION or first.get("raw_dir") != str(raw_dir.resolve()):
         return None
-    return Cache(tables["files"], tables["runs"], tables["rejects"], int(first["scan_started_ns"]))
+    return Cache(tables["files"], tables["runs"], tables["rejects"], int(first["scan_started_ns"]),
+                 str(first["generation"]))

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
-from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.resources import SNAPSHOT_TAG, WAREHOUSE_POOL, PipelinePaths, run_tag
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.ingest.folder import ingest_folder_cached
 from pipeline.ingest.input_loss import DEFAULT_MAX_RUN_LOSS_SHARE, check_input_loss
@@ -61,7 +61,9 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     """
     keys = list(context.partition_keys)
     check_writable_folder(paths.out_dir, "PIPELINE_OUT_DIR")  # fail in one line now, not after the parse
-    result, cache = ingest_folder_cached(Path(paths.raw_dir), Path(paths.cache_dir))
+    # a sensor run reads the folder as the sensor's tick saw it (no second scan), when the cache still holds it
+    result, cache = ingest_folder_cached(Path(paths.raw_dir), Path(paths.cache_dir),
+                                         snapshot=run_tag(context, SNAPSHOT_TAG))
     mine = result.runs.filter(pc.is_in(result.runs["run_date_partition"], pa.array(keys)))
     with warehouse.get_connection() as conn:
         known = conn.execute("select count(*) from information_schema.tables where table_name = 'raw_runs'").fetchall()
