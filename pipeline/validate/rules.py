@@ -18,12 +18,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from functools import reduce
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.io.paths import reference_dir
 from pipeline.ingest.schema import (AGENTIC_TRACES, BENCHMARK_TYPES, FIXED_SEQ, LATENCY_COLUMNS, QUARANTINE_SCHEMA,
                                      RUN_SCHEMA)
 from pipeline.validate.lines import LINE_COLUMNS, line_id
@@ -348,14 +350,15 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
     ]
 
 
-_LOADED: list[Plausibility] = []
+_LOADED: dict[Path, Plausibility] = {}
 
 
 def _default_plausibility() -> Plausibility:
-    """``load_plausibility()`` read once per process (the files are reference data, versioned with the code)."""
-    if not _LOADED:
-        _LOADED.append(load_plausibility())
-    return _LOADED[0]
+    """``load_plausibility()`` read once per process and reference folder (``PIPELINE_REFERENCE_DIR``)."""
+    folder = reference_dir()
+    if folder not in _LOADED:
+        _LOADED[folder] = load_plausibility(folder)
+    return _LOADED[folder]
 
 
 def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Finding | None:

@@ -93,8 +93,9 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The UI shows the first
     few comparisons' charts inline as PNGs (matplotlib), drawn for this metadata only."""
     with warehouse.get_connection() as conn:
-        comparisons = conn.sql("select * from comparisons").to_arrow_table().to_pylist()
-        frontiers = conn.sql("select * from frontiers").to_arrow_table().to_pylist()
+        # the pages show the comparisons of every run (slo = 'none'); SLO-restricted rows are in the marts
+        comparisons = conn.sql("select * exclude (slo) from comparisons where slo = 'none'").to_arrow_table().to_pylist()
+        frontiers = conn.sql("select * exclude (slo) from frontiers where slo = 'none'").to_arrow_table().to_pylist()
         names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
         optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
                     if c in names]
