@@ -192,7 +192,7 @@ def summary(out_dir: Path, raw_dir: Path) -> str:
     lines = [
         f"raw logs:        {raw_dir}",
         f"marts:           {out_dir}/{{quarantine,frontiers,comparisons,ingest_ledger}}.parquet, "
-        f"runs/ and trends/ (<model>/<run_date>/)",
+        f"runs/, trends/, requests/, run_slo/ (<model>/<run_date>/)",
         f"runs accepted:   {_runs_line(runs)}",
         f"quarantined:     {sum(rejected.values())} rows {_by_reason(rejected)}",
         f"not run logs:    {sum(not_runs.values())} files recorded in quarantine {_by_reason(not_runs)}",
