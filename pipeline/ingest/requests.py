@@ -34,6 +34,8 @@ A run whose records cannot be read gets no request rows and a reason (``REQUEST_
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import os
 import posixpath
@@ -256,22 +258,42 @@ def _stream_array(path: Path, row: int, name: str) -> Iterator[Any]:
 
 def _object_at(path: Path, row: int) -> Any:
     """Run object ``row`` of a file under the cap: the document, its element ``row``, or its ``row``-th non-empty
-    line (JSON Lines), numbered as the run parser numbers them."""
-    data = path.read_bytes()
+    line (JSON Lines), numbered as the run parser numbers them; None when the file holds no ``ttfts`` at all."""
+    stat_ = path.stat()
+    objects = _objects(str(path), stat_.st_size, stat_.st_mtime_ns)
+    return objects[row] if row < len(objects) else None
+
+
+@functools.lru_cache(maxsize=1)
+def _objects(path: str, size: int, mtime_ns: int) -> list[Any]:
+    """Every run object of one file under the cap, decoded once for all its runs (``requests_tables`` reads runs in
+    file order; ``size``/``mtime_ns`` key the cache to the file's current content). A file without the bytes
+    ``"ttfts"`` has no per-request arrays and is not decoded."""
+    data = Path(path).read_bytes()
+    if b'"ttfts"' not in data:
+        return []
     try:
-        doc = orjson.loads(data)
+        doc = _loads(data)
+    except (ValueError, RecursionError):
+        # JSON Lines: one object per non-empty line, numbered as the run parser numbers them (a line it could not
+        # decode gave no run, so its None here is never asked for)
+        objects = []
+        for line in (line for line in data.splitlines() if line.strip()):
+            try:
+                objects.append(_loads(line) if b'"ttfts"' in line else None)
+            except (ValueError, RecursionError):
+                objects.append(None)
+        return objects
+    return doc if isinstance(doc, list) else [doc]
+
+
+def _loads(data: bytes) -> Any:
+    """orjson, else the standard library for the bare ``NaN``/``Infinity`` tokens SGLang writes (as the run parser
+    reads them; a non-finite latency is then ``not_a_number:per_request``)."""
+    try:
+        return orjson.loads(data)
     except orjson.JSONDecodeError:
-        lines = (line for line in data.splitlines() if line.strip())
-        for index, line in enumerate(lines):
-            if index == row:
-                try:
-                    return orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise RequestDataError("invalid_json:per_request", f"line {index + 1}: {exc}") from None
-        return None
-    if isinstance(doc, list):
-        return doc[row] if row < len(doc) else None
-    return doc if row == 0 else None
+        return json.loads(data)
 
 
 # ---- AIPerf: profile_export.jsonl -----------------------------------------------------------------------------
