@@ -117,7 +117,7 @@ def test_sglang_json_lines_pick_the_run_line(tmp_path):
            "failed": 0}
     assert [r["ttft_s"] for r in read_run_requests(tmp_path, run).rows] == pytest.approx([0.1, 0.2, 0.3])
     # SGLang writes bare NaN: the line still decodes (as the run parser reads it), the NaN is a named reason
-    (tmp_path / "n.jsonl").write_text(json.dumps(lines[0]) + "\n" + json.dumps(lines[1]).replace("0.3", "NaN") + "\n")
+    (tmp_path / "n.jsonl").write_text(json.dumps(lines[0]) + "\n" + json.dumps({**lines[1], "ttfts": [0.1, float("nan"), 0.3]}) + "\n")
     source = read_run_requests(tmp_path, {**run, "source_file": "n.jsonl"})
     assert (source.reason, source.rows) == ("not_a_number:per_request", [])
 
