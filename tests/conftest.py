@@ -172,3 +172,13 @@ def sample_run_copy(_sample_session_run, tmp_path, monkeypatch) -> PipelineRun:
     monkeypatch.setenv("PIPELINE_OUT_DIR", str(out_dir))
     monkeypatch.setenv("PIPELINE_DB_PATH", str(db_path))
     return PipelineRun(src.result, out_dir, db_path)
+
+
+def unrestricted(table):
+    """The rows of a ``frontiers`` or ``comparisons`` mart built from every run (``slo = 'none'``), without the
+    ``slo`` column: the rows these marts held before SLO-restricted rows were added beside them."""
+    import pyarrow.compute as pc
+
+    if "slo" not in table.column_names:
+        return table
+    return table.filter(pc.equal(table["slo"], "none")).drop_columns(["slo"])

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from pipeline.comparisons.band import band_phrase, default_targets, displayed_band, interactivity_band, round_half_up
 from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, difference_significant, side_intervals
-from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS, frontiers_by_side
+from pipeline.frontiers.points import NO_SLO, OPTIONAL_METRICS, SPLINED_METRICS, frontiers_by_side, with_slo
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
 from pipeline.frontiers.spline import interpolate
 
@@ -167,6 +167,23 @@ def compare_all(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[
     rows = [row for book in sorted(books) for by_side in [frontiers_by_side(books[book])]
             for comparison in comparisons for row in compare(comparison, by_side)]
     return pa.Table.from_pylist(rows, schema=COMPARISON_SCHEMA)
+
+
+def compare_all_slos(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """``compare_all`` once per ``slo`` of the frontier rows, each on that SLO's frontiers only: the
+    ``comparisons`` mart, ``COMPARISON_SCHEMA`` plus a last column ``slo`` (string). The ``none`` rows (every run)
+    come first and are exactly ``compare_all`` over the ``none`` frontiers; then one block per SLO in name order.
+
+    Args:
+        side_keys: as ``compare_all``.
+        frontier_rows: ``frontiers`` mart rows with their ``slo`` column (rows without one count as ``none``).
+    """
+    by_slo: dict[str, list[Mapping[str, Any]]] = {NO_SLO: []}
+    for row in frontier_rows:
+        by_slo.setdefault(row.get("slo") or NO_SLO, []).append(row)
+    side_keys = list(side_keys)
+    order = [NO_SLO] + sorted(s for s in by_slo if s != NO_SLO)
+    return pa.concat_tables([with_slo(compare_all(side_keys, by_slo[slo]), slo) for slo in order])
 
 
 def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> tuple[list[float], list[dict]]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pipeline.comparisons.compare import SPARSE_RATIO, headline
-from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart
+from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
 from pipeline.frontiers.sides import Side
 from pipeline.ingest.schema import AGENTIC_TRACES
@@ -466,3 +466,50 @@ def _index_page(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], book
 def _document(title: str, body: str) -> str:
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html_text(title)}</title>"
             f"<link rel='icon' href='data:,'><style>{_STYLE}</style></head><body>{body}</body></html>\n")
+
+
+REQUESTS_FOLDER = "requests"
+
+
+def build_request_pages(runs: Sequence[Mapping[str, Any]], requests: Sequence[Mapping[str, Any]],
+                        out_dir: Path) -> list[Path]:
+    """Per-request latency CDFs: one PNG per run with per-request data (``requests/<run_id>.png``, TTFT and TPOT
+    empirical CDFs, ``plots.latency_cdf_chart``) and ``requests/index.html`` listing them with each run's
+    configuration and SLO outcomes. The folder is rewritten whole; without per-request data it is removed.
+
+    Args:
+        runs: one row per run with per-request data: ``run_id``, ``source_file``, ``model``, ``hw``, ``precision``,
+            ``spec_decoding``, ``framework``, ``conc`` and ``slo_outcomes`` (text, e.g. ``interactive: 98 % met``).
+        requests: ``requests`` mart rows (``run_id``, ``ttft_s``, ``tpot_s`` in s).
+        out_dir: the report folder.
+    Returns:
+        The index page then the PNGs written; [] when no run has per-request data.
+    """
+    folder = out_dir / REQUESTS_FOLDER
+    shutil.rmtree(folder, ignore_errors=True)
+    by_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in requests:
+        by_run[row["run_id"]].append(row)
+    shown = [run for run in runs if by_run.get(run["run_id"])]
+    if not shown:
+        return []
+    pngs, items = [], []
+    for run in shown:
+        label = (f"{run['model']} {run['hw']} {run['precision']} {run['framework']} spec={run['spec_decoding']} "
+                 f"conc={run['conc']}")
+        rows = by_run[run["run_id"]]
+        png = latency_cdf_chart(label, [r["ttft_s"] for r in rows], [r["tpot_s"] for r in rows],
+                                folder / f"{run['run_id']}.png")
+        pngs.append(png)
+        errors = sum(r.get("error") is not None for r in rows)
+        items.append(f"<section><h2>{html_text(label)}</h2><p class='sub'>{html_text(run['source_file'])}: "
+                     f"{len(rows)} requests, {errors} errored. {html_text(run.get('slo_outcomes') or '')}</p>"
+                     f"<img src='{html_text(png.name)}' width='640' height='240' "
+                     f"alt='TTFT and TPOT CDFs of {html_text(label)}'></section>")
+    index = folder / "index.html"
+    index.write_text(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Per-request latency</title>"
+        "<style>body{font-family:sans-serif;max-width:60rem;margin:1rem auto}.sub{color:#555}</style></head><body>"
+        "<h1>Per-request latency: TTFT and TPOT CDFs</h1><p><a href='../index.html'>All comparisons</a></p>"
+        + "".join(items) + "</body></html>", encoding="utf-8")
+    return [index, *pngs]

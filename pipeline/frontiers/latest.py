@@ -16,6 +16,7 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import stats
 
 from pipeline.frontiers.pareto import float_values
@@ -38,7 +39,7 @@ def t_interval(values: np.ndarray) -> tuple[float, float] | None:
 
 
 def frontier_runs(runs: pa.Table | Sequence[Mapping[str, Any]], metrics: Iterable[str],
-                  as_of: date | None = None) -> pa.Table:
+                  as_of: date | None = None, only_runs: Iterable[str] | None = None) -> pa.Table:
     """The current runs of every line, one row per (``price_book``, repeat group), repeats averaged.
 
     Args:
@@ -47,6 +48,9 @@ def frontier_runs(runs: pa.Table | Sequence[Mapping[str, Any]], metrics: Iterabl
         metrics: the float columns to average besides ``median_intvty`` and ``tput_per_gpu`` (tok/s/GPU, $/M
             tokens, tok/s/MW …); ``conc`` is equal within a group and kept.
         as_of: the frontier as it stood that day (``run_lineage``): later runs are not seen.
+        only_runs: when given, keep only the current runs whose ``run_id`` is in it (e.g. the runs meeting an SLO).
+            Which sweep is current is decided on every run first, so a line whose latest sweep fails never
+            falls back to an older sweep.
     Returns:
         ``average_repeats`` of the current runs, with ``repeat_group`` (``<line_id>|<sweep_id>|conc=<conc>``).
     Raises:
@@ -57,8 +61,11 @@ def frontier_runs(runs: pa.Table | Sequence[Mapping[str, Any]], metrics: Iterabl
     if missing:  # without the line columns, two configurations would merge and one supersede the other
         raise ValueError(f"frontier_runs: runs lack column(s) {', '.join(missing)}")
     lineage = run_lineage(table, as_of)
-    table = table.filter(lineage["current"])
-    groups = lineage.filter(lineage["current"])["repeat_group"]
+    current = lineage["current"]
+    if only_runs is not None:
+        current = pc.and_(current, pc.is_in(table["run_id"], pa.array(sorted(set(only_runs)), pa.string())))
+    table = table.filter(current)
+    groups = lineage.filter(current)["repeat_group"]
     table = table.drop_columns([c for c in ("repeat_group",) if c in table.column_names]).append_column(
         "repeat_group", groups)
     return average_repeats(table, list(zip(table["price_book"].to_pylist(), groups.to_pylist())), metrics)

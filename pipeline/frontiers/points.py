@@ -19,6 +19,7 @@ from pipeline.frontiers.latest import CI_COLUMNS, LINEAGE_INPUT_COLUMNS, frontie
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
 from pipeline.ingest.schema import FIXED_SEQ
+from pipeline.metrics.slo import NO_SLO  # noqa: F401  (the default ``slo`` value, for the stages after this one)
 
 # Metrics splined along each frontier, each on its own values at the frontier points (docs/metrics.md).
 SPLINED_METRICS = (
@@ -86,7 +87,8 @@ FRONTIER_SCHEMA = pa.schema(
 
 
 def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterable[Side],
-                    as_of: date | None = None, *, include_off_nominal: bool = False) -> pa.Table:
+                    as_of: date | None = None, *, include_off_nominal: bool = False,
+                    only_runs: Iterable[str] | None = None) -> pa.Table:
     """Pareto frontier points of every side in every price book (``FRONTIER_SCHEMA``: one row per side, price
     book and frontier point). The points are the same in every book; costs and tok/s/MW differ.
 
@@ -110,6 +112,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         sides: the sides to build; a side without runs yields no rows.
         as_of: the frontiers as they stood that day (runs dated later are not seen).
         include_off_nominal: keep runs flagged ``length_off_nominal`` (``excluded_runs`` is then 0).
+        only_runs: build from these runs only (``run_id``s, e.g. those meeting an SLO; ``frontier_runs``): the
+            latest-sweep rule is applied on every run first. None = every run.
     Raises:
         ValueError: a column of ``FRONTIER_INPUT_COLUMNS`` is missing (named), or a member run's interactivity or
             tok/s/GPU is NaN (``pareto_frontier``).
@@ -121,7 +125,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     if missing:  # a left-out column would reach the marts as nulls that look like "not measured"
         raise ValueError(f"build_frontiers: runs lack column(s) {', '.join(missing)}")
     averaged = [m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"] + ["x_intvty"]
-    table = frontier_runs(table, averaged, as_of)
+    table = frontier_runs(table, averaged, as_of, only_runs)
     repeats = table["repeat_n"].to_numpy()
     key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
                  "benchmark_type")
@@ -172,6 +176,12 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     columns = {**{name: pa.array(values, FRONTIER_SCHEMA.field(name).type) for name, values in side_columns.items()},
                **{name: column.cast(FRONTIER_SCHEMA.field(name).type) for name, column in from_runs.items()}}
     return pa.table([columns[name] for name in FRONTIER_SCHEMA.names], schema=FRONTIER_SCHEMA)
+
+
+def with_slo(table: pa.Table, slo: str) -> pa.Table:
+    """``table`` (frontier or comparison rows) with a last column ``slo`` (string) set to ``slo`` on every row:
+    ``none`` for rows built from every run, else the SLO whose runs built them."""
+    return table.append_column(pa.field("slo", pa.string()), pa.array([slo] * table.num_rows, pa.string()))
 
 
 def frontiers_by_side(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

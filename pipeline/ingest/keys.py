@@ -11,14 +11,33 @@ import re
 from datetime import date, datetime
 from pathlib import Path
 
-from pipeline.io.paths import REFERENCE_DIR
+from pipeline.io.paths import reference_dir
 
-# GPU keys of the reference table, longest first so "gb200" is tried before "b200".
+# GPU keys of the bundled reference table, longest first so "gb200" is tried before "b200"; ``gpu_keys()`` adds the
+# keys of the reference folder in use (a GPU added in data/reference/gpu_reference.csv, no code).
 GPU_KEYS = ("gb200", "gb300", "mi300x", "mi325x", "mi355x", "h100", "h200", "b200", "b300")
 _GPU_ALIASES = {"mi355": "mi355x", "mi325": "mi325x", "mi300": "mi300x"}
 # Marketing names as drivers and engines print them (nvidia-smi, amd-smi, TRT-LLM's `machine.name`), e.g.
 # "NVIDIA H100 80GB HBM3", mapped to keys by a table beside the GPU reference.
-GPU_ALIASES_CSV = REFERENCE_DIR / "gpu_aliases.csv"
+GPU_ALIASES_CSV_NAME = "gpu_aliases.csv"
+
+
+def gpu_keys() -> tuple[str, ...]:
+    """``GPU_KEYS`` plus every ``hw`` of ``gpu_reference.csv`` in ``reference_dir()``, longest first (ties in
+    ``GPU_KEYS`` order, then alphabetical), so a prefix match tries ``gb200`` before ``b200``."""
+    return _gpu_keys(reference_dir())
+
+
+@functools.cache
+def _gpu_keys(folder: Path) -> tuple[str, ...]:
+    extra: list[str] = []
+    try:
+        with open(folder / "gpu_reference.csv", encoding="utf-8", newline="") as handle:
+            extra = sorted({(row.get("hw") or "").strip().lower() for row in csv.DictReader(handle)} - {""})
+    except OSError:
+        pass
+    keys = list(GPU_KEYS) + [k for k in extra if k not in GPU_KEYS]
+    return tuple(sorted(keys, key=lambda k: -len(k)))
 
 PRECISION_ALIASES = {
     "nvfp4": "fp4",
@@ -83,7 +102,7 @@ def normalize_hw(value: object) -> str | None:
         return None
     if ":" in text:
         text = text.rsplit(":", 1)[1]
-    for key in GPU_KEYS:
+    for key in gpu_keys():
         if text == key or text.startswith(key + "-") or text.startswith(key + "_"):
             return key
     head = re.split(r"[-_ ]", text, maxsplit=1)[0]
@@ -92,9 +111,9 @@ def normalize_hw(value: object) -> str | None:
     return gpu_name_aliases().get(" ".join(text.split()), text)
 
 
-@functools.cache
-def gpu_name_aliases(path: Path = GPU_ALIASES_CSV) -> dict[str, str]:
-    """GPU marketing names → GPU keys, from ``data/reference/gpu_aliases.csv`` (columns ``alias``, ``hw``).
+def gpu_name_aliases(path: Path | None = None) -> dict[str, str]:
+    """GPU marketing names → GPU keys, from ``gpu_aliases.csv`` (columns ``alias``, ``hw``) of ``reference_dir()``
+    (``PIPELINE_REFERENCE_DIR``, default data/reference) unless ``path`` is given; read once per file.
 
     Names are matched whole, lowercased with runs of spaces collapsed: "NVIDIA H200 NVL" is another SKU (other
     power and prices) and is not taken for "NVIDIA H200".
@@ -105,6 +124,11 @@ def gpu_name_aliases(path: Path = GPU_ALIASES_CSV) -> dict[str, str]:
         ValueError: a missing column, an empty cell, a key that is not one of ``GPU_KEYS``, or an alias listed twice
             (naming the file and line).
     """
+    return _gpu_name_aliases(reference_dir() / GPU_ALIASES_CSV_NAME if path is None else path)
+
+
+@functools.cache
+def _gpu_name_aliases(path: Path) -> dict[str, str]:
     aliases: dict[str, str] = {}
     with open(path, encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
@@ -112,9 +136,9 @@ def gpu_name_aliases(path: Path = GPU_ALIASES_CSV) -> dict[str, str]:
             raise ValueError(f"{path.name}: needs the columns alias and hw, has {reader.fieldnames}")
         for line, row in enumerate(reader, start=2):
             alias, hw = " ".join((row["alias"] or "").lower().split()), (row["hw"] or "").strip()
-            if not alias or hw not in GPU_KEYS:
+            if not alias or hw not in gpu_keys():
                 raise ValueError(f"{path.name} line {line}: alias {row['alias']!r} -> hw {row['hw']!r}: "
-                                 f"needs a name and one of {', '.join(GPU_KEYS)}")
+                                 f"needs a name and one of {', '.join(gpu_keys())}")
             if alias in aliases:
                 raise ValueError(f"{path.name} line {line}: alias {row['alias']!r} listed twice")
             aliases[alias] = hw

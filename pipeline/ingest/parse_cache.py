@@ -5,7 +5,7 @@ What a file gives (its runs, rejects and ledger row) depends on its own bytes, i
 its folder's ``runs.csv`` and the parser code, nothing else (power logs are read later, by ``run_power``). The
 cache records, per file (key: path relative to the raw folder), those rows with the sha256 of the file, of its
 sidecar and of its manifest as they were when parsed. A file is reused when all three are unchanged and
-``PARSER_VERSION`` (a hash of the parsing code) is the same; anything else is parsed again.
+``parser_version()`` (a hash of the parsing code and the GPU tables) is the same; anything else is parsed again.
 
 A file's sha256 is taken from the cache without reading the file when its size and ``st_mtime_ns`` are the cached
 ones and its mtime is older than the cached scan by more than ``RACY_WINDOW_NS`` (git's "racy clean" rule: a file
@@ -21,6 +21,7 @@ can only cost time, never change a result: ``ingest_folder_cached`` returns exac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from dataclasses import dataclass
@@ -31,11 +32,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.ingest.keys import GPU_ALIASES_CSV
+from pipeline.ingest.keys import GPU_ALIASES_CSV_NAME
 from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, in_scan_order
 from pipeline.ingest.scan import Listing
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
-from pipeline.io.paths import sql_text
+from pipeline.io.paths import reference_dir, sql_text
 from pipeline.io.storage import read_arrow, write_arrow_atomic
 
 CACHE_FILE_SCHEMA = pa.schema([
@@ -49,20 +50,22 @@ _METADATA_KEY = b"inference_frontier.parse_cache"
 _CHANGED = "<changed>"  # a dependency whose content is not known yet: never equal to a recorded sha256
 
 
-def _parser_version() -> str:
+def parser_version() -> str:
     """sha256 of the code and data that turn bytes into rows (parsers, metadata, keys, schema, parse, this module,
-    the GPU alias table)."""
+    the GPU alias and reference tables of ``reference_dir()``), computed once per reference folder."""
+    return _parser_version(reference_dir())
+
+
+@functools.cache
+def _parser_version(folder: Path) -> str:
     package = Path(__file__).resolve().parent
     sources = sorted((package / "parsers").glob("*.py")) + [
         package / name for name in ("metadata.py", "keys.py", "schema.py", "parse.py", "parse_cache.py")]
     digest = hashlib.sha256()
-    # the GPU alias table maps names while parsing, so a changed table must re-parse too
-    for source in [*sources, GPU_ALIASES_CSV]:
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    # the GPU alias and reference tables map names while parsing, so a changed table must re-parse too
+    for source in [*sources, folder / GPU_ALIASES_CSV_NAME, folder / "gpu_reference.csv"]:
+        digest.update(source.name.encode() + b"\0" + (source.read_bytes() if source.is_file() else b""))
     return digest.hexdigest()[:16]
-
-
-PARSER_VERSION = _parser_version()
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,7 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         conn.register("file_shas", result.files.select(["source_file", "sha256"]))
         dependencies = conn.sql(f"select * from ({sql_text('parse_cache_dependencies')}) "
                                 "join listing using (source_file) order by position").to_arrow_table()
-    stamp = {"generation": uuid.uuid4().hex, "parser_version": PARSER_VERSION,
+    stamp = {"generation": uuid.uuid4().hex, "parser_version": parser_version(),
              "raw_dir": str(raw_dir.resolve()), "scan_started_ns": scan_started_ns}
     files = result.files
     for name in ("mtime_ns", "sidecar_sha256", "manifest_sha256"):
@@ -240,7 +243,7 @@ def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:
             return None
     first = stamps[0]
     if any(s.get("generation") != first.get("generation") for s in stamps) \
-            or first.get("parser_version") != PARSER_VERSION or first.get("raw_dir") != str(raw_dir.resolve()):
+            or first.get("parser_version") != parser_version() or first.get("raw_dir") != str(raw_dir.resolve()):
         return None
     return Cache(tables["files"], tables["runs"], tables["rejects"], int(first["scan_started_ns"]),
                  str(first["generation"]))

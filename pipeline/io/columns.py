@@ -34,6 +34,8 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
              "does not fix are pooled (`all`) into one frontier"),
     ("frontier", "the Pareto-optimal runs of a side: no other run has both higher tok/s/GPU and higher "
                  "interactivity"),
+    ("slo", "service-level objective: latency bounds a request must meet (data/reference/slos.csv); goodput counts "
+            "only the output tokens of requests meeting them"),
     ("target", "an interactivity (tok/s/user) at which both sides of a comparison are read off their frontiers"),
 )
 
@@ -76,7 +78,7 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "input_tput_per_gpu", "measured_tok_s_per_mw", "output_cost_per_mtok_hyperscaler",
         "output_cost_per_mtok_neocloud", "output_cost_per_mtok_rental", "input_cost_per_mtok_hyperscaler",
         "input_cost_per_mtok_neocloud", "input_cost_per_mtok_rental", "line_id", "sweep_id", "repeat_group",
-        "repeat_n", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi")),
+        "repeat_n", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi", "slo")),
     "comparisons": ("comparisons.parquet", "one (comparison, price book, target, side)", (
         "comparison_id", "price_book", "price_book_version", "kind", "title", "model", "isl", "osl", "side",
         "side_label", "side_id", "hw", "precision", "spec_decoding", "framework", "benchmark_type", "side_runs",
@@ -89,12 +91,20 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "input_cost_per_mtok_neocloud", "input_cost_per_mtok_rental", "implied_cost_per_mtok_hyperscaler",
         "sparse_frontier", "cell_note", "measured_power_coverage", "cross_engine", "band_phrase", "cost_sentence",
         "tput_sentence", "sentence_caveat", "repeat_points", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi",
-        "median_intvty_ci_lo", "median_intvty_ci_hi", "difference_significant")),
+        "median_intvty_ci_lo", "median_intvty_ci_hi", "difference_significant", "slo")),
     "trends": ("trends/<model>/<run_date|undated>/part-0.parquet", "one (price book, frontier group, run date)", (
         "price_book", "model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
         "run_date", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
         "in_range", "tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
         "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")),
+    "requests": ("requests/<model>/<run_date|undated>/part-0.parquet", "one request of an accepted run whose harness "
+                 "saved per-request data", (
+        "run_id", "request_index", "ttft_s", "tpot_s", "e2el_s", "itl_p50_s", "itl_p99_s", "input_tokens",
+        "output_tokens", "error", "model", "run_date", "run_date_partition")),
+    "run_slo": ("run_slo/<model>/<run_date|undated>/part-0.parquet", "one (accepted run, SLO of slos.csv)", (
+        "run_id", "model", "run_date", "run_date_partition", "slo", "slo_basis", "requests", "requests_meeting_slo",
+        "slo_attainment", "slo_met", "goodput_tok_s_per_gpu", "slo_ttft_s", "slo_tpot_s", "slo_e2el_s",
+        "slo_min_attainment")),
 }
 
 _STAT = {"mean": "mean", "median": "median", "std": "standard deviation", "p90": "90th percentile",
@@ -304,6 +314,32 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "frontier_intvty_min": ("tok/s/user", "lowest interactivity on the day's frontier"),
     "frontier_intvty_max": ("tok/s/user", "highest interactivity on the day's frontier"),
     "in_range": ("", "target_intvty lies on the day's frontier; metrics are null when false"),
+    # per-request data and SLOs (docs/metrics.md "SLOs, attainment and goodput")
+    "request_index": ("", "position of the request in its run's per-request records, 0 first"),
+    "ttft_s": ("s", "the request's time to first token; null for an errored request"),
+    "tpot_s": ("s", "the request's time per output token after the first: (e2el − ttft) / (output tokens − 1), or "
+                    "the harness's own per-request value (AIPerf, GuideLLM); null with one output token or fewer"),
+    "e2el_s": ("s", "the request's end-to-end latency: the file's own, else ttft + sum of its inter-token gaps"),
+    "itl_p50_s": ("s", "median of the request's inter-token gaps (numpy linear interpolation)"),
+    "itl_p99_s": ("s", "99th percentile of the request's inter-token gaps (numpy linear interpolation)"),
+    "input_tokens": ("tokens", "the request's prompt length"),
+    "output_tokens": ("tokens", "the request's generated tokens"),
+    "error": ("", "the harness's error text for a failed request (at most 300 characters); null on success"),
+    "slo": ("", "the SLO of data/reference/slos.csv the row is restricted to (runs meeting it); 'none' = every run, "
+                "the unrestricted rows"),
+    "slo_basis": ("", "per_request: judged request by request from the requests mart; p99_summary: the run's "
+                      "summary p99 TTFT/TPOT/E2EL against the bounds (no per-request data)"),
+    "requests": ("requests", "requests of the run, errored included (per_request basis; null on p99_summary)"),
+    "requests_meeting_slo": ("requests", "requests without error whose every bounded latency is within its bound"),
+    "slo_attainment": ("fraction", "requests_meeting_slo / requests (null on p99_summary)"),
+    "slo_met": ("", "per_request: slo_attainment ≥ slo_min_attainment; p99_summary: every bounded p99 within its "
+                    "bound; null when a bounded p99 is missing"),
+    "goodput_tok_s_per_gpu": ("tok/s/GPU", "output tokens of the requests meeting the SLO / duration_s / num_gpus "
+                                           "(per_request basis only)"),
+    "slo_ttft_s": ("s", "the SLO's TTFT bound; null = no bound"),
+    "slo_tpot_s": ("s", "the SLO's TPOT bound; null = no bound"),
+    "slo_e2el_s": ("s", "the SLO's E2EL bound; null = no bound"),
+    "slo_min_attainment": ("fraction", "share of requests that must meet every bound for slo_met"),
     # reference tables
     "display_name": ("", "GPU name as pages show it"),
     "reference_version": ("", "version of the GPU reference table"),

@@ -5,6 +5,7 @@ Environment variables (docs/inputs.md), defaults relative to the project root:
 - ``PIPELINE_OUT_DIR`` [data/marts]    where the Parquet marts are written
 - ``PIPELINE_DB_PATH`` [data/warehouse.duckdb]
 - ``PIPELINE_CACHE_DIR`` [<PIPELINE_DB_PATH>.parse_cache]  the parse cache (pipeline/ingest/parse_cache.py)
+- ``PIPELINE_REFERENCE_DIR`` [data/reference]  the reference tables: GPUs, aliases, peaks, plausibility, SLOs
 A relative value given in the environment is taken relative to the current directory, as a shell user expects.
 """
 
@@ -43,6 +44,17 @@ def parse_cache_dir() -> str:
     if value:
         return str(Path(value).expanduser().resolve())
     return env_path("PIPELINE_DB_PATH") + ".parse_cache"
+
+
+def reference_dir() -> Path:
+    """The reference folder: ``PIPELINE_REFERENCE_DIR`` when set (absolute, ``~`` expanded), else ``data/reference``.
+
+    Read at each call, so a process (or test) that sets the variable sees its own folder. It holds
+    ``gpu_reference.csv``, ``gpu_aliases.csv``, ``gpu_peak_flops.csv``, ``model_active_params.csv``,
+    ``plausibility.csv``, ``slos.csv`` and the optional ``overrides.csv`` (data/reference/README.md).
+    """
+    value = os.environ.get("PIPELINE_REFERENCE_DIR")
+    return Path(value).expanduser().resolve() if value else REFERENCE_DIR
 
 
 def sql_text(name: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from pipeline.io.paths import REFERENCE_DIR
+from pipeline.io.paths import reference_dir
 
 REFERENCE_SCHEMA = pa.schema(
     [
@@ -23,12 +23,15 @@ REFERENCE_SCHEMA = pa.schema(
 )
 
 
-def load_gpu_reference(path: Path = REFERENCE_DIR / "gpu_reference.csv") -> pa.Table:
+def load_gpu_reference(path: Path | None = None) -> pa.Table:
     """One row per GPU key: all-in power (kW per GPU) and $/GPU-hour for the hyperscaler, neocloud and rental tiers.
+
+    ``path`` defaults to ``gpu_reference.csv`` of ``pipeline.io.paths.reference_dir()`` (``PIPELINE_REFERENCE_DIR``).
 
     Raises:
         ValueError: a missing column, a duplicate GPU key, or a non-positive power or price (naming the GPU).
     """
+    path = reference_dir() / "gpu_reference.csv" if path is None else path
     table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=REFERENCE_SCHEMA))
     missing = set(REFERENCE_SCHEMA.names) - set(table.column_names)
     if missing:

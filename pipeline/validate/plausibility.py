@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.ingest.schema import RUN_SCHEMA
-from pipeline.io.paths import REFERENCE_DIR
+from pipeline.io.paths import reference_dir as _reference_dir
 
 DERIVED_FIELDS = ("output_duration_ratio", "total_duration_ratio")
 ANY_MODEL = "*"
@@ -109,8 +109,8 @@ def _positive_by_key(path: Path, key: str, value: str) -> dict[str, float]:
     return out
 
 
-def load_plausibility(reference_dir: Path = REFERENCE_DIR) -> Plausibility:
-    """Read the three plausibility files of ``reference_dir``.
+def load_plausibility(reference_dir: Path | None = None) -> Plausibility:
+    """Read the three plausibility files of ``reference_dir`` (default ``pipeline.io.paths.reference_dir()``).
 
     Returns:
         Plausibility: ranges (file order), peaks per GPU key, activated parameters per model key.
@@ -119,6 +119,7 @@ def load_plausibility(reference_dir: Path = REFERENCE_DIR) -> Plausibility:
             (≥ 0 for range ends, > 0 for peaks and parameters), ``min > max``, a ``field`` that is neither a
             numeric ``RUN_SCHEMA`` column nor a derived ratio, a key given twice, or no ``*`` model row.
     """
+    reference_dir = _reference_dir() if reference_dir is None else reference_dir
     numeric = {f.name for f in RUN_SCHEMA if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)}
     path = reference_dir / "plausibility.csv"
     ranges, seen = [], set()

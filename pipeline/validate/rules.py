@@ -17,10 +17,10 @@ t.num_rows)`` applies it to every row).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import Counter
 from functools import reduce
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
@@ -28,8 +28,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.ingest.gpus import gpu_count_column, run_gpus
-from pipeline.ingest.schema import (AGENTIC_TRACES, BENCHMARK_TYPES, FIXED_SEQ, LATENCY_COLUMNS, QUARANTINE_SCHEMA,
-                                     RUN_SCHEMA)
+from pipeline.ingest.schema import (
+    AGENTIC_TRACES,
+    BENCHMARK_TYPES,
+    FIXED_SEQ,
+    LATENCY_COLUMNS,
+    QUARANTINE_SCHEMA,
+    RUN_SCHEMA,
+)
+from pipeline.io.paths import reference_dir
 from pipeline.validate.lines import LINE_COLUMNS, line_id
 from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
 
@@ -336,10 +343,15 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
     ]
 
 
-@functools.cache
+_LOADED: dict[Path, Plausibility] = {}
+
+
 def _default_plausibility() -> Plausibility:
-    """``load_plausibility()`` read once per process (the files are reference data, versioned with the code)."""
-    return load_plausibility()
+    """``load_plausibility()`` read once per process and reference folder (``PIPELINE_REFERENCE_DIR``)."""
+    folder = reference_dir()
+    if folder not in _LOADED:
+        _LOADED[folder] = load_plausibility(folder)
+    return _LOADED[folder]
 
 
 def check_run(run: Run, rule_list: list[Callable[[Run], Finding | None]]) -> Finding | None:

@@ -6,7 +6,7 @@ from collections import Counter
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons.compare import compare_all
+from pipeline.comparisons.compare import NO_SLO, compare_all_slos
 from pipeline.comparisons.report import REPORT_PRICE_BOOK, comparison_tables_markdown
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
@@ -34,19 +34,22 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     ``sparse_frontier`` (splined cost > 5 % off the cost the splined tok/s/GPU implies), ``cell_note``; per side
     ``side_runs`` and ``excluded_runs`` (left off for measured ISL/OSL > 10 % off nominal). Sentences as the pages
     write them (hyperscaler cost), ending with the clamped/sparse caveat when there is one (docs/metrics.md).
+    Column ``slo``: ``none`` for comparisons of every run's frontiers (the default rows), else the SLO whose
+    frontiers (``frontiers.slo``) the row compares; a comparison whose side has no frontier under an SLO has no
+    rows for it.
     Mart: ``comparisons.parquet``.
     """
     with warehouse.get_connection() as conn:
         runs = conn.sql(
             "select distinct model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type from run_metrics"
         ).to_arrow_table().to_pylist()
-        table = compare_all(runs, read_table(conn, "frontiers").to_pylist())
+        table = compare_all_slos(runs, read_table(conn, "frontiers").to_pylist())
         write_table(conn, "comparisons", table)
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "comparisons")))
     paths.publish_unless_later(context)
     n_comparisons = len(set(table.column("comparison_id").to_pylist()))
     context.log.info(f"{n_comparisons} comparisons, {table.num_rows} rows -> {path}")
-    rows = table.to_pylist()
+    rows = [r for r in table.to_pylist() if r["slo"] == NO_SLO]
     kinds = Counter(r["kind"] for r in rows if r["side"] == "a" and r["target_index"] == 1)
     default_rows = [r for r in rows if r["price_book"] == REPORT_PRICE_BOOK]
     return dg.MaterializeResult(metadata={

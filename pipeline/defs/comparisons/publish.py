@@ -17,7 +17,8 @@ from pipeline.io.generations import CURRENT, publish
 
 # Every asset that writes a mart into the run's staging folder.
 MART_KEYS = [dg.AssetKey(["validated", "quarantine"]), dg.AssetKey(["validated", "ingest_ledger"]),
-             dg.AssetKey(["metrics", "run_metrics"]), dg.AssetKey(["frontiers", "pareto_frontiers"]),
+             dg.AssetKey(["metrics", "run_metrics"]), dg.AssetKey(["metrics", "run_slo"]),
+             dg.AssetKey(["frontiers", "pareto_frontiers"]),
              COMPARISONS_KEY, dg.AssetKey(["marts", "trends"]), dg.AssetKey(["marts", "report"])]
 
 
@@ -33,7 +34,7 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource
     """Publish this run's marts together (``pipeline.io.generations.publish``): the run's staging folder becomes
     ``<PIPELINE_OUT_DIR>/.generations/<UTC time>-<run id>`` and ``current`` (and through it ``runs/``,
     ``quarantine.parquet``, ``frontiers.parquet``, ``comparisons.parquet``, ``ingest_ledger.parquet``, ``trends/``,
-    ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
+    ``run_slo/``, ``requests/``, ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
     blocking check failed, so a failed or killed run leaves the previous generation in place.
 
     Raises:

@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, frontier_png, slug
+from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, build_request_pages, frontier_png, slug
 from pipeline.comparisons.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
@@ -90,7 +90,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
 
 
 @dg.asset(key=["marts", "report"], group_name="comparisons", kinds={"html"},
-          deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY])
+          deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY, dg.AssetKey(["metrics", "run_slo"])])
 def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` (counts per kind, headline comparisons first, filters
     by model, GPU, precision, kind) plus one interactive page per comparison, as the seed pages read: title ("MI355X
@@ -98,20 +98,27 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     measured) / Concurrency table at three editable targets, every price book and cost tier, the frontier chart
     (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
     pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The UI shows the first
-    few comparisons' charts inline as PNGs (matplotlib), drawn for this metadata only."""
+    few comparisons' charts inline as PNGs (matplotlib), drawn for this metadata only.
+
+    Runs with per-request data get ``report/requests/<run_id>.png`` (TTFT and TPOT CDFs, 640×240) and
+    ``report/requests/index.html`` listing them with their SLO outcomes (``comparisons.report.build_request_pages``)."""
     with warehouse.get_connection() as conn:
-        comparisons = conn.sql("select * from comparisons").to_arrow_table().to_pylist()
-        frontiers = conn.sql("select * from frontiers").to_arrow_table().to_pylist()
+        # the pages show the comparisons of every run (slo = 'none'); SLO-restricted rows are in the marts
+        comparisons = conn.sql("select * exclude (slo) from comparisons where slo = 'none'").to_arrow_table().to_pylist()
+        frontiers = conn.sql("select * exclude (slo) from frontiers where slo = 'none'").to_arrow_table().to_pylist()
         names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
         optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
                     if c in names]
         runs = conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
                         f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
                         params={"book": REPORT_PRICE_BOOK}).to_arrow_table().to_pylist()
+        request_runs, requests = _per_request_data(conn)
     out = paths.staging(context) / "report"
     pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out)]
+    cdf_pages = build_request_pages(request_runs, requests, out)
     paths.publish_unless_later(context)
-    metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1}
+    metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1,
+                "runs_with_latency_cdfs": max(len(cdf_pages) - 1, 0)}
     shown = [r for r in comparisons if r["price_book"] == REPORT_PRICE_BOOK]
     book_frontiers = [r for r in frontiers if r["price_book"] == REPORT_PRICE_BOOK]
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,3 +130,24 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
                 f"![frontier chart](data:image/png;base64,{encoded})")
     context.log.info(f"report: {pages[0]} ({len(pages) - 1} comparison pages)")
     return dg.MaterializeResult(metadata=metadata)
+
+
+def _per_request_data(conn) -> tuple[list[dict], list[dict]]:
+    """(runs, requests) for ``build_request_pages``: validated runs with rows in ``raw_requests`` (with their SLO
+    outcomes as text) and those requests' ``run_id``, ``ttft_s``, ``tpot_s``, ``error``; ([], []) before the
+    per-request assets ever ran."""
+    tables = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
+    if not {"raw_requests", "run_slo"} <= tables:
+        return [], []
+    runs = conn.sql("""
+        select v.run_id, v.source_file, v.source_row, v.model, v.hw, v.precision, v.spec_decoding, v.framework, v.conc,
+               string_agg(s.slo || ': ' || coalesce(cast(round(100 * s.slo_attainment, 1) as varchar) || ' % of requests, ', '')
+                          || case when s.slo_met then 'met' when not s.slo_met then 'not met' else 'unknown' end,
+                          '; ' order by s.slo) as slo_outcomes
+        from validated_runs v left join run_slo s using (run_id)
+        where v.run_id in (select run_id from raw_requests)
+        group by all order by v.model, v.hw, v.source_file, v.source_row""").to_arrow_table().to_pylist()
+    requests = conn.sql("select run_id, ttft_s, tpot_s, error from raw_requests "
+                        "where run_id in (select run_id from validated_runs) order by run_id, request_index"
+                        ).to_arrow_table().to_pylist()
+    return runs, requests

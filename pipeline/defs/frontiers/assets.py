@@ -3,15 +3,29 @@
 from datetime import date
 
 import dagster as dg
+import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
-from pipeline.frontiers.points import FRONTIER_INPUT_COLUMNS, build_frontiers
+from pipeline.frontiers.points import FRONTIER_INPUT_COLUMNS, NO_SLO, build_frontiers, with_slo
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.io.storage import write_parquet_atomic, write_table
 
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
+
+
+def met_runs_by_slo(conn) -> dict[str, list[str]]:
+    """{SLO name: run_ids that meet it} from the warehouse's ``run_slo`` (``slo_met`` true), every SLO of the
+    ``slos`` table listed (an SLO no run meets maps to []); {} before ``metrics/run_slo`` ever ran."""
+    tables = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
+    if not {"slos", "run_slo"} <= tables:
+        return {}
+    met: dict[str, list[str]] = {row[0]: [] for row in conn.execute("select name from slos order by name").fetchall()}
+    for slo, run_id in conn.execute("select slo, run_id from run_slo where slo_met order by slo, run_id").fetchall():
+        if slo in met:
+            met[slo].append(run_id)
+    return met
 
 
 class FrontierConfig(dg.Config):
@@ -25,7 +39,7 @@ class FrontierConfig(dg.Config):
     key=FRONTIERS_KEY,
     group_name="frontiers",
     kinds={"python", "duckdb", "parquet"},
-    deps=[dg.AssetKey(["metrics", "run_metrics"])],
+    deps=[dg.AssetKey(["metrics", "run_metrics"]), dg.AssetKey(["metrics", "run_slo"])],
     pool=WAREHOUSE_POOL,
 )
 def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehouse: DuckDBResource,
@@ -42,6 +56,11 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
     carries the side's run count and interactivity range over all its runs (for bands) and the metrics splined
     by the comparisons: tok/s/GPU (total/output/input), $/M tokens (three tiers; total, output and input), tok/s/MW
     (all-in and measured), concurrency.
+
+    Column ``slo`` (text): ``none`` for the frontiers of every run (the default rows, the numbers this mart has
+    always had), else the name of an SLO of ``slos.csv``: the same sides built from the current runs that meet it
+    (``run_slo.slo_met``; the latest-sweep rule is decided on every run first). A side whose runs all fail an SLO
+    has no rows for it. ``side_id`` is the same in every ``slo``.
     Mart: ``frontiers.parquet``.
     """
     columns = ", ".join(FRONTIER_INPUT_COLUMNS)
@@ -54,7 +73,11 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
             as_of = date.fromisoformat(config.as_of) if config.as_of else None
         except ValueError as exc:
             raise ValueError(f"frontiers run config as_of={config.as_of!r}: not a YYYY-MM-DD date") from exc
-        table = build_frontiers(runs, [side for c in comparisons for side in (c.a, c.b)], as_of)
+        sides = [side for c in comparisons for side in (c.a, c.b)]
+        met = met_runs_by_slo(conn)
+        table = pa.concat_tables(
+            [with_slo(build_frontiers(runs, sides, as_of), NO_SLO)]
+            + [with_slo(build_frontiers(runs, sides, as_of, only_runs=ids), slo) for slo, ids in met.items()])
         write_table(conn, "frontiers", table)
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "frontiers")))
     paths.publish_unless_later(context)

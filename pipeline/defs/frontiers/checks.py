@@ -16,7 +16,7 @@ def frontier_strictly_monotone(warehouse: DuckDBResource) -> dg.AssetCheckResult
             select side_id, point_index from (
                 select side_id, point_index, x_intvty, tput_per_gpu,
                        lag(x_intvty) over w as prev_x, lag(tput_per_gpu) over w as prev_y
-                from frontiers window w as (partition by side_id, price_book order by point_index)
+                from frontiers window w as (partition by side_id, price_book, slo order by point_index)
             ) where prev_x is not null and (x_intvty <= prev_x or tput_per_gpu >= prev_y)
         """).fetchall()
     return dg.AssetCheckResult(passed=not bad, severity=dg.AssetCheckSeverity.ERROR,

@@ -15,6 +15,7 @@ from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.ingest.folder import ingest_folder_cached
 from pipeline.ingest.input_loss import DEFAULT_MAX_RUN_LOSS_SHARE, check_input_loss
 from pipeline.ingest.parse import IngestResult
+from pipeline.ingest.requests import requests_tables
 from pipeline.io.paths import check_writable_folder
 from pipeline.io.storage import replace_partitions, write_table
 
@@ -95,3 +96,50 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
             "files_by_kind": counts_markdown(dict(kinds), "kind"),
         }
     )
+
+
+RAW_RUNS_KEY = dg.AssetKey(["raw", "benchmark_runs"])
+
+
+@dg.asset(
+    key=["raw", "benchmark_requests"],
+    group_name="ingest",
+    kinds={"python", "duckdb"},
+    deps=[RAW_RUNS_KEY],
+    pool=WAREHOUSE_POOL,
+    partitions_def=RUN_DATE_PARTITIONS,
+    backfill_policy=SINGLE_RUN,
+)
+def raw_requests(context: dg.AssetExecutionContext, warehouse: DuckDBResource,
+                 paths: PipelinePaths) -> dg.MaterializeResult:
+    """Per-request records of the runs whose harness saved them (``pipeline.ingest.requests``): vLLM / TRT-LLM
+    serve ``--save-detailed`` arrays, SGLang ``--output-details`` arrays, AIPerf ``profile_export.jsonl``, GuideLLM
+    ``requests``.
+
+    Grain: one row per request, table ``raw_requests`` (``pipeline.ingest.requests.REQUEST_SCHEMA``): ``run_id``,
+    ``request_index`` (int32, 0… in the file's order), ``ttft_s``/``tpot_s``/``e2el_s``/``itl_p50_s``/``itl_p99_s``
+    (float64, seconds; null for an errored request), ``input_tokens``/``output_tokens`` (int64), ``error`` (text,
+    null on success), ``run_date_partition``. Table ``raw_request_sources``: one row per run with a records file
+    (``requests_file``, ``requests_read``), or the reason its records were not used (``requests_reason``: a
+    code of ``REQUEST_REASONS``, e.g. ``length_mismatch:per_request``); such a run keeps its summary numbers.
+
+    Files are streamed: JSON Lines a line at a time, a result file over the 32 MiB parse cap one array item at a
+    time. Partitioned by run date like ``raw/benchmark_runs``.
+    """
+    keys = list(context.partition_keys)
+    with warehouse.get_connection() as conn:
+        runs = conn.sql("select run_id, source_file, source_format, source_row, completed, failed, run_date_partition "
+                        "from raw_runs where list_contains($keys, run_date_partition) order by source_file, source_row",
+                        params={"keys": keys}).to_arrow_table().to_pylist()
+        requests, sources = requests_tables(Path(paths.raw_dir), runs)
+        replace_partitions(conn, "raw_requests", requests, keys)
+        replace_partitions(conn, "raw_request_sources", sources, keys)
+        for table in ("raw_requests", "raw_request_sources"):
+            conn.execute(f"delete from {table} where run_id not in (select run_id from raw_runs)")
+    reasons = Counter(r or "read" for r in sources.column("requests_reason").to_pylist())
+    context.log.info(f"raw_requests: {requests.num_rows} requests of {sources.num_rows} runs {dict(reasons)}")
+    return dg.MaterializeResult(metadata={
+        **table_metadata(requests, preview_columns=["run_id", "request_index", "ttft_s", "tpot_s", "e2el_s",
+                                                    "output_tokens", "error"]),
+        "runs_with_requests": sources.num_rows,
+        "outcomes": counts_markdown(dict(reasons), "per-request outcome")})

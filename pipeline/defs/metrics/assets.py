@@ -13,9 +13,10 @@ from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import replace_mart_partitions, replace_partitions
+from pipeline.io.storage import replace_mart_partitions, replace_partitions, write_table
 from pipeline.metrics.lineage import refresh_lineage
 from pipeline.metrics.power import POWER_SCHEMA, measure_runs
+from pipeline.metrics.slo import load_slos
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
 VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
@@ -122,3 +123,64 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         preview_columns=["model", "hw", "precision", "spec_decoding", "framework", "conc", "median_intvty",
                          "tput_per_gpu", "cost_per_mtok_hyperscaler", "tok_s_per_mw"],
     ))
+
+
+RAW_REQUESTS_KEY = dg.AssetKey(["raw", "benchmark_requests"])
+RUN_SLO_KEY = dg.AssetKey(["metrics", "run_slo"])
+
+
+@dg.asset(
+    key=RUN_SLO_KEY,
+    group_name="metrics",
+    kinds={"duckdb", "sql", "parquet"},
+    deps=[VALIDATED_KEY, RAW_REQUESTS_KEY],
+    pool=WAREHOUSE_POOL,
+    partitions_def=RUN_DATE_PARTITIONS,
+    backfill_policy=SINGLE_RUN,
+)
+def run_slo(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
+    """SLO attainment and goodput per run (``sql/run_slo.sql``) against every SLO of ``slos.csv`` in the reference
+    folder (``pipeline.metrics.slo``), and the per-request mart.
+
+    Grain: one row per (validated run, ``slo``): ``slo_basis`` ('per_request' | 'p99_summary'), ``requests``,
+    ``requests_meeting_slo`` (int32), ``slo_attainment`` (fraction), ``slo_met`` (bool; null when a summary lacks
+    a bounded p99), ``goodput_tok_s_per_gpu`` (tok/s/GPU: output tokens of the requests meeting the SLO /
+    duration / GPUs; per-request basis only) and the SLO's bounds (s). Errored requests fail every SLO.
+    Formulas: docs/metrics.md "SLOs, attainment and goodput".
+
+    Marts: ``run_slo/`` and ``requests/`` (one row per request of a validated run, ``raw/benchmark_requests``'
+    columns plus ``model`` and ``run_date``), both partitioned ``<model>/<run_date>/`` like ``runs/``.
+
+    Raises:
+        pipeline.metrics.slo.SloError: ``slos.csv`` is malformed (names the line and column).
+    """
+    keys = list(context.partition_keys)
+    slos = load_slos()
+    with warehouse.get_connection() as conn:
+        write_table(conn, "slos", slos)
+        conn.execute(sql_text("run_gpu_counts"))
+        fresh = conn.sql(sql_text("run_slo"), params={"partition_keys": keys}).to_arrow_table()
+        replace_partitions(conn, "run_slo", fresh, keys)
+        emptied = conn.execute("delete from run_slo where run_id not in (select run_id from validated_runs) "
+                               "or slo not in (select name from slos) returning run_date_partition").fetchall()
+        dates = sorted(set(keys) | {row[0] for row in emptied})
+        table = conn.sql("select * from run_slo where list_contains($dates, run_date_partition) "
+                         "order by run_id, slo", params={"dates": dates}).to_arrow_table()
+        requests = conn.sql(
+            "select q.run_id, q.request_index, q.ttft_s, q.tpot_s, q.e2el_s, q.itl_p50_s, q.itl_p99_s, "
+            "q.input_tokens, q.output_tokens, q.error, v.model, v.run_date, v.run_date_partition "
+            "from raw_requests q join validated_runs v using (run_id) "
+            "where list_contains($dates, v.run_date_partition) order by v.source_file, v.source_row, q.request_index",
+            params={"dates": dates}).to_arrow_table()
+    replace_mart_partitions(table, paths.mart_folder(context, "run_slo"), dates)
+    replace_mart_partitions(requests, paths.mart_folder(context, "requests"), dates)
+    paths.publish_unless_later(context)
+    bases = Counter(f"{s}: {b}" for s, b in zip(fresh.column("slo").to_pylist(), fresh.column("slo_basis").to_pylist()))
+    context.log.info(f"run_slo: {fresh.num_rows} (run, slo) rows for {len(keys)} dates; {requests.num_rows} requests "
+                     f"-> {Path(paths.out_dir) / 'requests'}")
+    return dg.MaterializeResult(metadata={
+        **table_metadata(table, path=Path(paths.out_dir) / "run_slo", mart="run_slo", preview_columns=[
+            "run_id", "slo", "slo_basis", "requests", "slo_attainment", "slo_met", "goodput_tok_s_per_gpu"]),
+        "requests_in_mart": requests.num_rows,
+        "slos": ", ".join(slos.column("name").to_pylist()) or "(none)",
+        "basis_by_slo": counts_markdown(dict(bases), "slo: basis")})

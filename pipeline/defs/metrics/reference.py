@@ -6,7 +6,7 @@ from pydantic import Field
 
 from pipeline.defs.resources import WAREHOUSE_POOL
 from pipeline.defs.ui import table_metadata
-from pipeline.io.paths import REFERENCE_DIR
+from pipeline.io.paths import reference_dir
 from pipeline.io.storage import write_table
 from pipeline.metrics.reference import build_price_books, load_gpu_reference, load_overrides_csv
 
@@ -23,7 +23,7 @@ def gpu_reference(warehouse: DuckDBResource) -> dg.MaterializeResult:
     with warehouse.get_connection() as conn:
         write_table(conn, "gpu_reference", table)
     return dg.MaterializeResult(metadata={**table_metadata(table),
-                                          "source": dg.MetadataValue.path(str(REFERENCE_DIR / "gpu_reference.csv"))})
+                                          "source": dg.MetadataValue.path(str(reference_dir() / "gpu_reference.csv"))})
 
 
 class PriceOverride(dg.Config):
@@ -53,7 +53,7 @@ def price_books(config: PriceBooksConfig, warehouse: DuckDBResource) -> dg.Mater
     {hyperscaler,neocloud,rental}_usd_per_gpu_hour) and of this asset's run config applied. Each book carries a
     ``price_book_version`` (reference version + hash of its overrides) that every downstream mart records.
     """
-    overrides = load_overrides_csv(REFERENCE_DIR / "overrides.csv")
+    overrides = load_overrides_csv(reference_dir() / "overrides.csv")
     overrides += [{**o.model_dump(), "_source": f"run config override {i}"} for i, o in enumerate(config.overrides)]
     with warehouse.get_connection() as conn:
         reference = conn.sql("select * from gpu_reference").to_arrow_table()

@@ -328,12 +328,23 @@ def _parse_objects(objects: list[tuple[int, Any]], line_errors: list[Reject]) ->
             readout.rejects.append(Reject(row, "number_out_of_range", f"a value too large to use: {_short(exc)}", fmt))
     formats = {fmt for _, fmt, _ in readout.runs} | {r.source_format for r in readout.rejects if r.source_format}
     readout.source_format = formats.pop() if len(formats) == 1 else ("mixed" if formats else None)
+    if not readout.runs and objects and all(_is_request_record(obj) for _, obj in objects):
+        # AIPerf's profile_export.jsonl: one record per request, read with its run (pipeline/ingest/requests.py)
+        return FileReadout("per_request_records", rejects=[_non_run(
+            "per_request_records", f"{len(objects)} per-request records (AIPerf profile_export.jsonl), read with "
+            "the run of profile_export_aiperf.json in the same folder")])
     if not readout.runs and all(r.reason_code == "unrecognized_format" for r in readout.rejects) and len(objects) > 0:
         # A JSON file with no run object at all is one unrecognized file, not N unrecognized rows.
         return FileReadout(
             "unrecognized", rejects=[Reject(None, "unrecognized_format", readout.rejects[0].detail)]
         )
     return readout
+
+
+def _is_request_record(obj: Any) -> bool:
+    """An AIPerf per-request record: ``metadata`` and ``metrics`` objects, no run-level keys."""
+    return isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) and isinstance(obj.get("metrics"), dict) \
+        and _detect(obj)[1] is None
 
 
 def _expand_reports(objects: list[tuple[int, Any]]) -> list[tuple[int, Any]]:

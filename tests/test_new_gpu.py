@@ -1,0 +1,67 @@
+"""A new GPU without code: rows in the reference folder's files (docs/inputs.md, "A new GPU without code") are all
+it takes for its runs to be accepted and priced."""
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+GOOD = REPO / "tests" / "good_inputs" / "good_vllm_h200_conc8.json"
+
+
+def _reference_with_x900(folder: Path) -> Path:
+    reference = folder / "reference"
+    shutil.copytree(REPO / "data" / "reference", reference)
+    with open(reference / "gpu_reference.csv", "a", encoding="utf-8") as handle:
+        handle.write("x900,X900,1.5,2.0,2.5,3.0,2026-07\n")
+    with open(reference / "gpu_aliases.csv", "a", encoding="utf-8") as handle:
+        handle.write("Acme X900 96GB,x900\n")
+    with open(reference / "gpu_peak_flops.csv", "a", encoding="utf-8") as handle:
+        handle.write('x900,5,fp8,"made-up GPU for a test"\n')
+    return reference
+
+
+def _raw(folder: Path, hw: str) -> Path:
+    raw = folder / "raw"
+    raw.mkdir()
+    shutil.copy(GOOD, raw / "x900_conc8.json")
+    meta = json.loads(GOOD.with_name(GOOD.name + ".meta.json").read_text())
+    (raw / "x900_conc8.json.meta.json").write_text(json.dumps({**meta, "hw": hw}))
+    return raw
+
+
+def test_a_made_up_gpu_in_a_reference_folder_is_accepted_and_priced(tmp_path, monkeypatch):
+    from pipeline.__main__ import STAGES, materialize_all
+    from pipeline.io.storage import read_mart
+
+    reference = _reference_with_x900(tmp_path)
+    monkeypatch.setenv("PIPELINE_REFERENCE_DIR", str(reference))
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(_raw(tmp_path, "Acme X900 96GB")))  # the alias, as a driver prints it
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    results = materialize_all(dg.DagsterInstance.ephemeral())
+    assert all(r.success for r in results) and len(results) == len(STAGES)
+    runs = read_mart(tmp_path / "marts", "runs").to_pylist()
+    assert [(r["hw"], r["num_gpus"], r["power_kw"]) for r in runs] == [("x900", 8, 1.5)]
+    # the file's 1359.6 tok/s over TP 8 = 169.95 tok/s/GPU; $/M tok = $/GPU-h / (tok/s/GPU × 3600 / 1e6)
+    assert runs[0]["tput_per_gpu"] == pytest.approx(169.95, rel=1e-12)
+    assert runs[0]["cost_per_mtok_hyperscaler"] == pytest.approx(2.0 / (169.95 * 0.0036), rel=1e-12)
+    assert runs[0]["cost_per_mtok_neocloud"] == pytest.approx(2.5 / (169.95 * 0.0036), rel=1e-12)
+    assert runs[0]["cost_per_mtok_rental"] == pytest.approx(3.0 / (169.95 * 0.0036), rel=1e-12)
+    assert runs[0]["tok_s_per_mw"] == pytest.approx(169.95 * 1000 / 1.5, rel=1e-12)
+
+
+def test_without_the_reference_rows_the_same_run_is_unknown_hw(tmp_path, monkeypatch):
+    from pipeline.__main__ import STAGES, materialize_all
+    from pipeline.io.storage import read_mart
+
+    monkeypatch.delenv("PIPELINE_REFERENCE_DIR", raising=False)
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(_raw(tmp_path, "Acme X900 96GB")))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    materialize_all(dg.DagsterInstance.ephemeral())
+    quarantine = read_mart(tmp_path / "marts", "quarantine").to_pylist()
+    assert [r["reason_code"] for r in quarantine if r["source_file"] == "x900_conc8.json"] == ["unknown_hw"]

@@ -1,0 +1,315 @@
+"""Per-request data, SLO attainment, goodput, and frontiers/comparisons restricted to runs meeting an SLO.
+
+Expected numbers are written out by hand in each test (from the fixture's own values), never computed by the code
+under test."""
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from pipeline.ingest import requests as per_request
+from pipeline.ingest.parsers import read_path
+from pipeline.ingest.requests import read_run_requests, requests_tables
+from pipeline.io.paths import sql_text
+from pipeline.io.storage import write_table
+from pipeline.metrics.slo import SloError, load_slos
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+AIPERF_RECORDS = FIXTURES / "aiperf_records" / "profile_export.jsonl"
+GUIDELLM = FIXTURES / "guidellm" / "Qwen_Qwen3-4B-Thinking-2507_tp4_quant-fp8_benchmarks.json"
+
+
+# ---- readers --------------------------------------------------------------------------------------------------
+
+def test_aiperf_records_read_from_the_real_export(tmp_path):
+    """The trimmed real AIPerf export (2 cancelled requests, 6 successful): units converted from ms, errors kept."""
+    folder = tmp_path / "raw" / "run1"
+    folder.mkdir(parents=True)
+    shutil.copy(AIPERF_RECORDS, folder / "profile_export.jsonl")
+    run = {"source_file": "run1/profile_export_aiperf.json", "source_format": "aiperf", "source_row": 0,
+           "completed": 6, "failed": 2}
+    source = read_run_requests(tmp_path / "raw", run)
+    assert source.reason is None and source.requests_file == "run1/profile_export.jsonl"
+    rows = source.rows
+    assert len(rows) == 8
+    assert [r["error"] is not None for r in rows] == [True, True] + [False] * 6
+    assert "RequestCancellationError" in rows[0]["error"] and rows[0]["ttft_s"] is None
+    first = rows[2]  # line 12 of the original file: ttft 1680.543782 ms, request_latency 7936.968269 ms
+    assert first["ttft_s"] == pytest.approx(1.680543782, rel=1e-12)
+    assert first["e2el_s"] == pytest.approx(7.936968269, rel=1e-12)
+    assert first["tpot_s"] == pytest.approx(0.032585544203124996, rel=1e-12)
+    assert (first["input_tokens"], first["output_tokens"]) == (550, 193)
+    gaps = json.loads(AIPERF_RECORDS.read_text().splitlines()[2])["metrics"]["inter_chunk_latency"]["value"]
+    assert first["itl_p50_s"] == pytest.approx(np.percentile(gaps, 50) / 1000, rel=1e-12)
+    # the count check: the summary says 5 + 2 requests, the export holds 8
+    bad = read_run_requests(tmp_path / "raw", {**run, "completed": 5})
+    assert bad.rows == [] and bad.reason == "inconsistent:per_request_count"
+
+
+def test_aiperf_export_in_the_raw_folder_is_a_ledger_row_not_a_run():
+    readout = read_path(AIPERF_RECORDS)
+    assert readout.kind == "per_request_records" and readout.runs == []
+    assert [r.reason_code for r in readout.rejects] == ["not_a_run_log:per_request_records"]
+
+
+def test_guidellm_requests_from_the_real_report(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    shutil.copy(GUIDELLM, raw / "bench.json")
+    run = {"source_file": "bench.json", "source_format": "guidellm", "source_row": 0, "completed": 4, "failed": 0}
+    rows = read_run_requests(raw, run).rows
+    assert len(rows) == 4
+    # the first successful request of the file: 171.52166366577148 ms TTFT, 24.32254352606833 ms TPOT, 24.9 s
+    assert rows[0]["ttft_s"] == pytest.approx(0.17152166366577148, rel=1e-12)
+    assert rows[0]["tpot_s"] == pytest.approx(0.02432254352606833, rel=1e-12)
+    assert rows[0]["e2el_s"] == pytest.approx(24.90786051750183, rel=1e-12)
+    assert (rows[0]["input_tokens"], rows[0]["output_tokens"], rows[0]["error"]) == (81, 1024, None)
+
+
+def _vllm_detailed(n: int = 4) -> dict:
+    return {"completed": n, "failed": 0, "max_concurrency": 2, "duration": 10.0, "median_tpot_ms": 10.0,
+            "ttfts": [0.1 * (i + 1) for i in range(n)], "itls": [[0.01, 0.02, 0.03] for _ in range(n)],
+            "input_lens": [100] * n, "output_lens": [4] * n, "errors": [""] * n}
+
+
+def test_vllm_arrays_and_the_streamed_path_agree(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_vllm_detailed()))
+    run = {"source_file": "r.json", "source_format": "vllm_bench_serve", "source_row": 0, "completed": 4, "failed": 0}
+    small = read_run_requests(tmp_path, run)
+    # request 0: ttft 0.1, gaps 0.01 + 0.02 + 0.03 → e2el 0.16; tpot (0.16 − 0.1) / (4 − 1) = 0.02
+    assert small.rows[0]["e2el_s"] == pytest.approx(0.16) and small.rows[0]["tpot_s"] == pytest.approx(0.02)
+    assert small.rows[0]["itl_p50_s"] == pytest.approx(0.02) and small.rows[0]["itl_p99_s"] == pytest.approx(0.0298)
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)  # every file is "large": streamed with ijson
+    streamed = read_run_requests(tmp_path, run)
+    assert streamed.rows == small.rows
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_bad_per_request_arrays_are_a_named_reason_not_a_crash(tmp_path, monkeypatch, large):
+    if large:
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    run = {"source_file": "r.json", "source_format": "vllm_bench_serve", "source_row": 0, "completed": 4, "failed": 0}
+    short = _vllm_detailed()
+    short["output_lens"] = [4, 4, 4]
+    (tmp_path / "r.json").write_text(json.dumps(short))
+    assert read_run_requests(tmp_path, run).reason == "length_mismatch:per_request"
+    text = _vllm_detailed()
+    text["ttfts"][2] = "fast"
+    (tmp_path / "r.json").write_text(json.dumps(text))
+    source = read_run_requests(tmp_path, run)
+    assert (source.reason, source.rows) == ("not_a_number:per_request", [])
+    requests, sources = requests_tables(tmp_path, [{**run, "run_id": "r", "run_date_partition": "undated"}])
+    assert requests.num_rows == 0 and sources.column("requests_reason").to_pylist() == ["not_a_number:per_request"]
+
+
+def test_sglang_json_lines_pick_the_run_line(tmp_path):
+    lines = [_vllm_detailed(2), _vllm_detailed(3)]
+    (tmp_path / "s.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    run = {"source_file": "s.jsonl", "source_format": "sglang_bench_serving", "source_row": 1, "completed": 3,
+           "failed": 0}
+    assert [r["ttft_s"] for r in read_run_requests(tmp_path, run).rows] == pytest.approx([0.1, 0.2, 0.3])
+    # SGLang writes bare NaN: the line still decodes (as the run parser reads it), the NaN is a named reason
+    (tmp_path / "n.jsonl").write_text(json.dumps(lines[0]) + "\n" + json.dumps({**lines[1], "ttfts": [0.1, float("nan"), 0.3]}) + "\n")
+    source = read_run_requests(tmp_path, {**run, "source_file": "n.jsonl"})
+    assert (source.reason, source.rows) == ("not_a_number:per_request", [])
+
+
+# ---- SLOs: the table, attainment and goodput in SQL, by hand -------------------------------------------------
+
+def test_slo_table_rules(tmp_path):
+    path = tmp_path / "slos.csv"
+    path.write_text("name,ttft_s,tpot_s,e2el_s,min_attainment,description\nfast,0.5,,,,x\n")
+    row = load_slos(path).to_pylist()[0]
+    assert (row["ttft_s"], row["tpot_s"], row["e2el_s"], row["min_attainment"]) == (0.5, None, None, 0.99)
+    for bad in ("none,1,,,,", "a,,,,,", "a,-1,,,,", "a,1,,,1.5,", "a,1,,,,\na,2,,,,"):
+        path.write_text("name,ttft_s,tpot_s,e2el_s,min_attainment,description\n" + bad + "\n")
+        with pytest.raises(SloError):
+            load_slos(path)
+    assert [r["name"] for r in load_slos(REPO / "data" / "reference" / "slos.csv").to_pylist()] == \
+        ["interactive", "batch"]
+
+
+def _slo_warehouse() -> duckdb.DuckDBPyConnection:
+    """One per-request run (tp 2, 10 s, 8 requests) and two summary-only runs, two SLOs."""
+    conn = duckdb.connect()
+    runs = pa.table({
+        "run_id": ["req", "sum_a", "sum_b"], "model": ["m"] * 3, "run_date": pa.array([None] * 3, pa.date32()),
+        "run_date_partition": ["undated"] * 3, "duration_s": [10.0, 5.0, 5.0],
+        "p99_ttft_s": [9.0, 0.19, 0.19], "p99_tpot_s": [9.0, 0.021, 0.019], "p99_e2el_s": [None, None, 29.0],
+        "tp": [2, 1, 1], "pp": [None] * 3, "pcp": [None] * 3, "disagg": [False] * 3,
+        "num_prefill_gpu": pa.array([None] * 3, pa.int32()), "num_decode_gpu": pa.array([None] * 3, pa.int32())})
+    write_table(conn, "validated_runs", runs)
+    # index: ttft, tpot, e2el, output tokens, error
+    requests = [(0.1, 0.01, 1.1, 101, None), (0.3, 0.01, 1.3, 101, None), (0.1, 0.03, 3.1, 101, None),
+                (None, None, None, 0, "timeout"), (0.15, 0.015, 40.0, 50, None), (0.2, 0.02, 2.2, 101, None),
+                (0.1, None, 0.1, 1, None), (0.05, 0.005, 0.55, 101, None)]
+    write_table(conn, "raw_requests", pa.table({
+        "run_id": ["req"] * 8, "request_index": pa.array(range(8), pa.int32()),
+        "ttft_s": [r[0] for r in requests], "tpot_s": [r[1] for r in requests], "e2el_s": [r[2] for r in requests],
+        "itl_p50_s": pa.array([None] * 8, pa.float64()), "itl_p99_s": pa.array([None] * 8, pa.float64()),
+        "input_tokens": [10] * 8, "output_tokens": [r[3] for r in requests], "error": [r[4] for r in requests],
+        "run_date_partition": ["undated"] * 8}))
+    write_table(conn, "slos", pa.table({"name": ["tight", "loose"], "ttft_s": [0.2, None], "tpot_s": [0.02, None],
+                                        "e2el_s": [None, 30.0], "min_attainment": [0.5, 0.9],
+                                        "description": ["", ""]}))
+    conn.execute(sql_text("run_gpu_counts"))
+    return conn
+
+
+def test_attainment_and_goodput_equal_a_hand_computation():
+    conn = _slo_warehouse()
+    rows = {(r["run_id"], r["slo"]): r for r in conn.sql(
+        sql_text("run_slo"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()}
+    # tight (TTFT ≤ 0.2 s and TPOT ≤ 0.02 s): requests 0, 4, 5 (both bounds met with equality), 7 meet;
+    # 1 (TTFT 0.3), 2 (TPOT 0.03), 3 (error) and 6 (TPOT unknown) fail → 4 / 8 = 0.5 ≥ 0.5: met.
+    # goodput: (101 + 50 + 101 + 101) tokens / 10 s / 2 GPUs = 17.65 tok/s/GPU
+    tight = rows[("req", "tight")]
+    assert (tight["slo_basis"], tight["requests"], tight["requests_meeting_slo"]) == ("per_request", 8, 4)
+    assert tight["slo_attainment"] == 0.5 and tight["slo_met"] is True
+    assert tight["goodput_tok_s_per_gpu"] == pytest.approx(17.65, rel=1e-12)
+    # loose (E2EL ≤ 30 s): 0, 1, 2, 5, 6, 7 meet; 3 (error) and 4 (40 s) fail → 6 / 8 = 0.75 < 0.9: not met.
+    # goodput: (5 × 101 + 1) / 10 / 2 = 25.3
+    loose = rows[("req", "loose")]
+    assert (loose["requests_meeting_slo"], loose["slo_attainment"], loose["slo_met"]) == (6, 0.75, False)
+    assert loose["goodput_tok_s_per_gpu"] == pytest.approx(25.3, rel=1e-12)
+    # summary-only runs: p99 TPOT 0.021 > 0.02 fails tight; 0.019 passes; no p99 E2EL → unknown for loose
+    assert {k[0]: (r["slo_basis"], r["slo_met"]) for k, r in rows.items() if k[1] == "tight" and k[0] != "req"} == \
+        {"sum_a": ("p99_summary", False), "sum_b": ("p99_summary", True)}
+    assert rows[("sum_a", "loose")]["slo_met"] is None and rows[("sum_b", "loose")]["slo_met"] is True
+    assert rows[("sum_a", "tight")]["goodput_tok_s_per_gpu"] is None and rows[("sum_a", "tight")]["requests"] is None
+
+
+# ---- the whole pipeline: requests mart, run_slo, SLO-restricted frontiers and comparisons -------------------
+
+OUT_LEN = 1024
+
+
+def _vllm_run(conc: int, tpot_s: float, ttfts: list[float], duration_s: float) -> dict:
+    """A vLLM --save-detailed result whose summary is the arrays' own statistics (ms keys, numpy percentiles)."""
+    n = len(ttfts)
+    itls = [[tpot_s] * (OUT_LEN - 1) for _ in range(n)]
+    e2el = [t + tpot_s * (OUT_LEN - 1) for t in ttfts]
+    doc = {"date": "20260701-101500", "backend": "vllm", "model_id": "deepseek-ai/DeepSeek-R1-0528",
+           "num_prompts": n, "max_concurrency": conc, "duration": duration_s, "completed": n, "failed": 0,
+           "total_input_tokens": n * 1024, "total_output_tokens": n * OUT_LEN,
+           "request_throughput": n / duration_s, "output_throughput": n * OUT_LEN / duration_s,
+           "total_token_throughput": n * (1024 + OUT_LEN) / duration_s,
+           "input_lens": [1024] * n, "output_lens": [OUT_LEN] * n, "ttfts": ttfts, "itls": itls,
+           "errors": [""] * n}
+    for name, values in (("ttft", ttfts), ("tpot", [tpot_s] * n), ("itl", [tpot_s] * n), ("e2el", e2el)):
+        array = np.asarray(values) * 1000
+        doc.update({f"mean_{name}_ms": float(array.mean()), f"median_{name}_ms": float(np.median(array)),
+                    f"std_{name}_ms": float(array.std()), f"p90_{name}_ms": float(np.percentile(array, 90)),
+                    f"p99_{name}_ms": float(np.percentile(array, 99))})
+    return doc
+
+
+def _write_folder(raw: Path) -> None:
+    """Two sides of dsr1 1k/1k on H200 fp8 vLLM TP 8, spec decoding none vs mtp, four concurrencies each, 2 × conc
+    requests per run (two waves); the mtp run at conc 32 has 32 of its 64 requests with a 3 s TTFT."""
+    for spec, speed in (("none", 1.0), ("mtp", 0.8)):
+        for conc in (4, 8, 16, 32):
+            tpot = speed * (0.01 + 0.001 * conc)
+            ttfts = [0.2] * (2 * conc)
+            if spec == "mtp" and conc == 32:
+                ttfts = [3.0] * 32 + [0.2] * 32
+            duration = 76.0 if (spec, conc) == ("mtp", 32) else round(2 * (max(ttfts) + tpot * OUT_LEN) + 1, 1)
+            name = f"dsr1_h200_{spec}_conc{conc}.json"
+            (raw / name).write_text(json.dumps(_vllm_run(conc, tpot, ttfts, duration)))
+            (raw / f"{name}.meta.json").write_text(json.dumps({
+                "model": "dsr1", "hw": "h200", "precision": "fp8", "tp": 8, "isl": 1024, "osl": 1024,
+                "framework": "vllm", "spec_decoding": spec, "run_date": "2026-07-01"}))
+
+
+@pytest.fixture(scope="module")
+def slo_run(tmp_path_factory):
+    """The folder above through the whole pipeline with a reference folder whose slos.csv holds ``fast_start``
+    (TTFT ≤ 1 s: the mtp conc-32 run fails it) and ``anything`` (E2EL ≤ 1000 s: every run meets it)."""
+    import dagster as dg
+
+    from pipeline.__main__ import materialize_all
+
+    tmp = tmp_path_factory.mktemp("slo-run")
+    raw, reference = tmp / "raw", tmp / "reference"
+    raw.mkdir()
+    _write_folder(raw)
+    shutil.copytree(REPO / "data" / "reference", reference)
+    (reference / "slos.csv").write_text("name,ttft_s,tpot_s,e2el_s,min_attainment,description\n"
+                                        "fast_start,1.0,,,0.99,first token within 1 s\n"
+                                        "anything,,,1000,0.99,every run\n")
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in (("PIPELINE_RAW_DIR", raw), ("PIPELINE_OUT_DIR", tmp / "marts"),
+                           ("PIPELINE_DB_PATH", tmp / "w.duckdb"), ("PIPELINE_REFERENCE_DIR", reference)):
+            mp.setenv(key, str(value))
+        results = materialize_all(dg.DagsterInstance.ephemeral())
+    from pipeline.__main__ import STAGES
+
+    assert all(r.success for r in results) and len(results) == len(STAGES)
+    return tmp / "marts"
+
+
+def test_requests_mart_is_partitioned_like_runs(slo_run):
+    from pipeline.io.columns import MARTS
+    from pipeline.io.storage import read_mart
+
+    files = sorted(p.relative_to(slo_run / "requests").as_posix() for p in (slo_run / "requests").rglob("*.parquet"))
+    assert files == ["dsr1/2026-07-01/part-0.parquet"]
+    requests = read_mart(slo_run, "requests")
+    assert requests.column_names == list(MARTS["requests"][2]) and requests.num_rows == 2 * 2 * (4 + 8 + 16 + 32)
+    assert read_mart(slo_run, "runs").num_rows == 8  # every run accepted
+
+
+def test_run_slo_of_the_failing_run_equals_a_hand_computation(slo_run):
+    from pipeline.io.storage import read_mart
+
+    slo = read_mart(slo_run, "run_slo").to_pylist()
+    runs = {r["run_id"]: r["source_file"] for r in read_mart(slo_run, "runs").to_pylist()}
+    by_file = {(runs[r["run_id"]], r["slo"]): r for r in slo}
+    row = by_file[("dsr1_h200_mtp_conc32.json", "fast_start")]
+    # 32 of 64 requests have TTFT 0.2 s ≤ 1 s: attainment 0.5 < 0.99, not met;
+    # goodput = 32 × 1024 output tokens / 76 s / 8 GPUs = 32768 / 608 = 53.8947368… tok/s/GPU
+    assert (row["slo_basis"], row["requests"], row["requests_meeting_slo"]) == ("per_request", 64, 32)
+    assert row["slo_attainment"] == 0.5 and row["slo_met"] is False
+    assert row["goodput_tok_s_per_gpu"] == pytest.approx(53.89473684210526, rel=1e-12)
+    other = by_file[("dsr1_h200_mtp_conc32.json", "anything")]
+    assert (other["slo_attainment"], other["slo_met"]) == (1.0, True)
+    assert other["goodput_tok_s_per_gpu"] == pytest.approx(107.78947368421052, rel=1e-12)  # 65536 / 608
+    assert sum(r["slo_met"] for r in slo if r["slo"] == "fast_start") == 7
+
+
+def test_slo_restricted_comparison_differs_where_runs_fail_and_equals_where_none_do(slo_run):
+    import pyarrow.parquet as pq
+
+    comparisons = pq.read_table(slo_run / "comparisons.parquet")
+    frontiers = pq.read_table(slo_run / "frontiers.parquet")
+
+    def rows(table, slo):
+        part = table.filter(pc.equal(table["slo"], slo)).drop_columns(["slo"])
+        return sorted(part.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+    assert rows(comparisons, "none") and rows(comparisons, "anything") == rows(comparisons, "none")
+    assert rows(frontiers, "anything") == rows(frontiers, "none")
+    strict, base = rows(comparisons, "fast_start"), rows(comparisons, "none")
+    assert strict != base
+    # the mtp side lost its conc-32 run (the highest-throughput, lowest-interactivity point)
+    side = [r for r in frontiers.to_pylist() if r["spec_decoding"] == "mtp"]
+    assert max(r["concurrency"] for r in side if r["slo"] == "none") == 32
+    assert max(r["concurrency"] for r in side if r["slo"] == "fast_start") == 16
+    assert {r["side_runs"] for r in side if r["slo"] == "fast_start"} == {3}
+
+
+def test_report_draws_a_latency_cdf_per_run_with_requests(slo_run):
+    folder = slo_run / "report" / "requests"
+    pngs = sorted(folder.glob("*.png"))
+    assert len(pngs) == 8 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert max(p.stat().st_size for p in pngs) < 60_000
+    page = (folder / "index.html").read_text()
+    assert page.count("<img ") == 8 and "fast_start: 50.0 % of requests, not met" in page
