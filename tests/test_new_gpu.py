@@ -55,7 +55,7 @@ def test_a_made_up_gpu_in_a_reference_folder_is_accepted_and_priced(tmp_path, mo
 
 
 def test_without_the_reference_rows_the_same_run_is_unknown_hw(tmp_path, monkeypatch):
-    from pipeline.__main__ import STAGES, materialize_all
+    from pipeline.__main__ import materialize_all
     from pipeline.io.storage import read_mart
 
     monkeypatch.delenv("PIPELINE_REFERENCE_DIR", raising=False)
