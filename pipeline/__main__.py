@@ -31,13 +31,13 @@ from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 # The stages, in dependency order; each is one Dagster run over these assets and their checks.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("reference", ("reference/gpu_reference", "reference/price_books")),
-    ("ingest", ("raw/benchmark_runs",)),
-    ("validate", ("validated/benchmark_runs", "validated/quarantine", "validated/ingest_ledger")),
+    ("reference", ("metrics/gpu_reference", "metrics/price_books")),
+    ("ingest", ("ingest/parsed_runs",)),
+    ("validate", ("validate/accepted_runs", "validate/quarantine", "validate/ingest_ledger")),
     ("metrics", ("metrics/run_power", "metrics/run_metrics")),
     ("frontiers", ("frontiers/pareto_frontiers",)),
-    ("comparisons", ("marts/comparisons", "marts/trends")),
-    ("report", ("marts/report",)),
+    ("comparisons", ("comparisons/matched_comparisons", "comparisons/trends")),
+    ("report", ("comparisons/report",)),
 )
 
 
@@ -107,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     # CRITICAL keeps the terminal for the progress bar and the one-line causes printed below; every event,
     # tracebacks included, is still in the run's log.
     run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
-                  "ops": {"raw__benchmark_runs": {"config": {"allow_shrink": bool(getattr(args, "allow_shrink", False))}}}}
+                  "ops": {"ingest__parsed_runs": {"config": {"allow_shrink": bool(getattr(args, "allow_shrink", False))}}}}
     try:
         results = materialize_all(_instance(), run_config, on_stage=lambda i, label, seconds, _: print(
             _progress(i, len(STAGES), label, seconds), flush=True))
@@ -158,7 +158,7 @@ def _report(_: argparse.Namespace) -> int:
     from pipeline.io.paths import env_path
 
     result = defs().resolve_job_def("refresh_all").execute_in_process(
-        instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["marts", "report"])],
+        instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
     if not result.success:
         print("report failed: materialize the pipeline first (python -m pipeline run)", file=sys.stderr)

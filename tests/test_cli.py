@@ -138,7 +138,7 @@ def test_clamped_targets_are_marked(sample_marts, capsys):
 
 def test_list_counts_runs_once_per_run_not_per_price_book(run_pipeline, capsys):
     """A second price book doubles the runs mart's rows, not --list's counts, nor the run summary's."""
-    overrides = {"ops": {"reference__price_books": {"config": {"overrides": [
+    overrides = {"ops": {"metrics__price_books": {"config": {"overrides": [
         {"price_book": "my-contract", "hw": "h200", "hyperscaler_usd_per_gpu_hour": 1.2}]}}}}
     run = run_pipeline(SAMPLE_DIR, overrides)
     runs = run.mart("runs").to_pylist()

@@ -37,7 +37,7 @@ def test_bad_overrides_name_the_field(override, message):
 
 
 def test_price_override_changes_costs_and_nothing_else(run_pipeline):
-    run_config = {"ops": {"reference__price_books": {"config": {"overrides": [
+    run_config = {"ops": {"metrics__price_books": {"config": {"overrides": [
         {"price_book": "mi355x-discount", "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0,
          "neocloud_usd_per_gpu_hour": 1.2, "rental_usd_per_gpu_hour": 1.5}]}}}}
     run = run_pipeline(SAMPLE_DIR, run_config=run_config)

@@ -1,5 +1,5 @@
 """The two validation paths (pipeline/validate/rules.py) agree: ``validate_table`` (screens over Arrow columns, what
-the ``validated/benchmark_runs`` asset runs) and ``validate_runs`` (every rule on every run, the reference) give
+the ``validate/accepted_runs`` asset runs) and ``validate_runs`` (every rule on every run, the reference) give
 the same accepted runs and the same quarantine rows, in the same order."""
 
 import shutil

@@ -12,7 +12,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.io.storage import read_table, write_parquet_atomic, write_table
 
-COMPARISONS_KEY = dg.AssetKey(["marts", "comparisons"])
+COMPARISONS_KEY = dg.AssetKey(["comparisons", "matched_comparisons"])
 @dg.asset(
     key=COMPARISONS_KEY,
     group_name="comparisons",

@@ -21,12 +21,12 @@ FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 
 
 class TrendConfig(dg.Config):
-    """Run config of ``marts/trends``."""
+    """Run config of ``comparisons/trends``."""
 
     target_intvty: float = DEFAULT_TARGET_INTVTY
 
 
-@dg.asset(key=["marts", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
+@dg.asset(key=["comparisons", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
           deps=[RUN_METRICS_KEY], pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS,
           backfill_policy=SINGLE_RUN)
 def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: DuckDBResource,
@@ -82,7 +82,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         "target_intvty": config.target_intvty, "rows_in_range_in_these_dates": in_range})
 
 
-@dg.asset(key=["marts", "report"], group_name="comparisons", kinds={"html"},
+@dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
           deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY])
 def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` (counts per kind, headline comparisons first, filters

@@ -19,14 +19,14 @@ from pipeline.io.storage import replace_partitions, write_table
 
 
 class IngestConfig(dg.Config):
-    """Run config of ``raw/benchmark_runs``: how much input a scan may lose before the run stops unpublished."""
+    """Run config of ``ingest/parsed_runs``: how much input a scan may lose before the run stops unpublished."""
 
     allow_shrink: bool = False
     max_run_loss_share: float = DEFAULT_MAX_RUN_LOSS_SHARE
 
 
 @dg.asset(
-    key=["raw", "benchmark_runs"],
+    key=["ingest", "parsed_runs"],
     group_name="ingest",
     kinds={"python", "duckdb"},
     pool=WAREHOUSE_POOL,

@@ -18,7 +18,7 @@ from pipeline.metrics.lineage import refresh_lineage
 from pipeline.metrics.power import POWER_SCHEMA, measure_runs
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
-VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
+VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
 
 
 @dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
