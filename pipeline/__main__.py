@@ -273,8 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "frontier end (not measured there), ~ is sparse.\nExit 0 printed; 1 a value or side the mart does "
                     "not have, the same side twice, or no mart yet; 2 a malformed command line.")
     cmp.add_argument("--list", action="store_true",
-                     help="print the sides with runs (model, isl/osl, hw, precision, spec_decoding, framework, runs "
-                          "counted once each), narrowed by --model/--isl/--osl when given")
+                     help="print the sides with runs (model, benchmark_type, isl/osl, hw, precision, spec_decoding, "
+                          "framework, runs counted once each; agentic_traces sides have no isl/osl), narrowed by "
+                          "--model/--isl/--osl when given")
     cmp.add_argument("--model", help="model key, e.g. dsr1 (see --list)")
     cmp.add_argument("--isl", type=int, help="nominal input sequence length in tokens, e.g. 1024")
     cmp.add_argument("--osl", type=int, help="nominal output sequence length in tokens, e.g. 1024")
