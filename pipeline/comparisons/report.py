@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pipeline.comparisons.compare import SPARSE_RATIO, headline
+from pipeline.comparisons.compare import SPARSE_RATIO, TIE_RATIO, headline
 from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
 from pipeline.frontiers.sides import Side
@@ -147,6 +147,12 @@ def sentences(rows_at_target: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def target_sentence(row: Mapping[str, Any]) -> str:
+    """One target's line under the page's table: "At 55 tok/s/user (around the middle): <cost>; <throughput>."
+    (``headline`` of a mart row: the cost and tok/s/GPU sentences with the cells' notes once at the end)."""
+    return f"At {row['target_intvty']:g} tok/s/user ({row['band_phrase']}): {headline(row)}."
+
+
 def _not_measured(row: Mapping[str, Any]) -> str:
     if row["target_clamped"]:
         return " (not measured at this target)"
@@ -254,6 +260,7 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         "x_label": ("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
                     else "Interactivity (tok/s/user, median)"),
         "csv_columns": list(CSV_COLUMNS), "csv_name": csv_name,
+        "band_display": [first["a"]["band_display_min"], first["a"]["band_display_max"]], "tie_ratio": TIE_RATIO,
     }
 
 
@@ -340,13 +347,17 @@ def _cell(value: float | None, fmt: str) -> str:
 
 
 def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> str:
-    """One comparison's page: the default book's table as written by Python (shown until the reader edits
-    something; the script redraws it from ``data`` with the same rules), the controls, the chart's canvas."""
+    """One comparison's page: the default book's table, its three sentences (middle target) and one sentence line
+    per target as written by Python (the script redraws them from ``data`` with the same rules, for the targets
+    and price book the reader picks), the controls, the chart's canvas."""
     first = rows[0]
     targets = sorted({r["target_index"] for r in rows})
     at = {(r["target_index"], r["side"]): r for r in rows}
     middle = targets[len(targets) // 2]
-    headline = "".join(f"<p>{html_text(s)}</p>" for s in sentences([at[(middle, "a")], at[(middle, "b")]]))
+    headline = "".join(f"<p id='sentence-{i}'>{html_text(s)}</p>"
+                       for i, s in enumerate(sentences([at[(middle, "a")], at[(middle, "b")]]), start=1))
+    per_target = "".join(f"<li data-target-index='{t}'>{html_text(target_sentence(at[(t, 'a')]))}</li>"
+                         for t in targets)
     head = "".join(f"<th>{html_text(format(at[(t, 'a')]['target_intvty'], 'g'))} tok/s/user · "
                    f"{html_text(at[(t, s)]['side_label'])}</th>"
                    for t in targets for s in ("a", "b"))
@@ -377,9 +388,10 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
         f"<p class='sub'>{html_text(first['model'])} · {html_text(workload(first))} · "
         f"band {html_text(first['band_display_min'])}–{html_text(first['band_display_max'])} tok/s/user · price book "
         f"{html_text(first['price_book'])} ({html_text(first['price_book_version'])}) by default</p>"
-        f"<div class='headline'>{headline}<p id='headline-scope' class='scope' hidden>These sentences are at the "
-        f"default targets and price book {html_text(first['price_book'])} (hyperscaler cost); the table below "
-        f"shows your choices.</p></div>"
+        f"<div class='headline'>{headline}<p id='headline-scope' class='scope' hidden>These sentences are "
+        f"recomputed at your targets (the middle one above, each one below the table) and price book <span "
+        f"id='scope-book'>{html_text(first['price_book'])}</span>, at hyperscaler cost, by the pipeline's rule; the "
+        f"comparisons mart holds them at the default targets.</p></div>"
         f"<div id='controls' class='controls'>{inputs}"
         "<button type='button' id='reset-targets'>Default targets</button>"
         "<label>Price book <select id='price-book'></select></label>"
@@ -387,6 +399,7 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
         "<button type='button' id='download-csv'>Download CSV</button></div>"
         f"<table id='comparison-table'><thead><tr><th>Metric</th>{head}</tr></thead><tbody>{body_rows}</tbody></table>"
         f"<p id='cell-notes' class='notes'{'' if noted else ' hidden'}>{html_text(notes)}</p>"
+        f"<ul id='target-sentences' class='sentences'>{per_target}</ul>"
         "<p class='hint'>Values between measured frontier points are read off a monotone cubic spline; a target "
         "outside a side's measured range is clamped to the nearest end of its frontier and said so above, never "
         "extrapolated.</p>"
