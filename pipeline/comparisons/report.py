@@ -62,6 +62,8 @@ CHART_JS = "chart.umd.min.js"
 # The price book the report pages and the UI's comparison tables show (every book is in the marts).
 REPORT_PRICE_BOOK = DEFAULT_PRICE_BOOK
 MAX_TABLES_IN_UI = 60
+# Charts the report asset's UI metadata embeds (about 55 kB of base64 each); the rest are in the HTML report.
+MAX_CHARTS_IN_UI = 24
 # Slugs longer than this are cut and given a hash of the whole slug, so a file name stays well under the 255-byte
 # limit of common file systems however long a model or framework name is.
 MAX_SLUG = 120
@@ -313,7 +315,7 @@ def _date(value: object) -> str:
 
 
 def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
-                 runs: Sequence[Mapping[str, Any]], path: Path) -> Path:
+                 runs: Sequence[Mapping[str, Any]], path: Path, dpi: int = 100) -> Path:
     """A comparison's chart as a PNG (matplotlib, ``plots.frontier_chart``), for the Dagster UI's metadata: every
     run of both sides, the frontier curves and the targets.
 
@@ -321,7 +323,10 @@ def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[
         rows: the comparison's mart rows of one price book.
         frontiers: frontier rows of that book (any sides; this comparison's are picked by ``side_id``).
         runs: ``run_metrics`` rows as for ``build_report``.
-        path: where to write the PNG (960×540).
+        path: where to write the PNG (9.6 × 5.4 inches: 960×540 pixels at the default ``dpi``).
+        dpi: pixels per inch.
+    Returns:
+        ``path``.
     """
     rows = sorted(rows, key=lambda r: (r["target_index"], r["side"]))
     sides = []
@@ -332,7 +337,69 @@ def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[
     agentic = rows[0].get("benchmark_type") == AGENTIC_TRACES
     return frontier_chart(page_title(rows[0]), sides, sorted({r["target_intvty"] for r in rows}), path,
                           x_label=("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
-                                   else "Interactivity (tok/s/user, median)"))
+                                   else "Interactivity (tok/s/user, median)"), dpi=dpi)
+
+
+def headline_comparison_ids(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The headline comparisons of one price book's mart rows, as ``comparison_id``s in ``KIND_ORDER``: per kind
+    the one the report's index leads with (``headline_comparisons``: most runs, both middle-target cells measured)."""
+    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_id[row["comparison_id"]].append(row)
+    return headline_comparisons(sorted(by_id.items()))
+
+
+def index_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ``comparison_id``s of one price book's mart rows in the report index's order: the headline comparisons
+    (``headline_comparison_ids``, in ``KIND_ORDER``) first, then the rest by kind (``KIND_ORDER``) and id."""
+    kinds = {r["comparison_id"]: r["kind"] for r in rows}
+    headlines = headline_comparison_ids(rows)
+    rank = {comparison_id: i for i, comparison_id in enumerate(headlines)}
+    return sorted(kinds, key=lambda c: (c not in rank, rank.get(c, 0), KIND_ORDER.index(kinds[c]), c))
+
+
+def charts_markdown(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
+                    runs: Sequence[Mapping[str, Any]], comparison_ids: Sequence[str], tmp_dir: Path,
+                    dpi: int = 72) -> str:
+    """Markdown for the Dagster UI: per comparison in ``comparison_ids`` (that order), a heading with its full page
+    title ("MI355X FP4: MTP vs Off Speculative Decoding"), a line with model, workload, band and the sentences at the
+    middle target, and its frontier chart (``frontier_png``) as an inline PNG (``data:image/png;base64``).
+
+    Args:
+        rows: ``comparisons`` mart rows of one price book (every comparison of the list among them).
+        frontiers: ``frontiers`` rows of that price book.
+        runs: ``run_metrics`` rows as for ``build_report`` (the charts' raw runs).
+        comparison_ids: which comparisons, in the order shown.
+        tmp_dir: where the PNGs are drawn (they are read back and embedded; the caller removes the folder).
+        dpi: chart resolution, 72 → 691×389 pixels.
+    Returns:
+        The Markdown ("" for no comparison). Every text from the runs (title, model, labels) passes
+        ``markdown_text``; the image's alt text is the same escaped title.
+    Raises:
+        KeyError: an id that has no row in ``rows``.
+    """
+    import base64
+
+    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_id[row["comparison_id"]].append(row)
+    parts = []
+    for comparison_id in comparison_ids:
+        mine = sorted(by_id.get(comparison_id, []), key=lambda r: (r["target_index"], r["side"]))
+        if not mine:
+            raise KeyError(comparison_id)
+        first = mine[0]
+        targets = sorted({r["target_index"] for r in mine})
+        middle = next(r for r in mine if r["target_index"] == targets[len(targets) // 2])
+        png = frontier_png(mine, frontiers, runs, tmp_dir / f"{slug(first)}.png", dpi=dpi)
+        encoded = base64.b64encode(png.read_bytes()).decode()
+        title = markdown_text(page_title(first))
+        parts.append(
+            f"### {title}\n\n{markdown_text(first['model'])} · {markdown_text(workload(first))} · band "
+            f"{first['band_display_min']}–{first['band_display_max']} tok/s/user · at "
+            f"{middle['target_intvty']:g} tok/s/user: {markdown_text(headline(middle))}\n\n"
+            f"![{title}](data:image/png;base64,{encoded})\n")
+    return "\n".join(parts)
 
 
 _METRIC_ROWS = (("Throughput (tok/s/GPU)", "tput_per_gpu", "{:,.1f}"),

@@ -1,6 +1,5 @@
 """Downstream of the comparisons: the historical-trend mart and the static, interactive HTML report."""
 
-import base64
 import datetime as dt
 import tempfile
 from pathlib import Path
@@ -8,9 +7,15 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, frontier_png, slug
+from pipeline.comparisons.report import (
+    MAX_CHARTS_IN_UI,
+    REPORT_PRICE_BOOK,
+    build_report,
+    charts_markdown,
+    index_order,
+)
 from pipeline.comparisons.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
-from pipeline.defs.comparisons.assets import COMPARISONS_KEY
+from pipeline.defs.comparisons.assets import COMPARISONS_KEY, chart_runs
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
@@ -90,28 +95,27 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     FP4: MTP vs Off Speculative Decoding"), the three sentences, the Throughput / Cost / tok/s/MW (all-in and
     measured) / Concurrency table at three editable targets, every price book and cost tier, the frontier chart
     (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
-    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The UI shows the first
-    few comparisons' charts inline as PNGs (matplotlib), drawn for this metadata only."""
+    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js).
+
+    UI metadata: ``index`` (path), ``pages`` (count) and ``frontier_charts``: every comparison's chart (price book
+    ``inferencex-seed``; the first ``MAX_CHARTS_IN_UI`` = 24 when there are more, the Markdown says so) under its full
+    title, in the index's order (headlines first), as inline PNGs (matplotlib, drawn for this metadata only)."""
     with warehouse.get_connection() as conn:
         comparisons = conn.sql("select * from comparisons").to_arrow_table().to_pylist()
         frontiers = conn.sql("select * from frontiers").to_arrow_table().to_pylist()
-        names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
-        optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
-                    if c in names]
-        runs = conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
-                        f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
-                        params={"book": REPORT_PRICE_BOOK}).to_arrow_table().to_pylist()
+        runs = chart_runs(conn)
     out = Path(paths.out_dir) / "report"
     pages = build_report(comparisons, frontiers, runs, out)
     metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1}
     shown = [r for r in comparisons if r["price_book"] == REPORT_PRICE_BOOK]
     book_frontiers = [r for r in frontiers if r["price_book"] == REPORT_PRICE_BOOK]
+    order = index_order(shown)
     with tempfile.TemporaryDirectory() as tmp:
-        for comparison_id in sorted({r["comparison_id"] for r in shown})[:3]:  # a few charts inline
-            rows = [r for r in shown if r["comparison_id"] == comparison_id]
-            png = frontier_png(rows, book_frontiers, runs, Path(tmp) / f"{slug(rows[0])}.png")
-            encoded = base64.b64encode(png.read_bytes()).decode()
-            metadata[f"chart_{png.stem[:40]}"] = dg.MetadataValue.md(
-                f"![frontier chart](data:image/png;base64,{encoded})")
+        charts = charts_markdown(shown, book_frontiers, runs, order[:MAX_CHARTS_IN_UI], Path(tmp))
+    scope = (f"Every comparison ({len(order)})" if len(order) <= MAX_CHARTS_IN_UI else
+             f"The first {MAX_CHARTS_IN_UI} of {len(order)} comparisons in the index's order (every one is in the "
+             "HTML report)")
+    metadata["frontier_charts"] = dg.MetadataValue.md(
+        f"{scope}, price book {REPORT_PRICE_BOOK}, headline comparisons first\n\n{charts}")
     context.log.info(f"report: {pages[0]} ({len(pages) - 1} comparison pages)")
     return dg.MaterializeResult(metadata=metadata)
