@@ -96,15 +96,15 @@ def materialize(table: Table, label: str, instance: dg.DagsterInstance, keys: li
     whole = dg.build_asset_context(instance=instance)
     res = {"warehouse": wh, "paths": paths}
     steps = [
-        ("raw/benchmark_runs", lambda: raw_runs(partitioned, config=IngestConfig(), **res)),
-        ("validated/benchmark_runs", lambda: validated_runs(partitioned, warehouse=wh)),
-        ("validated/quarantine", lambda: quarantine(whole, **res)),
-        ("validated/ingest_ledger", lambda: ingest_ledger(whole, **res)),
+        ("ingest/parsed_runs", lambda: raw_runs(partitioned, config=IngestConfig(), **res)),
+        ("validate/accepted_runs", lambda: validated_runs(partitioned, warehouse=wh)),
+        ("validate/quarantine", lambda: quarantine(whole, **res)),
+        ("validate/ingest_ledger", lambda: ingest_ledger(whole, **res)),
         ("metrics/run_power", lambda: run_power(partitioned, **res)),
         ("metrics/run_metrics (SQL) + runs/ mart", lambda: run_metrics(partitioned, **res)),
         ("frontiers/pareto_frontiers", lambda: frontiers(whole, config=FrontierConfig(), **res)),
-        ("marts/comparisons", lambda: comparisons(whole, **res)),
-        ("marts/trends + trends/ mart", lambda: trends(partitioned, config=TrendConfig(), **res)),
+        ("comparisons/matched_comparisons", lambda: comparisons(whole, **res)),
+        ("comparisons/trends + trends/ mart", lambda: trends(partitioned, config=TrendConfig(), **res)),
     ]
     return sum(table.timed(f"{label}{name}", fn, _rows) for name, fn in steps)
 

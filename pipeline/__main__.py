@@ -32,13 +32,13 @@ from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 # The stages, in dependency order; each is one Dagster run over these assets and their checks.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("reference", ("reference/gpu_reference", "reference/price_books")),
-    ("ingest", ("raw/benchmark_runs", "raw/benchmark_requests")),
-    ("validate", ("validated/benchmark_runs", "validated/quarantine", "validated/ingest_ledger")),
+    ("reference", ("metrics/gpu_reference", "metrics/price_books")),
+    ("ingest", ("ingest/parsed_runs", "ingest/parsed_requests")),
+    ("validate", ("validate/accepted_runs", "validate/quarantine", "validate/ingest_ledger")),
     ("metrics", ("metrics/run_power", "metrics/run_metrics", "metrics/run_slo")),
     ("frontiers", ("frontiers/pareto_frontiers",)),
-    ("comparisons", ("marts/comparisons", "marts/trends")),
-    ("report", ("marts/report",)),
+    ("comparisons", ("comparisons/matched_comparisons", "comparisons/trends")),
+    ("report", ("comparisons/report",)),
     ("publish", ("comparisons/published_marts",)),
 )
 
@@ -114,7 +114,7 @@ def _run(args: argparse.Namespace) -> int:
     # CRITICAL keeps the terminal for the progress bar and the one-line causes printed below; every event,
     # tracebacks included, is still in the run's log.
     run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
-                  "ops": {"raw__benchmark_runs": {"config": {"allow_shrink": bool(getattr(args, "allow_shrink", False))}}}}
+                  "ops": {"ingest__parsed_runs": {"config": {"allow_shrink": bool(getattr(args, "allow_shrink", False))}}}}
     from pipeline.defs.resources import check_warehouse
     from pipeline.io.paths import OutputLocationError, check_output_locations
 
@@ -176,7 +176,7 @@ def _report(_: argparse.Namespace) -> int:
     from pipeline.io.paths import env_path
 
     result = defs().resolve_job_def("refresh_all").execute_in_process(
-        instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["marts", "report"])],
+        instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
     if not result.success:
         print("report failed: materialize the pipeline first (python -m pipeline run)", file=sys.stderr)
@@ -296,8 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "frontier end (not measured there), ~ is sparse.\nExit 0 printed; 1 a value or side the mart does "
                     "not have, the same side twice, or no mart yet; 2 a malformed command line.")
     cmp.add_argument("--list", action="store_true",
-                     help="print the sides with runs (model, isl/osl, hw, precision, spec_decoding, framework, runs "
-                          "counted once each), narrowed by --model/--isl/--osl when given")
+                     help="print the sides with runs (model, benchmark_type, isl/osl, hw, precision, spec_decoding, "
+                          "framework, runs counted once each; agentic_traces sides have no isl/osl), narrowed by "
+                          "--model/--isl/--osl when given")
     cmp.add_argument("--model", help="model key, e.g. dsr1 (see --list)")
     cmp.add_argument("--isl", type=int, help="nominal input sequence length in tokens, e.g. 1024")
     cmp.add_argument("--osl", type=int, help="nominal output sequence length in tokens, e.g. 1024")

@@ -81,10 +81,10 @@ def test_partitioned_materialization_touches_only_the_new_date(tmp_path, run_pip
 
     result = defs().resolve_job_def("refresh_all").execute_in_process(instance=instance, partition_key="2026-08-01")
     assert result.success
-    partitioned = {"raw/benchmark_runs", "validated/benchmark_runs", "metrics/run_power", "metrics/run_metrics"}
+    partitioned = {"ingest/parsed_runs", "validate/accepted_runs", "metrics/run_power", "metrics/run_metrics"}
     materialized = {(m.asset_key.to_user_string(), m.partition) for m in result.asset_materializations_for_node(
-        "raw__benchmark_runs")}
-    assert materialized == {("raw/benchmark_runs", "2026-08-01")}
+        "ingest__parsed_runs")}
+    assert materialized == {("ingest/parsed_runs", "2026-08-01")}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         if mat.asset_key.to_user_string() in partitioned:

@@ -138,7 +138,7 @@ def test_clamped_targets_are_marked(sample_marts, capsys):
 
 def test_list_counts_runs_once_per_run_not_per_price_book(run_pipeline, capsys):
     """A second price book doubles the runs mart's rows, not --list's counts, nor the run summary's."""
-    overrides = {"ops": {"reference__price_books": {"config": {"overrides": [
+    overrides = {"ops": {"metrics__price_books": {"config": {"overrides": [
         {"price_book": "my-contract", "hw": "h200", "hyperscaler_usd_per_gpu_hour": 1.2}]}}}}
     run = run_pipeline(SAMPLE_DIR, overrides)
     runs = run.mart("runs").to_pylist()
@@ -196,3 +196,62 @@ def test_missing_mart_says_what_to_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "nothing"))
     assert main(["compare", "--list"]) == 1
     assert "run `python -m pipeline run` first" in capsys.readouterr().err
+
+
+@pytest.fixture
+def marts_with_agentic(_sample_run, tmp_path, monkeypatch):
+    """A runs mart holding the sample's fixed-sequence runs plus agentic-trace runs (``benchmark_type`` =
+    agentic_traces, ISL/OSL null) of a model only they have: three on one side, two on another (the side keys
+    and numbers of sample runs, new run ids)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run, _ = _sample_run
+    runs = run.mart("runs")
+    seed = [r for r in runs.to_pylist() if r["price_book"] == "inferencex-seed"]
+    by_hw = {}
+    for r in seed:
+        by_hw.setdefault(r["hw"], []).append(r)
+    hw_a, hw_b = sorted(by_hw)[:2]
+    agentic = [{**r, "run_id": f"agentic-{hw}-{i}", "model": "qwen3.5", "benchmark_type": "agentic_traces",
+                "isl": None, "osl": None, "precision": "fp8", "spec_decoding": "none", "framework": "sglang"}
+               for hw, n in ((hw_a, 3), (hw_b, 2)) for i, r in enumerate(by_hw[hw][:n])]
+    out = tmp_path / "marts"
+    (out / "runs").mkdir(parents=True)
+    pq.write_table(pa.concat_tables([runs, pa.Table.from_pylist(agentic, schema=runs.schema)]),
+                   out / "runs" / "part-0.parquet")
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(out))
+    return seed, (hw_a, hw_b)
+
+
+def test_list_shows_agentic_trace_sides(marts_with_agentic, capsys):
+    seed, (hw_a, hw_b) = marts_with_agentic
+    assert main(["compare", "--list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    agentic = [r for r in listed if r["benchmark_type"] == "agentic_traces"]
+    assert [(r["model"], r["isl"], r["osl"], r["hw"], r["precision"], r["framework"], r["runs"]) for r in agentic] == [
+        ("qwen3.5", None, None, hw_a, "fp8", "sglang", 3), ("qwen3.5", None, None, hw_b, "fp8", "sglang", 2)]
+    fixed = [r for r in listed if r["benchmark_type"] == "fixed_seq"]
+    assert sum(r["runs"] for r in fixed) == len({r["run_id"] for r in seed})
+    assert all(r["isl"] is not None for r in fixed)
+
+    assert main(["compare", "--list", "--model", "qwen3.5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    sides = [line.split() for line in lines[1:] if line.startswith("qwen3.5")]
+    assert sides == [["qwen3.5", "agentic_traces", "—", "—", hw_a, "fp8", "none", "sglang", "3"],
+                     ["qwen3.5", "agentic_traces", "—", "—", hw_b, "fp8", "none", "sglang", "2"]]
+    assert not any(line.startswith("dsr1") for line in lines)
+    assert "5 runs (counted once each" in "\n".join(lines)
+    assert "agentic_traces sides have no ISL/OSL" in "\n".join(lines)
+
+    assert main(["compare", "--list", "--csv", "--model", "qwen3.5"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["benchmark_type"], r["isl"], r["osl"], r["runs"]) for r in rows] == [
+        ("agentic_traces", "", "", "3"), ("agentic_traces", "", "", "2")]
+
+    # an ISL/OSL filter leaves the agentic sides out; a comparison of them is refused with where to find it
+    assert main(["compare", "--list", "--json", "--isl", "1024", "--osl", "1024"]) == 0
+    assert all(r["benchmark_type"] == "fixed_seq" for r in json.loads(capsys.readouterr().out))
+    assert main(["compare", "--model", "qwen3.5", "--a", f"hw={hw_a},precision=fp8", "--b",
+                 f"hw={hw_b},precision=fp8"]) == 1
+    assert "has agentic_traces runs only" in capsys.readouterr().err

@@ -40,15 +40,15 @@ def test_every_mart_column_is_described_and_the_ui_shows_it(run_pipeline):
             schema = materialization.metadata.get("dagster/column_schema")
             if schema is not None:
                 schemas[materialization.asset_key.to_user_string()] = schema.value
-    assert {"metrics/run_metrics", "validated/quarantine", "marts/comparisons", "frontiers/pareto_frontiers",
-            "validated/ingest_ledger", "marts/trends", "raw/benchmark_runs", "metrics/run_power"} <= set(schemas)
+    assert {"metrics/run_metrics", "validate/quarantine", "comparisons/matched_comparisons", "frontiers/pareto_frontiers",
+            "validate/ingest_ledger", "comparisons/trends", "ingest/parsed_runs", "metrics/run_power"} <= set(schemas)
     for key, schema in schemas.items():
         assert [c.name for c in schema.columns if not c.description] == [], key
     by_name = {c.name: c.description for c in schemas["metrics/run_metrics"].columns}
     assert by_name["tput_per_gpu"].endswith("[tok/s/GPU]")
     assert by_name["cost_per_mtok_hyperscaler"].endswith("[$/M tok]")
     assert by_name["median_intvty"] == describe("median_intvty") and "[tok/s/user]" in by_name["median_intvty"]
-    comparison = {c.name: c.description for c in schemas["marts/comparisons"].columns}
+    comparison = {c.name: c.description for c in schemas["comparisons/matched_comparisons"].columns}
     assert "splined" in comparison["tput_per_gpu"] and "splined" not in by_name["tput_per_gpu"]
 
     # The quarantine preview leads with what was refused; sidecars and telemetry (not_a_run_log:*) follow.
@@ -57,7 +57,7 @@ def test_every_mart_column_is_described_and_the_ui_shows_it(run_pipeline):
     assert rejected and len(quarantine) > 12 + len(rejected)
     preview = next(e.event_specific_data.materialization.metadata["preview"].value for e in run.result.all_events
                    if e.event_type_value == "ASSET_MATERIALIZATION"
-                   and e.event_specific_data.materialization.asset_key == dg.AssetKey(["validated", "quarantine"]))
+                   and e.event_specific_data.materialization.asset_key == dg.AssetKey(["validate", "quarantine"]))
     rows = [line for line in preview.splitlines() if line.startswith("|")][2:]
     for row, expected in zip(rows, rejected):
         assert expected["reason_code"] in row

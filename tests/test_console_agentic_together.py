@@ -7,7 +7,11 @@ import json
 import pytest
 
 from pipeline.frontiers.sides import Side, enumerate_comparisons
-from pipeline.ingest.keys import inferencex_model_key, normalize_hw, precision_from_model_id
+from pipeline.ingest.keys import (
+    inferencex_model_key,
+    normalize_hw,
+    precision_from_model_id,
+)
 from pipeline.ingest.parsers import read_file, read_path
 from pipeline.validate.rules import check_run, find_duplicates, rules
 

@@ -47,7 +47,7 @@ def test_emptied_folder_after_a_good_run_publishes_nothing(env, capsys):
     capsys.readouterr()
     assert main(["run"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert f"raw__benchmark_runs: raw folder {raw} is empty" in err[0]
+    assert f"ingest__parsed_runs: raw folder {raw} is empty" in err[0]
     assert len(err) == 2 and "nothing after it was published" in err[1]  # the cause, then where it stopped
     assert _mart_bytes(out) == before
 

@@ -5,7 +5,13 @@ import math
 
 import pytest
 
-from pipeline.ingest.parsers.base import FieldError, input_throughput, integer, number, section
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    input_throughput,
+    integer,
+    number,
+    section,
+)
 
 
 @pytest.mark.parametrize("text, expected", [("inf", math.inf), (" Infinity ", math.inf), ("INFINITY", math.inf),

@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from pipeline.comparisons.band import band_phrase, default_targets, displayed_band, interactivity_band, round_half_up
+from pipeline.comparisons.band import (
+    band_phrase,
+    default_targets,
+    displayed_band,
+    interactivity_band,
+    round_half_up,
+)
 from pipeline.frontiers.pareto import grouped_pareto_frontiers, pareto_frontier
 from pipeline.frontiers.spline import interpolate, steffen_tangents
 

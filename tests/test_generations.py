@@ -11,7 +11,15 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SAMPLE_DIR
 
-from pipeline.io.generations import CURRENT, GENERATIONS, KEEP_GENERATIONS, discard, publish, published_dir, staging_dir
+from pipeline.io.generations import (
+    CURRENT,
+    GENERATIONS,
+    KEEP_GENERATIONS,
+    discard,
+    publish,
+    published_dir,
+    staging_dir,
+)
 from pipeline.io.storage import content_hash, read_mart
 
 MARTS = ("runs", "trends", "quarantine", "frontiers", "comparisons", "ingest_ledger")
@@ -140,7 +148,7 @@ def test_a_kill_at_every_stage_boundary_leaves_the_previous_generation(sample_ru
         log.unlink()
     monkeypatch.setenv("PIPELINE_RAW_DIR", str(raw))
     before, published = _hashes(run.out_dir), published_dir(run.out_dir)
-    config = {"ops": {"raw__benchmark_runs": {"config": {"allow_shrink": True}}}}
+    config = {"ops": {"ingest__parsed_runs": {"config": {"allow_shrink": True}}}}
 
     class Killed(Exception):
         pass

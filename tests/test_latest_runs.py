@@ -13,16 +13,27 @@ import shutil
 
 import pyarrow as pa
 import pytest
+from conftest import unrestricted
 
 from pipeline.comparisons.confidence import difference_significant, side_intervals
 from pipeline.comparisons.trends import build_trends
 from pipeline.frontiers.latest import frontier_runs
 from pipeline.frontiers.points import build_frontiers
 from pipeline.frontiers.sides import Side, enumerate_comparisons
-from pipeline.ingest.keys import normalize_framework, normalize_hw, normalize_precision, normalize_spec
-from pipeline.validate.lines import current_sweeps_by_date, line_id, run_lineage, sweep_id, sweep_order_key
+from pipeline.ingest.keys import (
+    normalize_framework,
+    normalize_hw,
+    normalize_precision,
+    normalize_spec,
+)
+from pipeline.validate.lines import (
+    current_sweeps_by_date,
+    line_id,
+    run_lineage,
+    sweep_id,
+    sweep_order_key,
+)
 from pipeline.validate.rules import find_duplicates
-from conftest import unrestricted
 
 T_975_1 = 12.706204736174698  # Student t, 97.5th percentile, 1 degree of freedom (printed tables: 12.706)
 T_975_2 = 4.302652729749464   # 2 degrees of freedom (tables: 4.303)

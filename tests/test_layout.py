@@ -90,3 +90,41 @@ def test_assets_of_a_defs_folder_are_in_the_group_of_that_name(stage):
               if isinstance(value, dg.AssetsDefinition) and value.keys]
     assert assets, stage
     assert {group for asset in assets for group in asset.group_names_by_key.values()} == {stage}
+
+
+def key_naming_problems(groups_by_key: dict[dg.AssetKey, str]) -> list[str]:
+    """What breaks the key rule in ``{asset key: group name}``: a key whose first component is not its group, a
+    key of other than two components (``<group>/<name>``), and a name (last component) that two keys share."""
+    problems = [f"{key.to_user_string()}: {len(key.path)} components, expected <group>/<name>"
+                for key in groups_by_key if len(key.path) != 2]
+    problems += [f"{key.to_user_string()}: first component {key.path[0]!r} is not its group {group!r}"
+                 for key, group in groups_by_key.items() if key.path[0] != group]
+    names: dict[str, list[str]] = {}
+    for key in groups_by_key:
+        names.setdefault(key.path[-1], []).append(key.to_user_string())
+    problems += [f"name {name!r} shared by {', '.join(sorted(keys))}" for name, keys in sorted(names.items())
+                 if len(keys) > 1]
+    return problems
+
+
+def test_every_asset_key_starts_with_its_group_and_names_are_unique():
+    """In the UI a key's first component is the group it is listed under, and the short name (last component) the
+    lineage graph shows names one asset only."""
+    from pipeline.definitions import defs
+
+    graph = defs().resolve_asset_graph()
+    groups = {key: graph.get(key).group_name for key in graph.get_all_asset_keys() if graph.get(key).is_materializable}
+    assert len(groups) == 12
+    assert key_naming_problems(groups) == []
+    assert {k.path[0] for k in groups} == set(STAGES)  # every stage has assets, nothing outside the stages
+
+
+def test_key_rule_finds_a_wrong_prefix_and_a_shared_name():
+    """The checker itself can fail: the old ``marts/`` prefix in group comparisons, and two ``trends``."""
+    problems = key_naming_problems({dg.AssetKey(["marts", "comparisons"]): "comparisons",
+                                    dg.AssetKey(["comparisons", "trends"]): "comparisons",
+                                    dg.AssetKey(["metrics", "trends"]): "metrics",
+                                    dg.AssetKey(["ingest", "raw", "runs"]): "ingest"})
+    assert problems == ["ingest/raw/runs: 3 components, expected <group>/<name>",
+                        "marts/comparisons: first component 'marts' is not its group 'comparisons'",
+                        "name 'trends' shared by comparisons/trends, metrics/trends"]

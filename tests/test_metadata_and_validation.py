@@ -4,7 +4,12 @@ import datetime as dt
 
 import pytest
 
-from pipeline.ingest.keys import model_key_from_id, normalize_hw, normalize_precision, normalize_spec
+from pipeline.ingest.keys import (
+    model_key_from_id,
+    normalize_hw,
+    normalize_precision,
+    normalize_spec,
+)
 from pipeline.ingest.metadata import MetadataError, resolve
 from pipeline.metrics.reference import load_gpu_reference
 from pipeline.validate.rules import check_run, rules

@@ -7,11 +7,11 @@ import json
 import duckdb
 import pyarrow as pa
 import pytest
+from conftest import unrestricted
 
 from pipeline.ingest.schema import RUN_COLUMNS, RUN_SCHEMA
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import write_table
-from conftest import unrestricted
 
 
 def _lengths(*runs: dict) -> list[dict]:

@@ -14,9 +14,9 @@ from pipeline.ingest.scan import list_files
 def test_definitions_load():
     d = defs()
     keys = {k.to_user_string() for k in d.resolve_all_asset_keys()}
-    assert keys == {"raw/benchmark_runs", "reference/gpu_reference", "reference/price_books", "metrics/run_power", "marts/trends", "marts/report",
-                    "validated/benchmark_runs", "raw/benchmark_requests", "metrics/run_slo",
-                    "validated/quarantine", "validated/ingest_ledger", "metrics/run_metrics", "frontiers/pareto_frontiers", "marts/comparisons",
+    assert keys == {"ingest/parsed_runs", "metrics/gpu_reference", "metrics/price_books", "metrics/run_power", "comparisons/trends", "comparisons/report",
+                    "validate/accepted_runs", "ingest/parsed_requests", "metrics/run_slo",
+                    "validate/quarantine", "validate/ingest_ledger", "metrics/run_metrics", "frontiers/pareto_frontiers", "comparisons/matched_comparisons",
                     "comparisons/published_marts"}
     assert d.resolve_job_def("refresh_all") is not None
 

@@ -7,7 +7,11 @@ from pipeline.comparisons.compare import compare
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.ingest.parsers import read_file
-from pipeline.metrics.reference import DEFAULT_PRICE_BOOK, build_price_books, load_gpu_reference
+from pipeline.metrics.reference import (
+    DEFAULT_PRICE_BOOK,
+    build_price_books,
+    load_gpu_reference,
+)
 
 COST_COLUMNS = {f"{prefix}cost_per_mtok_{tier}" for prefix in ("", "output_", "input_")
                 for tier in ("hyperscaler", "neocloud", "rental")} | {"implied_cost_per_mtok_hyperscaler"}
@@ -37,7 +41,7 @@ def test_bad_overrides_name_the_field(override, message):
 
 
 def test_price_override_changes_costs_and_nothing_else(run_pipeline):
-    run_config = {"ops": {"reference__price_books": {"config": {"overrides": [
+    run_config = {"ops": {"metrics__price_books": {"config": {"overrides": [
         {"price_book": "mi355x-discount", "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0,
          "neocloud_usd_per_gpu_hour": 1.2, "rental_usd_per_gpu_hour": 1.5}]}}}}
     run = run_pipeline(SAMPLE_DIR, run_config=run_config)

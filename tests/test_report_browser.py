@@ -65,3 +65,82 @@ def test_report_pages_load_cleanly_and_show_table_and_chart(report_server):
             assert page.locator("#frontier-chart").evaluate("c => Chart.getChart(c) !== undefined"), href
         browser.close()
     assert errors == []
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_sentences_after_an_edit_are_the_python_rule_at_the_typed_targets(report_server, _sample_session_run):
+    """Typed targets: the three sentences (at the middle target) and each target's line are what
+    ``report.sentences`` / ``report.target_sentence`` say of ``compare()``'s rows at those targets; the tie rule
+    (< 1.01) and half-up percentages are the Python rule's on cells made up at the boundaries."""
+    from playwright.sync_api import sync_playwright
+
+    from pipeline.comparisons.compare import _sentences, compare, headline
+    from pipeline.comparisons.report import sentences, slug, target_sentence
+    from pipeline.frontiers.points import frontiers_by_side
+    from pipeline.frontiers.sides import enumerate_comparisons
+    from pipeline.io.storage import read_mart
+    from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
+
+    base, _ = report_server
+    marts = _sample_session_run.out_dir
+    rows = [r for r in read_mart(marts, "comparisons").to_pylist()
+            if r["title"] == "MI355X FP4: MTP vs Off" and r["price_book"] == DEFAULT_PRICE_BOOK]
+    comparison = next(c for c in enumerate_comparisons(read_mart(marts, "runs").to_pylist())
+                      if c.comparison_id == rows[0]["comparison_id"])
+    by_side = frontiers_by_side([p for p in read_mart(marts, "frontiers").to_pylist()
+                                 if p["price_book"] == DEFAULT_PRICE_BOOK])
+
+    def expected(targets):
+        got = compare(comparison, by_side, targets=targets)
+        at = {(r["target_index"], r["side"]): r for r in got}
+        assert [round(at[(i + 1, "a")]["target_intvty"], 9) for i in range(len(targets))] == targets
+        return (sentences([at[(2, "a")], at[(2, "b")]]), [target_sentence(at[(i + 1, "a")]) for i in range(3)],
+                [headline(at[(i + 1, "a")]) for i in range(3)])
+
+    def shown(page):
+        return ([page.locator(f"#sentence-{i}").inner_text() for i in (1, 2, 3)],
+                page.locator("#target-sentences li").all_inner_texts())
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1100, "height": 1400})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{base}/{slug(rows[0])}.html")
+        page.wait_for_function("window.__comparison !== undefined")
+        defaults = sorted({r["target_intvty"] for r in rows})
+        three, lines, _ = expected(defaults)
+        # at the default targets the script's sentences are the mart's (and the HTML Python wrote)
+        assert shown(page) == (three, lines)
+        mart_headlines = [headline(r) for r in sorted(rows, key=lambda r: r["target_index"]) if r["side"] == "a"]
+        assert [line.split("): ", 1)[1] for line in lines] == [h + "." for h in mart_headlines]
+
+        # typed targets: inside both frontiers, below both (clamped, with the caveat), above Off's last point
+        for typed in ([12.5, 37.3, 95.25], [20.0, 61.75, 44.0], [12.5, 95.25, 37.3]):
+            for i, target in enumerate(typed, start=1):
+                page.fill(f"#target-{i}", repr(target))
+            three, lines, heads = expected(typed)
+            assert shown(page) == (three, lines), typed
+            assert page.locator("#headline-scope").is_visible()
+        assert "not measured at this target" in " ".join(three)  # the last batch's middle target is clamped
+        assert any("outside its measured range" in h for h in heads)
+
+        # the rule itself at its boundaries: tied below a ratio of 1.01, percentages rounded half up
+        cases = [(1.0, 1.0099, 100.0, 100.5), (1.0, 1.01, 100.0, 101.0), (2.0, 1.0, 100.0, 102.5),
+                 (1.0, 1.125, 300.0, 200.0), (1.0, 1.005, 100.0, 100.0)]
+        for cost_a, cost_b, tput_a, tput_b in cases:
+            cell = {"target_clamped": False, "sparse_frontier": False, "cell_note": None}
+            js = page.evaluate("c => window.__comparison.sentences(c)[2]", {
+                "target": 40, "a": {**cell, "cost_per_mtok_hyperscaler": cost_a, "tput_per_gpu": tput_a},
+                "b": {**cell, "cost_per_mtok_hyperscaler": cost_b, "tput_per_gpu": tput_b}})
+            said = _sentences("MTP", "Off", {"cost_per_mtok_hyperscaler": cost_a, "tput_per_gpu": tput_a},
+                              {"cost_per_mtok_hyperscaler": cost_b, "tput_per_gpu": tput_b})
+            assert js == f"{said['cost_sentence']}; {said['tput_sentence']}.", (cost_a, cost_b, tput_a, tput_b)
+        # Python's number formats, including half-to-even ties on exact doubles and %g's exponent form
+        for value, digits in ((2.25, 1), (2.35, 1), (0.125, 2), (1234567.25, 1), (-0.04, 1), (9.96, 1), (0.0005, 3)):
+            assert page.evaluate("([v, d]) => window.__comparison.pyFixed(v, d)", [value, digits]) == \
+                format(value, f".{digits}f"), value
+        for value in (40, 37.3, 95.25, 1e-05, 1234567.0, 0.0001, 123456.5, 9.999995):
+            assert page.evaluate("v => window.__comparison.fmtG(v)", value) == format(value, "g"), value
+        browser.close()
+    assert errors == []

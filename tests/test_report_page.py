@@ -15,14 +15,18 @@ from test_report_browser import CHROMIUM, FLAGS
 
 from pipeline.comparisons.compare import compare
 from pipeline.comparisons.report import CSV_COLUMNS, KIND_SUFFIX, json_script, slug
-from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS, frontiers_by_side
+from pipeline.frontiers.points import (
+    OPTIONAL_METRICS,
+    SPLINED_METRICS,
+    frontiers_by_side,
+)
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.frontiers.spline import interpolate
 from pipeline.io.storage import read_mart
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 OTHER_BOOK = "mi355x-discount"
-RUN_CONFIG = {"ops": {"reference__price_books": {"config": {"overrides": [
+RUN_CONFIG = {"ops": {"metrics__price_books": {"config": {"overrides": [
     {"price_book": OTHER_BOOK, "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0, "neocloud_usd_per_gpu_hour": 1.2,
      "rental_usd_per_gpu_hour": 1.5}]}}}}
 TITLE = "MI355X FP4: MTP vs Off"

@@ -5,7 +5,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipeline.defs.resources import PipelinePaths, Warehouse, paths_resource, warehouse_resource
+from pipeline.defs.resources import (
+    PipelinePaths,
+    Warehouse,
+    paths_resource,
+    warehouse_resource,
+)
 from pipeline.io.paths import PROJECT_ROOT
 
 VARIABLES = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH", "PIPELINE_CACHE_DIR")

@@ -16,8 +16,15 @@ from pipeline.ingest.schema import RUN_SCHEMA
 from pipeline.metrics.reference import load_gpu_reference
 from pipeline.validate import rules as rules_module
 from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
-from pipeline.validate.rules import (ceiling_rule, duplicates_in_table, range_rule, rules, same_measurement,
-                                     unknown_hw_rule, validate_table)
+from pipeline.validate.rules import (
+    ceiling_rule,
+    duplicates_in_table,
+    range_rule,
+    rules,
+    same_measurement,
+    unknown_hw_rule,
+    validate_table,
+)
 
 KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
 

@@ -8,18 +8,25 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+from rule_reference import every_rule_on_every_run
 
 from pipeline.comparisons.band import band_phrase, default_targets, interactivity_band
 from pipeline.comparisons.compare import _sentences, compare, headline
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.frontiers.spline import interpolate, steffen_tangents
-from pipeline.ingest.parsers.base import (FieldError, integer, interactivity, interactivity_block, latency_block,
-                                          number, require)
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    integer,
+    interactivity,
+    interactivity_block,
+    latency_block,
+    number,
+    require,
+)
 from pipeline.ingest.schema import RUN_SCHEMA
 from pipeline.metrics.reference import load_gpu_reference
 from pipeline.validate.rules import check_run, rules, validate_table
-from rule_reference import every_rule_on_every_run
 
 # --- Steffen / d3.curveMonotoneX, written again as d3 writes it: one point at a time, plain floats ----------
 
@@ -722,7 +729,11 @@ def test_band_needs_runs_on_both_sides_but_one_is_enough():
 
 
 def test_pareto_null_is_nan_and_shapes_must_agree():
-    from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers, pareto_frontier
+    from pipeline.frontiers.pareto import (
+        float_values,
+        grouped_pareto_frontiers,
+        pareto_frontier,
+    )
 
     with pytest.raises(ValueError, match="^frontier input contains NaN$"):
         pareto_frontier([1.0, None], [2.0, 1.0])  # a null from an Arrow column's to_pylist

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO, SAMPLE_DIR
 
 PROFILE = REPO / "deploy" / "postgres" / "dagster.yaml"
-PARTITIONED_CHAIN = [dg.AssetKey(k) for k in (["raw", "benchmark_runs"], ["validated", "benchmark_runs"],
+PARTITIONED_CHAIN = [dg.AssetKey(k) for k in (["ingest", "parsed_runs"], ["validate", "accepted_runs"],
                                               ["metrics", "run_power"], ["metrics", "run_metrics"])]
 
 # A run worker: execute_job with the job reconstructable in each step's process; prints RUN_ID=<id>.
@@ -24,7 +24,7 @@ RUN_ONE_PARTITION = """
 import sys
 import dagster as dg
 from pipeline.definitions import refresh_all_job
-chain = [dg.AssetKey(k) for k in (["raw", "benchmark_runs"], ["validated", "benchmark_runs"],
+chain = [dg.AssetKey(k) for k in (["ingest", "parsed_runs"], ["validate", "accepted_runs"],
                                   ["metrics", "run_power"], ["metrics", "run_metrics"])]
 with dg.DagsterInstance.get() as instance:
     with dg.execute_job(dg.reconstructable(refresh_all_job), instance=instance, asset_selection=chain,
@@ -84,8 +84,8 @@ def test_two_partitions_materialize_in_parallel_on_postgres(postgres_url, tmp_pa
     keys = ["2026-07-14", "undated"]  # the sample's two run dates
     register_partitions(instance, keys)
     reference = defs().resolve_job_def("refresh_all").execute_in_process(
-        instance=instance, asset_selection=[dg.AssetKey(["reference", "gpu_reference"]),
-                                            dg.AssetKey(["reference", "price_books"])])
+        instance=instance, asset_selection=[dg.AssetKey(["metrics", "gpu_reference"]),
+                                            dg.AssetKey(["metrics", "price_books"])])
     assert reference.success
 
     # one OS process per run, as the daemon's run launcher starts them; each steps with the multiprocess executor
@@ -106,7 +106,7 @@ def test_two_partitions_materialize_in_parallel_on_postgres(postgres_url, tmp_pa
     for record in records.values():
         events = [e.dagster_event for e in instance.all_logs(record.dagster_run.run_id) if e.dagster_event]
         in_subprocess = {e.step_key for e in events if e.event_type_value == "STEP_WORKER_STARTED"}
-        assert in_subprocess >= {"raw__benchmark_runs", "validated__benchmark_runs", "metrics__run_metrics"}
+        assert in_subprocess >= {"ingest__parsed_runs", "validate__accepted_runs", "metrics__run_metrics"}
     for key in keys:
         materialized = instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=PARTITIONED_CHAIN[-1], asset_partitions=[key]), limit=1).records

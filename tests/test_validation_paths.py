@@ -1,5 +1,5 @@
 """The validation path (``validate_table`` of pipeline/validate/rules.py: screens over Arrow columns, then the rules
-on the flagged rows, what the ``validated/benchmark_runs`` asset runs) gives the same accepted runs and the same
+on the flagged rows, what the ``validate/accepted_runs`` asset runs) gives the same accepted runs and the same
 quarantine rows, in the same order, as every rule applied to every run (``rule_reference``, written in the tests):
 no screen flags too little."""
 

@@ -18,7 +18,7 @@ import io
 import json
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -27,8 +27,14 @@ from pipeline.comparisons.band import round_half_up
 from pipeline.comparisons.compare import COMPARISON_SCHEMA, TIE_RATIO, compare, headline
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import POOLED, Comparison, Side, side_label
-from pipeline.ingest.keys import GPU_KEYS, normalize_framework, normalize_hw, normalize_precision, normalize_spec
-from pipeline.ingest.schema import FIXED_SEQ
+from pipeline.ingest.keys import (
+    GPU_KEYS,
+    normalize_framework,
+    normalize_hw,
+    normalize_precision,
+    normalize_spec,
+)
+from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ
 from pipeline.io.storage import read_mart
 
 TIERS = ("hyperscaler", "neocloud", "rental")
@@ -39,7 +45,9 @@ NORMALIZERS: dict[str, Callable[[object], str | None]] = {
     "hw": normalize_hw, "precision": normalize_precision, "spec_decoding": normalize_spec,
     "framework": normalize_framework,
 }
-LIST_COLUMNS = ("model", "isl", "osl", "hw", "precision", "spec_decoding", "framework", "runs")
+# --list: one row per side with runs; agentic-trace sides have no ISL/OSL (null in JSON, empty in CSV, — in the
+# table) and ``benchmark_type`` tells them apart.
+LIST_COLUMNS = ("model", "benchmark_type", "isl", "osl", "hw", "precision", "spec_decoding", "framework", "runs")
 
 
 class UsageError(ValueError):
@@ -82,15 +90,29 @@ def parse_side(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Catalog:
-    """The fixed-sequence runs of one price book (``runs/`` rows, one per run) and every price book the mart holds.
-    Agentic-trace runs are left out: their comparisons are in the comparisons mart, on their own x-axis."""
+    """The runs of one price book (``runs/`` rows, one per run) and every price book the mart holds.
+
+    Attributes:
+        runs: the fixed-sequence runs, the ones a comparison on the command line reads.
+        price_books: every price book of the mart, sorted.
+        agentic_runs: the agentic-trace runs (``benchmark_type`` = ``agentic_traces``, ISL/OSL null): listed by
+            ``--list``; their comparisons, on E2E-normalized interactivity, are in the comparisons mart and the
+            report.
+    """
 
     runs: list[dict[str, Any]]
     price_books: tuple[str, ...]
+    agentic_runs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def listed_runs(self) -> list[dict[str, Any]]:
+        """Every run of the price book, fixed-sequence and agentic-trace: what ``--list`` counts."""
+        return [*self.runs, *self.agentic_runs]
 
 
 def load_runs(out_dir: Path, price_book: str) -> Catalog:
-    """The ``runs/`` mart's fixed-sequence rows of ``price_book`` (one row per run).
+    """The ``runs/`` mart's rows of ``price_book`` (one row per run): fixed-sequence runs in ``runs``, agentic-trace
+    runs in ``agentic_runs``.
 
     Raises:
         UsageError: no runs mart under ``out_dir`` yet, or a price book the mart does not have (valid ones listed).
@@ -102,16 +124,18 @@ def load_runs(out_dir: Path, price_book: str) -> Catalog:
     books = tuple(sorted(set(table.column("price_book").to_pylist())))
     if price_book not in books:
         raise UsageError(suggest("price book", price_book, books))
-    rows = [r for r in table.to_pylist() if r["price_book"] == price_book
-            and (r.get("benchmark_type") or FIXED_SEQ) == FIXED_SEQ]
-    return Catalog(rows, books)
+    rows = [r for r in table.to_pylist() if r["price_book"] == price_book]
+    fixed = [r for r in rows if (r.get("benchmark_type") or FIXED_SEQ) == FIXED_SEQ]
+    return Catalog(fixed, books, [r for r in rows if (r.get("benchmark_type") or FIXED_SEQ) != FIXED_SEQ])
 
 
 def side_counts(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (model, isl, osl, hw, precision, spec_decoding, framework) with ``runs`` = distinct run ids
-    (a run priced in several books counts once), sorted by those keys."""
+    """One row per (model, benchmark_type, isl, osl, hw, precision, spec_decoding, framework) with ``runs`` =
+    distinct run ids (a run priced in several books counts once), sorted by those keys (a null ISL/OSL, as
+    agentic-trace runs have, first). A run without ``benchmark_type`` is a fixed-sequence run."""
     ids: dict[tuple, set] = defaultdict(set)
     for r in runs:
+        r = {**r, "benchmark_type": r.get("benchmark_type") or FIXED_SEQ}
         ids[tuple(r[k] for k in LIST_COLUMNS[:-1])].add(r["run_id"])
     return [dict(zip(LIST_COLUMNS, (*key, len(v)))) for key, v in sorted(ids.items(), key=lambda kv: tuple(
         "" if x is None else str(x).zfill(8) if isinstance(x, int) else x for x in kv[0]))]
@@ -132,7 +156,8 @@ def resolve_workload(runs: Sequence[Mapping[str, Any]], model: str | None, isl: 
     if (isl is None) != (osl is None):
         raise UsageError("--isl and --osl go together")
     model = model.lower()
-    pairs = sorted({(r["isl"], r["osl"]) for r in runs if r["model"] == model})
+    pairs = sorted({(r["isl"], r["osl"]) for r in runs if r["model"] == model and r["isl"] is not None
+                    and r["osl"] is not None})  # agentic-trace runs have no ISL/OSL
     shown = [f"{i}/{o}" for i, o in pairs]
     if isl is None or osl is None or (isl, osl) not in pairs:
         given = "none given" if isl is None or osl is None else f"{isl}/{osl}"
@@ -178,9 +203,13 @@ def comparison_rows(catalog: Catalog, model: str | None, isl: int | None, osl: i
     """``COMPARISON_SCHEMA`` rows (per target, side a then b) for the two sides, with every value checked.
 
     Raises:
-        UsageError: any value the mart lacks, the same side twice, a non-positive target, or a side whose runs
-            are all left off its frontier.
+        UsageError: any value the mart lacks, a model with agentic-trace runs only, the same side twice, a
+            non-positive target, or a side whose runs are all left off its frontier.
     """
+    if model is not None and model.lower() not in {r["model"] for r in catalog.runs} \
+            and model.lower() in {r["model"] for r in catalog.agentic_runs}:
+        raise UsageError(f"model {model.lower()!r} has {AGENTIC_TRACES} runs only (no ISL/OSL): their comparisons "
+                         "are in comparisons.parquet and the report; compare reads fixed_seq sides")
     model, isl, osl = resolve_workload(catalog.runs, model, isl, osl)
     side_a = resolve_side("a", a, catalog.runs, model, isl, osl)
     side_b = resolve_side("b", b, catalog.runs, model, isl, osl)
@@ -229,14 +258,21 @@ def rows_as_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> st
 
 
 def format_list(rows: Sequence[Mapping[str, Any]], price_books: Sequence[str], price_book: str) -> str:
-    """``--list`` as a terminal table: every side with runs and its run count, then the price books."""
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) if rows else len(c) for c in LIST_COLUMNS}
+    """``--list`` as a terminal table: every side with runs and its run count (a null ISL/OSL, agentic-trace
+    sides, as ``—``), then the price books."""
+    def text(row: Mapping[str, Any], column: str) -> str:
+        return "—" if row[column] is None else str(row[column])
+
+    widths = {c: max(len(c), *(len(text(r, c)) for r in rows)) if rows else len(c) for c in LIST_COLUMNS}
     lines = ["  ".join(c.ljust(widths[c]) for c in LIST_COLUMNS)]
-    lines += ["  ".join(str(r[c]).rjust(widths[c]) if c in ("isl", "osl", "runs") else str(r[c]).ljust(widths[c])
+    lines += ["  ".join(text(r, c).rjust(widths[c]) if c in ("isl", "osl", "runs") else text(r, c).ljust(widths[c])
                         for c in LIST_COLUMNS) for r in rows]
     lines.append(f"\n{sum(r['runs'] for r in rows)} runs (counted once each; price book {price_book}); "
                  f"price books: {', '.join(price_books)}")
     lines.append("a side fixes hw and precision; spec_decoding and framework default to all (pooled)")
+    if any(r["benchmark_type"] != FIXED_SEQ for r in rows):
+        lines.append(f"{AGENTIC_TRACES} sides have no ISL/OSL (—): their comparisons, on E2E-normalized "
+                     "interactivity, are in comparisons.parquet and the report; compare reads fixed_seq sides")
     return "\n".join(lines)
 
 
@@ -320,10 +356,10 @@ def run_compare(args: Any, out_dir: Path) -> int:
     try:
         catalog = load_runs(out_dir, args.price_book)
         if args.list:
-            runs = [r for r in catalog.runs if (args.model is None or r["model"] == args.model.lower())
+            runs = [r for r in catalog.listed_runs if (args.model is None or r["model"] == args.model.lower())
                     and (args.isl is None or r["isl"] == args.isl) and (args.osl is None or r["osl"] == args.osl)]
             if not runs:
-                resolve_workload(catalog.runs, args.model, args.isl, args.osl)  # names what does not exist
+                resolve_workload(catalog.listed_runs, args.model, args.isl, args.osl)  # names what does not exist
             listed = side_counts(runs)
             print(rows_as_json(listed) if fmt == "json" else rows_as_csv(listed, LIST_COLUMNS) if fmt == "csv"
                   else format_list(listed, catalog.price_books, args.price_book))

@@ -18,7 +18,11 @@ def register_run_dates(instance, raw_dir: str, cache_dir: str) -> tuple[list[str
     Returns:
         (keys new to the instance, every registered key), both sorted.
     """
-    from pipeline.defs.partitions import RUN_DATE_PARTITIONS, discover_partition_keys, register_partitions
+    from pipeline.defs.partitions import (
+        RUN_DATE_PARTITIONS,
+        discover_partition_keys,
+        register_partitions,
+    )
 
     before = set(instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
     every = register_partitions(instance, discover_partition_keys(raw_dir, cache_dir))

@@ -16,9 +16,25 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pipeline.comparisons.band import band_phrase, default_targets, displayed_band, interactivity_band, round_half_up
-from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, difference_significant, side_intervals
-from pipeline.frontiers.points import NO_SLO, OPTIONAL_METRICS, SPLINED_METRICS, frontiers_by_side, with_slo
+from pipeline.comparisons.band import (
+    band_phrase,
+    default_targets,
+    displayed_band,
+    interactivity_band,
+    round_half_up,
+)
+from pipeline.comparisons.confidence import (
+    COMPARISON_CI_COLUMNS,
+    difference_significant,
+    side_intervals,
+)
+from pipeline.frontiers.points import (
+    NO_SLO,
+    OPTIONAL_METRICS,
+    SPLINED_METRICS,
+    frontiers_by_side,
+    with_slo,
+)
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
 from pipeline.frontiers.spline import interpolate
 

@@ -28,8 +28,8 @@ def literal_text(*texts: Text) -> None:
 
 
 def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequence[float], path: Path,
-                   x_label: str = "Interactivity (tok/s/user, median)") -> Path:
-    """Draw one comparison's chart to ``path`` (PNG, 960×540).
+                   x_label: str = "Interactivity (tok/s/user, median)", dpi: int = 100) -> Path:
+    """Draw one comparison's chart to ``path`` (PNG, 9.6 × 5.4 inches: 960×540 pixels at the default ``dpi``).
 
     Args:
         title: chart title (the comparison's title).
@@ -37,12 +37,15 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
             ``frontier`` (list of (x_intvty, tput_per_gpu), ascending interactivity).
         targets: target interactivities (tok/s/user), drawn as dashed vertical lines.
         x_label: the x-axis title (agentic-trace sides: E2E-normalized interactivity).
+        dpi: pixels per inch (the Dagster UI's charts use fewer than the default, to keep the metadata small).
     Returns:
         ``path``.
     """
-    from matplotlib.figure import Figure  # no pyplot: no global figure state, no GUI backend
+    from matplotlib.figure import (
+        Figure,  # no pyplot: no global figure state, no GUI backend
+    )
 
-    fig = Figure(figsize=(9.6, 5.4), dpi=100)
+    fig = Figure(figsize=(9.6, 5.4), dpi=dpi)
     ax = fig.subplots()
     # Legend entries are passed explicitly: matplotlib would drop an automatic entry whose label starts with "_".
     handles, labels = [], []

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pipeline.comparisons.compare import SPARSE_RATIO, headline
+from pipeline.comparisons.compare import SPARSE_RATIO, TIE_RATIO, headline
 from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
 from pipeline.frontiers.sides import Side
@@ -62,6 +62,8 @@ CHART_JS = "chart.umd.min.js"
 # The price book the report pages and the UI's comparison tables show (every book is in the marts).
 REPORT_PRICE_BOOK = DEFAULT_PRICE_BOOK
 MAX_TABLES_IN_UI = 60
+# Charts the report asset's UI metadata embeds (about 55 kB of base64 each); the rest are in the HTML report.
+MAX_CHARTS_IN_UI = 24
 # Slugs longer than this are cut and given a hash of the whole slug, so a file name stays well under the 255-byte
 # limit of common file systems however long a model or framework name is.
 MAX_SLUG = 120
@@ -145,6 +147,12 @@ def sentences(rows_at_target: Sequence[Mapping[str, Any]]) -> list[str]:
         f"${b['cost_per_mtok_hyperscaler']:.3f}{_not_measured(b)}.",
         f"{headline(a)}.",
     ]
+
+
+def target_sentence(row: Mapping[str, Any]) -> str:
+    """One target's line under the page's table: "At 55 tok/s/user (around the middle): <cost>; <throughput>."
+    (``headline`` of a mart row: the cost and tok/s/GPU sentences with the cells' notes once at the end)."""
+    return f"At {row['target_intvty']:g} tok/s/user ({row['band_phrase']}): {headline(row)}."
 
 
 def _not_measured(row: Mapping[str, Any]) -> str:
@@ -254,6 +262,7 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         "x_label": ("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
                     else "Interactivity (tok/s/user, median)"),
         "csv_columns": list(CSV_COLUMNS), "csv_name": csv_name,
+        "band_display": [first["a"]["band_display_min"], first["a"]["band_display_max"]], "tie_ratio": TIE_RATIO,
     }
 
 
@@ -306,7 +315,7 @@ def _date(value: object) -> str:
 
 
 def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
-                 runs: Sequence[Mapping[str, Any]], path: Path) -> Path:
+                 runs: Sequence[Mapping[str, Any]], path: Path, dpi: int = 100) -> Path:
     """A comparison's chart as a PNG (matplotlib, ``plots.frontier_chart``), for the Dagster UI's metadata: every
     run of both sides, the frontier curves and the targets.
 
@@ -314,7 +323,10 @@ def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[
         rows: the comparison's mart rows of one price book.
         frontiers: frontier rows of that book (any sides; this comparison's are picked by ``side_id``).
         runs: ``run_metrics`` rows as for ``build_report``.
-        path: where to write the PNG (960×540).
+        path: where to write the PNG (9.6 × 5.4 inches: 960×540 pixels at the default ``dpi``).
+        dpi: pixels per inch.
+    Returns:
+        ``path``.
     """
     rows = sorted(rows, key=lambda r: (r["target_index"], r["side"]))
     sides = []
@@ -325,7 +337,69 @@ def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[
     agentic = rows[0].get("benchmark_type") == AGENTIC_TRACES
     return frontier_chart(page_title(rows[0]), sides, sorted({r["target_intvty"] for r in rows}), path,
                           x_label=("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
-                                   else "Interactivity (tok/s/user, median)"))
+                                   else "Interactivity (tok/s/user, median)"), dpi=dpi)
+
+
+def headline_comparison_ids(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The headline comparisons of one price book's mart rows, as ``comparison_id``s in ``KIND_ORDER``: per kind
+    the one the report's index leads with (``headline_comparisons``: most runs, both middle-target cells measured)."""
+    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_id[row["comparison_id"]].append(row)
+    return headline_comparisons(sorted(by_id.items()))
+
+
+def index_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ``comparison_id``s of one price book's mart rows in the report index's order: the headline comparisons
+    (``headline_comparison_ids``, in ``KIND_ORDER``) first, then the rest by kind (``KIND_ORDER``) and id."""
+    kinds = {r["comparison_id"]: r["kind"] for r in rows}
+    headlines = headline_comparison_ids(rows)
+    rank = {comparison_id: i for i, comparison_id in enumerate(headlines)}
+    return sorted(kinds, key=lambda c: (c not in rank, rank.get(c, 0), KIND_ORDER.index(kinds[c]), c))
+
+
+def charts_markdown(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
+                    runs: Sequence[Mapping[str, Any]], comparison_ids: Sequence[str], tmp_dir: Path,
+                    dpi: int = 72) -> str:
+    """Markdown for the Dagster UI: per comparison in ``comparison_ids`` (that order), a heading with its full page
+    title ("MI355X FP4: MTP vs Off Speculative Decoding"), a line with model, workload, band and the sentences at the
+    middle target, and its frontier chart (``frontier_png``) as an inline PNG (``data:image/png;base64``).
+
+    Args:
+        rows: ``comparisons`` mart rows of one price book (every comparison of the list among them).
+        frontiers: ``frontiers`` rows of that price book.
+        runs: ``run_metrics`` rows as for ``build_report`` (the charts' raw runs).
+        comparison_ids: which comparisons, in the order shown.
+        tmp_dir: where the PNGs are drawn (they are read back and embedded; the caller removes the folder).
+        dpi: chart resolution, 72 → 691×389 pixels.
+    Returns:
+        The Markdown ("" for no comparison). Every text from the runs (title, model, labels) passes
+        ``markdown_text``; the image's alt text is the same escaped title.
+    Raises:
+        KeyError: an id that has no row in ``rows``.
+    """
+    import base64
+
+    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_id[row["comparison_id"]].append(row)
+    parts = []
+    for comparison_id in comparison_ids:
+        mine = sorted(by_id.get(comparison_id, []), key=lambda r: (r["target_index"], r["side"]))
+        if not mine:
+            raise KeyError(comparison_id)
+        first = mine[0]
+        targets = sorted({r["target_index"] for r in mine})
+        middle = next(r for r in mine if r["target_index"] == targets[len(targets) // 2])
+        png = frontier_png(mine, frontiers, runs, tmp_dir / f"{slug(first)}.png", dpi=dpi)
+        encoded = base64.b64encode(png.read_bytes()).decode()
+        title = markdown_text(page_title(first))
+        parts.append(
+            f"### {title}\n\n{markdown_text(first['model'])} · {markdown_text(workload(first))} · band "
+            f"{first['band_display_min']}–{first['band_display_max']} tok/s/user · at "
+            f"{middle['target_intvty']:g} tok/s/user: {markdown_text(headline(middle))}\n\n"
+            f"![{title}](data:image/png;base64,{encoded})\n")
+    return "\n".join(parts)
 
 
 _METRIC_ROWS = (("Throughput (tok/s/GPU)", "tput_per_gpu", "{:,.1f}"),
@@ -340,13 +414,17 @@ def _cell(value: float | None, fmt: str) -> str:
 
 
 def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> str:
-    """One comparison's page: the default book's table as written by Python (shown until the reader edits
-    something; the script redraws it from ``data`` with the same rules), the controls, the chart's canvas."""
+    """One comparison's page: the default book's table, its three sentences (middle target) and one sentence line
+    per target as written by Python (the script redraws them from ``data`` with the same rules, for the targets
+    and price book the reader picks), the controls, the chart's canvas."""
     first = rows[0]
     targets = sorted({r["target_index"] for r in rows})
     at = {(r["target_index"], r["side"]): r for r in rows}
     middle = targets[len(targets) // 2]
-    headline = "".join(f"<p>{html_text(s)}</p>" for s in sentences([at[(middle, "a")], at[(middle, "b")]]))
+    headline = "".join(f"<p id='sentence-{i}'>{html_text(s)}</p>"
+                       for i, s in enumerate(sentences([at[(middle, "a")], at[(middle, "b")]]), start=1))
+    per_target = "".join(f"<li data-target-index='{t}'>{html_text(target_sentence(at[(t, 'a')]))}</li>"
+                         for t in targets)
     head = "".join(f"<th>{html_text(format(at[(t, 'a')]['target_intvty'], 'g'))} tok/s/user · "
                    f"{html_text(at[(t, s)]['side_label'])}</th>"
                    for t in targets for s in ("a", "b"))
@@ -377,9 +455,10 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
         f"<p class='sub'>{html_text(first['model'])} · {html_text(workload(first))} · "
         f"band {html_text(first['band_display_min'])}–{html_text(first['band_display_max'])} tok/s/user · price book "
         f"{html_text(first['price_book'])} ({html_text(first['price_book_version'])}) by default</p>"
-        f"<div class='headline'>{headline}<p id='headline-scope' class='scope' hidden>These sentences are at the "
-        f"default targets and price book {html_text(first['price_book'])} (hyperscaler cost); the table below "
-        f"shows your choices.</p></div>"
+        f"<div class='headline'>{headline}<p id='headline-scope' class='scope' hidden>These sentences are "
+        f"recomputed at your targets (the middle one above, each one below the table) and price book <span "
+        f"id='scope-book'>{html_text(first['price_book'])}</span>, at hyperscaler cost, by the pipeline's rule; the "
+        f"comparisons mart holds them at the default targets.</p></div>"
         f"<div id='controls' class='controls'>{inputs}"
         "<button type='button' id='reset-targets'>Default targets</button>"
         "<label>Price book <select id='price-book'></select></label>"
@@ -387,6 +466,7 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
         "<button type='button' id='download-csv'>Download CSV</button></div>"
         f"<table id='comparison-table'><thead><tr><th>Metric</th>{head}</tr></thead><tbody>{body_rows}</tbody></table>"
         f"<p id='cell-notes' class='notes'{'' if noted else ' hidden'}>{html_text(notes)}</p>"
+        f"<ul id='target-sentences' class='sentences'>{per_target}</ul>"
         "<p class='hint'>Values between measured frontier points are read off a monotone cubic spline; a target "
         "outside a side's measured range is clamped to the nearest end of its frontier and said so above, never "
         "extrapolated.</p>"

@@ -16,7 +16,9 @@ from typing import Iterator
 
 import dagster as dg
 import duckdb
-from dagster._core.errors import DagsterInvalidPropertyError  # not exported at the top level
+from dagster._core.errors import (
+    DagsterInvalidPropertyError,  # not exported at the top level
+)
 from dagster_duckdb import DuckDBResource
 from pydantic import field_validator
 

@@ -19,8 +19,6 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
-from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
-
 from pipeline.ingest.keys import (
     normalize_framework,
     normalize_hw,
@@ -32,6 +30,7 @@ from pipeline.ingest.keys import (
     to_date,
     to_int,
 )
+from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
 from pipeline.ingest.schema import METADATA_KEYS
 
 # Integer keys are int32 columns of RUN_SCHEMA: a value outside that range cannot be stored.

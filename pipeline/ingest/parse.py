@@ -22,11 +22,24 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.ingest.metadata import ManifestError, MetadataError, load_manifest, load_sidecar, resolve
+from pipeline.ingest.metadata import (
+    ManifestError,
+    MetadataError,
+    load_manifest,
+    load_sidecar,
+    resolve,
+)
 from pipeline.ingest.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
 from pipeline.ingest.parsers.base import interactivity
 from pipeline.ingest.scan import MANIFEST_NAME, undecodable_path
-from pipeline.ingest.schema import FIXED_SEQ, INTVTY_STATS, QUARANTINE_SCHEMA, RUN_COLUMNS, RUN_SCHEMA, partition_key
+from pipeline.ingest.schema import (
+    FIXED_SEQ,
+    INTVTY_STATS,
+    QUARANTINE_SCHEMA,
+    RUN_COLUMNS,
+    RUN_SCHEMA,
+    partition_key,
+)
 
 FILE_SCHEMA = pa.schema(
     [
@@ -229,7 +242,9 @@ def _crashed(raw_dir: Path, rel: str) -> IngestResult:
 
 def _read_result(prefix: str) -> IngestResult:
     """The three Arrow IPC files a ``_parse_block`` task wrote at ``prefix``."""
-    from pipeline.io.storage import read_arrow  # here, not at the top: workers import this module, not DuckDB
+    from pipeline.io.storage import (
+        read_arrow,  # here, not at the top: workers import this module, not DuckDB
+    )
 
     return IngestResult(**{name: read_arrow(Path(f"{prefix}.{name}.arrow")) for name in ("runs", "rejects", "files")})
 

@@ -12,7 +12,6 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-
 MANIFEST_NAME = "runs.csv"
 # A byte of a file name that is not UTF-8 is listed as ``\xNN`` (backslash, x, two lowercase hex digits): the
 # name must become text in the ledger and the marts. Such a file is never opened (``invalid_file_name``).

@@ -11,7 +11,12 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from pipeline.validate.lines import LINE_COLUMNS, SWEEP_COLUMNS, line_and_sweep_ids, run_lineage
+from pipeline.validate.lines import (
+    LINE_COLUMNS,
+    SWEEP_COLUMNS,
+    line_and_sweep_ids,
+    run_lineage,
+)
 
 LINEAGE_COLUMNS = ("line_id", "sweep_id", "superseded_by", "repeat_group", "repeat_n")
 

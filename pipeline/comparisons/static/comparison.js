@@ -7,7 +7,10 @@
 // coefficients and Horner-like evaluation of scipy's CubicHermiteSpline/PPoly, then the comparison rule
 // (interpolate(clamp=True)): the target clamped into the frontier's x-range, the value into the metric's
 // [min, max] over the frontier points. Brackets, the sparse flag and the cell notes follow
-// pipeline/comparisons/compare.py. Every label reaches the page as textContent, never as markup.
+// pipeline/comparisons/compare.py. The sentences are recomputed for the typed targets and the chosen price book with
+// the Python rule (compare.py::_sentences and headline, band.py::band_phrase, report.py::sentences): percentages
+// rounded half up, tied below a ratio of DATA.tie_ratio (1.01); numbers formatted as Python's format() does
+// (rounded half to even on the double's exact value). Every label reaches the page as textContent, never as markup.
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("page-data").textContent);
@@ -61,17 +64,80 @@
 
   function clip(v, lo, hi) { return Math.min(Math.max(v, lo), hi); }
 
+  // --- Python's number formatting, exactly -----------------------------------------------------------------------
+  // A double's exact decimal expansion (toPrecision(100) is exact for every double that can end on a tie at the
+  // digits printed), as digits and the power of ten of the first one: v = 0.d1d2… × 10^(exp + 1).
+  function decimalDigits(v) {
+    var s = Math.abs(v).toPrecision(100), exp = 0, mant = s;
+    if (s.indexOf("e") >= 0) { mant = s.split("e")[0]; exp = Number(s.split("e")[1]); }
+    else { var dot = s.indexOf("."); exp = (dot < 0 ? s.length : dot) - 1; }
+    var digits = mant.replace(".", "");
+    var lead = digits.search(/[1-9]/);
+    if (lead < 0) return {digits: "0", exp: 0};
+    return {digits: digits.slice(lead), exp: exp - lead};
+  }
+
+  // keep the first n digits of a digit string, rounding half to even on the exact remainder (Python's rule);
+  // returns {digits, carry} where carry means the kept digits overflowed (999 -> 1000).
+  function roundDigits(digits, n) {
+    while (digits.length < n + 1) digits += "0";
+    var keep = digits.slice(0, n), next = digits.charAt(n), rest = digits.slice(n + 1);
+    var last = n > 0 ? Number(keep.charAt(n - 1)) : 0;
+    var up = next > "5" || (next === "5" && (/[1-9]/.test(rest) || last % 2 === 1));
+    if (!up) return {digits: keep, carry: false};
+    var out = keep.split(""), i = out.length - 1;
+    while (i >= 0 && out[i] === "9") { out[i] = "0"; i--; }
+    if (i < 0) return {digits: "1" + out.join(""), carry: true};
+    out[i] = String(Number(out[i]) + 1);
+    return {digits: out.join(""), carry: false};
+  }
+
+  // Python's format(v, ".{d}f"): fixed point with d decimals, rounded half to even on the exact value.
+  function pyFixed(v, d) {
+    var neg = v < 0 || (v === 0 && 1 / v < 0), dd = decimalDigits(v);
+    var intDigits = dd.exp + 1, n = intDigits + d;  // digits kept, counted from the first significant one
+    var kept;
+    if (n < 0) kept = "0";
+    else {
+      var r = roundDigits(dd.digits, n);
+      kept = r.digits === "" ? "0" : r.digits;
+      if (r.carry) intDigits += 1;
+    }
+    var all = kept === "0" ? "" : kept, width = intDigits + d;
+    if (all.length < width) all = new Array(width - all.length + 1).join("0") + all;  // leading zeros (v < 1)
+    while (all.length < d + 1) all = "0" + all;
+    var whole = all.slice(0, all.length - d).replace(/^0+(?=\d)/, ""), frac = all.slice(all.length - d);
+    var text = (whole === "" ? "0" : whole) + (d > 0 ? "." + frac : "");
+    return (neg ? "-" : "") + text;  // Python keeps the sign of a negative that rounds to zero: "-0.0"
+  }
+
+  // Python's format(v, "g"): 6 significant digits, fixed for exponents -4..5, else d.ddddde±XX; zeros trimmed.
+  function fmtG(v) {
+    v = Number(v);
+    if (v === 0) return (1 / v < 0) ? "-0" : "0";
+    if (!isFinite(v)) return v > 0 ? "inf" : v < 0 ? "-inf" : "nan";
+    var dd = decimalDigits(v), r = roundDigits(dd.digits, 6), exp = dd.exp + (r.carry ? 1 : 0);
+    var digits = r.digits.slice(0, 6), sign = v < 0 ? "-" : "";
+    if (exp >= -4 && exp < 6) {
+      var text = pyFixed(Math.abs(v), 5 - exp);
+      if (text.indexOf(".") >= 0) text = text.replace(/0+$/, "").replace(/\.$/, "");
+      return sign + text;
+    }
+    var mant = digits.charAt(0) + (digits.length > 1 ? "." + digits.slice(1) : "");
+    if (mant.indexOf(".") >= 0) mant = mant.replace(/0+$/, "").replace(/\.$/, "");
+    return sign + mant + "e" + (exp < 0 ? "-" : "+") + (Math.abs(exp) < 10 ? "0" : "") + Math.abs(exp);
+  }
+
   // --- one side at one target (pipeline/comparisons/compare.py) ------------------------------------------------
-  function fmtG(v) { return String(Number(Number(v).toPrecision(6))); }
 
   function cellNote(label, target, cell) {
     var lo = cell.bracket_lo_intvty, hi = cell.bracket_hi_intvty;
-    if (hi === null) return label + " is outside its measured range: its frontier ends at " + lo.toFixed(1) +
+    if (hi === null) return label + " is outside its measured range: its frontier ends at " + pyFixed(lo, 1) +
       " tok/s/user, below the " + fmtG(target) + " tok/s/user target";
-    if (lo === null) return label + " is outside its measured range: its frontier starts at " + hi.toFixed(1) +
+    if (lo === null) return label + " is outside its measured range: its frontier starts at " + pyFixed(hi, 1) +
       " tok/s/user, above the " + fmtG(target) + " tok/s/user target";
-    if (cell.sparse_frontier) return label + "'s values are interpolated across a gap between " + lo.toFixed(1) +
-      " and " + hi.toFixed(1) + " tok/s/user";
+    if (cell.sparse_frontier) return label + "'s values are interpolated across a gap between " + pyFixed(lo, 1) +
+      " and " + pyFixed(hi, 1) + " tok/s/user";
     return null;
   }
 
@@ -106,7 +172,7 @@
   // --- formatting like the Python page ("{:,.1f}", "${:.3f}", "{:,.0f}") --------------------------------------
   function fmt(v, digits, commas) {
     if (v === null || v === undefined || !isFinite(v)) return "—";
-    var text = v.toFixed(digits);
+    var text = pyFixed(v, digits);
     if (!commas) return text;
     var parts = text.split("."), neg = parts[0].charAt(0) === "-", whole = neg ? parts[0].slice(1) : parts[0];
     whole = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
@@ -123,6 +189,66 @@
        only: DATA.has_measured},
       {label: "Concurrency", col: "concurrency", f: function (v) { return fmt(v, 1, true); }},
     ].filter(function (r) { return r.only === undefined || r.only; });
+  }
+
+  // --- the sentences (pipeline/comparisons/compare.py::_sentences and headline, band.py::band_phrase,
+  // report.py::sentences and target_sentence): hyperscaler cost, the chosen price book, any target ------------------
+  function roundHalfUp(v) { return Math.floor(v + 0.5); }
+
+  function bandPhrase(target) {
+    var lo = DATA.band_display[0], hi = DATA.band_display[1];
+    var u = hi === lo ? 0.5 : (target - lo) / (hi - lo);
+    if (u < 1 / 3) return "near the low end";
+    if (u > 2 / 3) return "toward the upper edge";
+    return "around the middle";
+  }
+
+  // "<cost>; <throughput>" with the cells' notes said once at the end, as compare.headline joins them
+  function headlineAt(c) {
+    var A = DATA.labels.a, B = DATA.labels.b, a = c.a, b = c.b;
+    var costA = a.cost_per_mtok_hyperscaler, costB = b.cost_per_mtok_hyperscaler;
+    var cheaper = costA <= costB ? A : B, costRatio = Math.max(costA, costB) / Math.min(costA, costB);
+    var tputA = a.tput_per_gpu, tputB = b.tput_per_gpu;
+    var faster = tputA >= tputB ? A : B, tputRatio = Math.max(tputA, tputB) / Math.min(tputA, tputB);
+    var cost = costRatio < DATA.tie_ratio ? A + " and " + B + " are essentially tied on cost per token"
+      : cheaper + " is " + roundHalfUp((costRatio - 1) * 100) + "% cheaper per token";
+    var tput = tputRatio < DATA.tie_ratio ? A + " and " + B + " are essentially tied on tok/s/GPU"
+      : faster + " delivers " + roundHalfUp((tputRatio - 1) * 100) + "% more tok/s/GPU";
+    var caveat = [a.cell_note, b.cell_note].filter(function (n) { return n; }).join("; ");
+    return cost + "; " + tput + (caveat ? " (" + caveat + ")" : "");
+  }
+
+  function notMeasured(cell) {
+    if (cell.target_clamped) return " (not measured at this target)";
+    return cell.sparse_frontier ? " (interpolated across a gap)" : "";
+  }
+
+  // the page's three sentences at one target (report.py::sentences)
+  function sentencesAt(c) {
+    var a = c.a, b = c.b;
+    return [
+      "At " + fmtG(c.target) + " tok/s/user, " + bandPhrase(c.target) + " of the " + DATA.band_display[0] + "–" +
+        DATA.band_display[1] + " tok/s/user band where both sides have runs:",
+      DATA.labels.a + " delivers " + fmt(a.tput_per_gpu, 1, true) + " tok/s/GPU at $" +
+        fmt(a.cost_per_mtok_hyperscaler, 3, false) + " per million tokens" + notMeasured(a) + "; " + DATA.labels.b +
+        " delivers " + fmt(b.tput_per_gpu, 1, true) + " tok/s/GPU at $" + fmt(b.cost_per_mtok_hyperscaler, 3, false) +
+        notMeasured(b) + ".",
+      headlineAt(c) + ".",
+    ];
+  }
+
+  // one line per target (report.py::target_sentence)
+  function targetSentence(c) {
+    return "At " + fmtG(c.target) + " tok/s/user (" + bandPhrase(c.target) + "): " + headlineAt(c) + ".";
+  }
+
+  function renderSentences(at) {
+    var middle = at[Math.floor(at.length / 2)];
+    sentencesAt(middle).forEach(function (s, i) { document.getElementById("sentence-" + (i + 1)).textContent = s; });
+    var list = document.getElementById("target-sentences");
+    list.replaceChildren.apply(list, at.map(function (c, i) {
+      return el("li", targetSentence(c), {"data-target-index": String(i + 1)});
+    }));
   }
 
   function el(tag, text, attrs) {
@@ -173,6 +299,7 @@
     var edited = state.targets.some(function (t, i) { return t !== DATA.default_targets[i]; }) ||
       state.book !== DATA.default_book;
     document.getElementById("headline-scope").hidden = !edited;
+    document.getElementById("scope-book").textContent = state.book;
   }
 
   // --- CSV of the table: the comparisons mart's columns, one row per target and side ---------------------------
@@ -264,9 +391,11 @@
   function render() {
     var at = cells();
     renderTable(at);
+    renderSentences(at);
     renderChart(at);
-    // for tests and the curious: the state, the cells shown, the CSV text and the evaluator
-    window.__comparison = {cells: at, csv: csvText(at), state: state, evaluate: evaluate};
+    // for tests and the curious: the state, the cells shown, the CSV text, the evaluator and the sentence rule
+    window.__comparison = {cells: at, csv: csvText(at), state: state, evaluate: evaluate, sentences: sentencesAt,
+                           fmtG: fmtG, pyFixed: pyFixed};
   }
 
   // --- controls ------------------------------------------------------------------------------------------------

@@ -16,10 +16,10 @@ from pipeline.defs.resources import (
 from pipeline.io.generations import CURRENT, publish
 
 # Every asset that writes a mart into the run's staging folder.
-MART_KEYS = [dg.AssetKey(["validated", "quarantine"]), dg.AssetKey(["validated", "ingest_ledger"]),
+MART_KEYS = [dg.AssetKey(["validate", "quarantine"]), dg.AssetKey(["validate", "ingest_ledger"]),
              dg.AssetKey(["metrics", "run_metrics"]), dg.AssetKey(["metrics", "run_slo"]),
-             dg.AssetKey(["frontiers", "pareto_frontiers"]),
-             COMPARISONS_KEY, dg.AssetKey(["marts", "trends"]), dg.AssetKey(["marts", "report"])]
+             dg.AssetKey(["frontiers", "pareto_frontiers"]), COMPARISONS_KEY, dg.AssetKey(["comparisons", "trends"]),
+             dg.AssetKey(["comparisons", "report"])]
 
 
 class WarehouseNotRefilledError(RuntimeError):

@@ -1,6 +1,5 @@
 """Downstream of the comparisons: the historical-trend mart and the static, interactive HTML report."""
 
-import base64
 import datetime as dt
 import tempfile
 from pathlib import Path
@@ -8,9 +7,21 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, build_request_pages, frontier_png, slug
-from pipeline.comparisons.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, build_trends
-from pipeline.defs.comparisons.assets import COMPARISONS_KEY
+from pipeline.comparisons.report import (
+    MAX_CHARTS_IN_UI,
+    REPORT_PRICE_BOOK,
+    build_report,
+    build_request_pages,
+    charts_markdown,
+    index_order,
+)
+from pipeline.comparisons.trends import (
+    DEFAULT_TARGET_INTVTY,
+    GROUP_KEYS,
+    TREND_METRICS,
+    build_trends,
+)
+from pipeline.defs.comparisons.assets import COMPARISONS_KEY, chart_runs
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
@@ -21,12 +32,12 @@ FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 
 
 class TrendConfig(dg.Config):
-    """Run config of ``marts/trends``."""
+    """Run config of ``comparisons/trends``."""
 
     target_intvty: float = DEFAULT_TARGET_INTVTY
 
 
-@dg.asset(key=["marts", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
+@dg.asset(key=["comparisons", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
           deps=[RUN_METRICS_KEY], pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS,
           backfill_policy=SINGLE_RUN)
 def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: DuckDBResource,
@@ -89,7 +100,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         "target_intvty": config.target_intvty, "rows_in_range_in_these_dates": in_range})
 
 
-@dg.asset(key=["marts", "report"], group_name="comparisons", kinds={"html"},
+@dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
           deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY, dg.AssetKey(["metrics", "run_slo"])])
 def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` (counts per kind, headline comparisons first, filters
@@ -97,21 +108,20 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     FP4: MTP vs Off Speculative Decoding"), the three sentences, the Throughput / Cost / tok/s/MW (all-in and
     measured) / Concurrency table at three editable targets, every price book and cost tier, the frontier chart
     (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
-    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The UI shows the first
-    few comparisons' charts inline as PNGs (matplotlib), drawn for this metadata only.
+    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js).
 
     Runs with per-request data get ``report/requests/<run_id>.png`` (TTFT and TPOT CDFs, 640×240) and
-    ``report/requests/index.html`` listing them with their SLO outcomes (``comparisons.report.build_request_pages``)."""
+    ``report/requests/index.html`` listing them with their SLO outcomes (``comparisons.report.build_request_pages``).
+
+    UI metadata: ``index`` (path), ``pages`` (count), ``runs_with_latency_cdfs`` and ``frontier_charts``: every
+    comparison's chart (price book ``inferencex-seed``; the first ``MAX_CHARTS_IN_UI`` = 24 when there are more, the
+    Markdown says so) under its full title, in the index's order (headlines first), as inline PNGs (matplotlib,
+    drawn for this metadata only)."""
     with warehouse.get_connection() as conn:
         # the pages show the comparisons of every run (slo = 'none'); SLO-restricted rows are in the marts
         comparisons = conn.sql("select * exclude (slo) from comparisons where slo = 'none'").to_arrow_table().to_pylist()
         frontiers = conn.sql("select * exclude (slo) from frontiers where slo = 'none'").to_arrow_table().to_pylist()
-        names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
-        optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
-                    if c in names]
-        runs = conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
-                        f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
-                        params={"book": REPORT_PRICE_BOOK}).to_arrow_table().to_pylist()
+        runs = chart_runs(conn)
         request_runs, requests = _per_request_data(conn)
     out = paths.staging(context) / "report"
     pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out)]
@@ -121,13 +131,14 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
                 "runs_with_latency_cdfs": max(len(cdf_pages) - 1, 0)}
     shown = [r for r in comparisons if r["price_book"] == REPORT_PRICE_BOOK]
     book_frontiers = [r for r in frontiers if r["price_book"] == REPORT_PRICE_BOOK]
+    order = index_order(shown)
     with tempfile.TemporaryDirectory() as tmp:
-        for comparison_id in sorted({r["comparison_id"] for r in shown})[:3]:  # a few charts inline
-            rows = [r for r in shown if r["comparison_id"] == comparison_id]
-            png = frontier_png(rows, book_frontiers, runs, Path(tmp) / f"{slug(rows[0])}.png")
-            encoded = base64.b64encode(png.read_bytes()).decode()
-            metadata[f"chart_{png.stem[:40]}"] = dg.MetadataValue.md(
-                f"![frontier chart](data:image/png;base64,{encoded})")
+        charts = charts_markdown(shown, book_frontiers, runs, order[:MAX_CHARTS_IN_UI], Path(tmp))
+    scope = (f"Every comparison ({len(order)})" if len(order) <= MAX_CHARTS_IN_UI else
+             f"The first {MAX_CHARTS_IN_UI} of {len(order)} comparisons in the index's order (every one is in the "
+             "HTML report)")
+    metadata["frontier_charts"] = dg.MetadataValue.md(
+        f"{scope}, price book {REPORT_PRICE_BOOK}, headline comparisons first\n\n{charts}")
     context.log.info(f"report: {pages[0]} ({len(pages) - 1} comparison pages)")
     return dg.MaterializeResult(metadata=metadata)
 

@@ -8,7 +8,12 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
-from pipeline.frontiers.points import FRONTIER_INPUT_COLUMNS, NO_SLO, build_frontiers, with_slo
+from pipeline.frontiers.points import (
+    FRONTIER_INPUT_COLUMNS,
+    NO_SLO,
+    build_frontiers,
+    with_slo,
+)
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.io.storage import write_parquet_atomic, write_table
 

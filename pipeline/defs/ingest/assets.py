@@ -21,14 +21,14 @@ from pipeline.io.storage import replace_partitions, write_table
 
 
 class IngestConfig(dg.Config):
-    """Run config of ``raw/benchmark_runs``: how much input a scan may lose before the run stops unpublished."""
+    """Run config of ``ingest/parsed_runs``: how much input a scan may lose before the run stops unpublished."""
 
     allow_shrink: bool = False
     max_run_loss_share: float = DEFAULT_MAX_RUN_LOSS_SHARE
 
 
 @dg.asset(
-    key=["raw", "benchmark_runs"],
+    key=["ingest", "parsed_runs"],
     group_name="ingest",
     kinds={"python", "duckdb"},
     pool=WAREHOUSE_POOL,
@@ -98,11 +98,11 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     )
 
 
-RAW_RUNS_KEY = dg.AssetKey(["raw", "benchmark_runs"])
+RAW_RUNS_KEY = dg.AssetKey(["ingest", "parsed_runs"])
 
 
 @dg.asset(
-    key=["raw", "benchmark_requests"],
+    key=["ingest", "parsed_requests"],
     group_name="ingest",
     kinds={"python", "duckdb"},
     deps=[RAW_RUNS_KEY],
@@ -124,7 +124,7 @@ def raw_requests(context: dg.AssetExecutionContext, warehouse: DuckDBResource,
     code of ``REQUEST_REASONS``, e.g. ``length_mismatch:per_request``); such a run keeps its summary numbers.
 
     Files are streamed: JSON Lines a line at a time, a result file over the 32 MiB parse cap one array item at a
-    time. Partitioned by run date like ``raw/benchmark_runs``.
+    time. Partitioned by run date like ``ingest/parsed_runs``.
     """
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:

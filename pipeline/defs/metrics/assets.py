@@ -19,7 +19,7 @@ from pipeline.metrics.power import POWER_SCHEMA, measure_runs
 from pipeline.metrics.slo import load_slos
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
-VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
+VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
 
 
 @dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
@@ -125,7 +125,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     ))
 
 
-RAW_REQUESTS_KEY = dg.AssetKey(["raw", "benchmark_requests"])
+RAW_REQUESTS_KEY = dg.AssetKey(["ingest", "parsed_requests"])
 RUN_SLO_KEY = dg.AssetKey(["metrics", "run_slo"])
 
 
@@ -148,7 +148,7 @@ def run_slo(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths:
     duration / GPUs; per-request basis only) and the SLO's bounds (s). Errored requests fail every SLO.
     Formulas: docs/metrics.md "SLOs, attainment and goodput".
 
-    Marts: ``run_slo/`` and ``requests/`` (one row per request of a validated run, ``raw/benchmark_requests``'
+    Marts: ``run_slo/`` and ``requests/`` (one row per request of a validated run, ``ingest/parsed_requests``'
     columns plus ``model`` and ``run_date``), both partitioned ``<model>/<run_date>/`` like ``runs/``.
 
     Raises:

@@ -8,10 +8,14 @@ from pipeline.defs.resources import WAREHOUSE_POOL
 from pipeline.defs.ui import table_metadata
 from pipeline.io.paths import reference_dir
 from pipeline.io.storage import write_table
-from pipeline.metrics.reference import build_price_books, load_gpu_reference, load_overrides_csv
+from pipeline.metrics.reference import (
+    build_price_books,
+    load_gpu_reference,
+    load_overrides_csv,
+)
 
-GPU_REFERENCE_KEY = dg.AssetKey(["reference", "gpu_reference"])
-PRICE_BOOKS_KEY = dg.AssetKey(["reference", "price_books"])
+GPU_REFERENCE_KEY = dg.AssetKey(["metrics", "gpu_reference"])
+PRICE_BOOKS_KEY = dg.AssetKey(["metrics", "price_books"])
 
 
 @dg.asset(key=GPU_REFERENCE_KEY, group_name="metrics", kinds={"csv", "duckdb"}, pool=WAREHOUSE_POOL)
@@ -38,7 +42,7 @@ class PriceOverride(dg.Config):
 
 
 class PriceBooksConfig(dg.Config):
-    """Run config of ``reference/price_books``: overrides on top of ``data/reference/overrides.csv``."""
+    """Run config of ``metrics/price_books``: overrides on top of ``data/reference/overrides.csv``."""
 
     overrides: list[PriceOverride] = Field(default_factory=list)
 

@@ -21,16 +21,16 @@ from pipeline.validate.rules import (
     validate_table,
 )
 
-RAW_KEY = dg.AssetKey(["raw", "benchmark_runs"])
-VALIDATED_KEY = dg.AssetKey(["validated", "benchmark_runs"])
-QUARANTINE_KEY = dg.AssetKey(["validated", "quarantine"])
+RAW_KEY = dg.AssetKey(["ingest", "parsed_runs"])
+VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
+QUARANTINE_KEY = dg.AssetKey(["validate", "quarantine"])
 
 
 @dg.asset(
     key=VALIDATED_KEY,
     group_name="validate",
     kinds={"duckdb"},
-    deps=[RAW_KEY, dg.AssetKey(["reference", "gpu_reference"])],
+    deps=[RAW_KEY, dg.AssetKey(["metrics", "gpu_reference"])],
     pool=WAREHOUSE_POOL,
     partitions_def=RUN_DATE_PARTITIONS,
     backfill_policy=SINGLE_RUN,
@@ -40,7 +40,7 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
     throughput and TPOT, unit slips, inconsistencies, metadata conflicts, missing metadata, unknown GPU, no GPU
     count) and are not duplicates. Grain: one row per run; schema ``RUN_SCHEMA`` (latencies in s, throughputs in
     tok/s). Partitioned by run date; the rejected rows of the same dates go to ``validation_rejects`` (stage
-    ``validate``), which ``validated/quarantine`` gathers. Good rows always go through.
+    ``validate``), which ``validate/quarantine`` gathers. Good rows always go through.
     """
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:

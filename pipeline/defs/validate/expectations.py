@@ -1,4 +1,4 @@
-"""The Great Expectations suite (pipeline.validate.expectations) as Dagster asset checks on ``validated/benchmark_runs``."""
+"""The Great Expectations suite (pipeline.validate.expectations) as Dagster asset checks on ``validate/accepted_runs``."""
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource

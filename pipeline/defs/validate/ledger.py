@@ -11,7 +11,7 @@ from pipeline.defs.validate.assets import QUARANTINE_KEY, VALIDATED_KEY
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import read_table, write_parquet_atomic
 
-LEDGER_KEY = dg.AssetKey(["validated", "ingest_ledger"])
+LEDGER_KEY = dg.AssetKey(["validate", "ingest_ledger"])
 
 
 @dg.asset(key=LEDGER_KEY, group_name="validate", kinds={"duckdb", "sql", "parquet"},

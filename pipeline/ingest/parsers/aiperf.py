@@ -27,8 +27,16 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_date, to_int
-from pipeline.ingest.parsers.base import (FieldError, ParsedRun, RowRejected, input_throughput, integer, interactivity,
-                                          number, section)
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    ParsedRun,
+    RowRejected,
+    input_throughput,
+    integer,
+    interactivity,
+    number,
+    section,
+)
 from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "aiperf"

@@ -22,7 +22,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, integer, number, section
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    ParsedRun,
+    RowRejected,
+    integer,
+    number,
+    section,
+)
 
 FORMAT = "inference_perf"
 

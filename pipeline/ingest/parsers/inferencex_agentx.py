@@ -26,7 +26,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import inferencex_model_key, precision_from_model_id
-from pipeline.ingest.parsers.base import ParsedRun, integer, metadata_keys_in, number, section
+from pipeline.ingest.parsers.base import (
+    ParsedRun,
+    integer,
+    metadata_keys_in,
+    number,
+    section,
+)
 from pipeline.ingest.schema import AGENTIC_TRACES, LATENCY_METRICS, METADATA_KEYS
 
 FORMAT = "inferencex_agentx"

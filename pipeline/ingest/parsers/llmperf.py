@@ -21,7 +21,14 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id, to_int
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, input_throughput, integer, metadata_keys_in, number
+from pipeline.ingest.parsers.base import (
+    FieldError,
+    ParsedRun,
+    input_throughput,
+    integer,
+    metadata_keys_in,
+    number,
+)
 from pipeline.ingest.schema import METADATA_KEYS
 
 FORMAT = "llmperf"

@@ -23,7 +23,12 @@ import re
 from typing import Any
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import ParsedRun, console_number, input_throughput, interactivity
+from pipeline.ingest.parsers.base import (
+    ParsedRun,
+    console_number,
+    input_throughput,
+    interactivity,
+)
 from pipeline.ingest.schema import INTVTY_STATS
 
 VLLM_FORMAT = "vllm_bench_serve_console"

@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.keys import model_key_from_id
-from pipeline.ingest.parsers.base import ParsedRun, integer, interactivity, number, section
+from pipeline.ingest.parsers.base import (
+    ParsedRun,
+    integer,
+    interactivity,
+    number,
+    section,
+)
 from pipeline.ingest.schema import INTVTY_STATS
 
 FORMAT = "trtllm_bench"
