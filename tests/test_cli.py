@@ -255,3 +255,17 @@ def test_list_shows_agentic_trace_sides(marts_with_agentic, capsys):
     assert main(["compare", "--model", "qwen3.5", "--a", f"hw={hw_a},precision=fp8", "--b",
                  f"hw={hw_b},precision=fp8"]) == 1
     assert "has agentic_traces runs only" in capsys.readouterr().err
+
+
+def test_list_into_a_reader_that_stops_early_is_not_an_error(sample_marts):
+    """``compare --list | head``: the reader closes the pipe before the list is written (head after its lines);
+    the command ends quietly, exit 0, not with a BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "compare", "--list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=os.environ.copy())
+    proc.stdout.close()  # before the child has imported anything, so its first write meets a closed pipe
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in stderr and "BrokenPipeError" not in stderr
