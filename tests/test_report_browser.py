@@ -8,6 +8,7 @@ import shutil
 import threading
 
 import pytest
+from conftest import unrestricted
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -83,11 +84,11 @@ def test_sentences_after_an_edit_are_the_python_rule_at_the_typed_targets(report
 
     base, _ = report_server
     marts = _sample_session_run.out_dir
-    rows = [r for r in read_mart(marts, "comparisons").to_pylist()
+    rows = [r for r in unrestricted(read_mart(marts, "comparisons")).to_pylist()
             if r["title"] == "MI355X FP4: MTP vs Off" and r["price_book"] == DEFAULT_PRICE_BOOK]
     comparison = next(c for c in enumerate_comparisons(read_mart(marts, "runs").to_pylist())
                       if c.comparison_id == rows[0]["comparison_id"])
-    by_side = frontiers_by_side([p for p in read_mart(marts, "frontiers").to_pylist()
+    by_side = frontiers_by_side([p for p in unrestricted(read_mart(marts, "frontiers")).to_pylist()
                                  if p["price_book"] == DEFAULT_PRICE_BOOK])
 
     def expected(targets):

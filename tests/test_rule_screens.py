@@ -102,7 +102,7 @@ def test_the_reference_given_is_the_one_applied():
 
 
 def test_the_default_reference_is_read_once_from_the_files(monkeypatch):
-    rules_module._default_plausibility.cache_clear()
+    rules_module._LOADED.clear()
     first = rules_module._default_plausibility()
     assert first == load_plausibility() and rules_module._default_plausibility() is first
     # h200 running dsr1 per data/reference: 1.979e15 / (2 × 37e9) = 26,743.2 tok/s/GPU
