@@ -1,0 +1,199 @@
+"""The benchmark harness behind ``benchmarks/run.py`` (what it measures: that file's docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import time
+import warnings
+from multiprocessing import forkserver
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.generate import Generated, generate  # noqa: E402
+from pipeline.defs.automation import FILES_KEY, SNAPSHOT_KEY, raw_dir_state  # noqa: E402
+from pipeline.defs.comparisons.assets import comparisons  # noqa: E402
+from pipeline.defs.comparisons.report import TrendConfig, trends  # noqa: E402
+from pipeline.defs.frontiers.assets import FrontierConfig, frontiers  # noqa: E402
+from pipeline.defs.frontiers.checks import frontier_strictly_monotone  # noqa: E402
+from pipeline.defs.ingest.assets import IngestConfig, raw_runs  # noqa: E402
+from pipeline.defs.metrics.assets import run_metrics, run_power  # noqa: E402
+from pipeline.defs.metrics.checks import metrics_finite_and_positive  # noqa: E402
+from pipeline.defs.metrics.reference import PriceBooksConfig, gpu_reference, price_books  # noqa: E402
+from pipeline.defs.partitions import discover_partition_keys, register_partitions  # noqa: E402
+from pipeline.defs.resources import PipelinePaths, Warehouse  # noqa: E402
+from pipeline.defs.validate.assets import quarantine, validated_runs  # noqa: E402
+from pipeline.defs.validate.checks import every_file_accounted_for, quarantine_rows_explained  # noqa: E402
+from pipeline.defs.validate.expectations import validated_runs_expectations  # noqa: E402
+from pipeline.defs.validate.ledger import ingest_ledger  # noqa: E402
+
+BATCH_DATE = "2027-01-15"  # after every date of the generated history
+
+
+def peak_rss_mib() -> float:
+    """Peak RSS of this process plus the largest parse worker's, in MiB.
+
+    The parse workers are forked by multiprocessing's fork server, so their peak reaches this process's
+    ``RUSAGE_CHILDREN`` only once the fork server has exited and been waited for: it is stopped first (private in
+    Python 3.11, ``_stop``; the next parse pool starts a new one).
+    """
+    forkserver._forkserver._stop()
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return (own + child) / 1024
+
+
+class Table:
+    """The printed table: one line per stage as it finishes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        print(f"{'stage':<44} {'wall':>9} {'rows':>9} {'rows/s':>11} {'peak RSS':>11}")
+
+    def row(self, name: str, n_rows: int, seconds: float) -> None:
+        self.seconds[name] = seconds
+        rate = f"{n_rows / seconds:,.0f}" if seconds else ""
+        print(f"{name:<44} {seconds:7.2f} s {n_rows:>9,} {rate:>11} {peak_rss_mib():7,.0f} MiB", flush=True)
+
+    def timed(self, name: str, fn, rows=None) -> float:
+        started = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - started
+        self.row(name, rows(result) if rows else 0, seconds)
+        return seconds
+
+
+def _rows(result: dg.MaterializeResult) -> int:
+    return int(result.metadata["dagster/row_count"])
+
+
+def materialize(table: Table, label: str, instance: dg.DagsterInstance, keys: list[str], wh: Warehouse,
+                paths: PipelinePaths) -> float:
+    """Every asset but the report, in dependency order, for partitions ``keys``; returns the total seconds."""
+    partitioned = dg.build_asset_context(instance=instance, partition_key_range=dg.PartitionKeyRange(keys[0], keys[-1]))
+    whole = dg.build_asset_context(instance=instance)
+    res = {"warehouse": wh, "paths": paths}
+    steps = [
+        ("ingest/parsed_runs", lambda: raw_runs(partitioned, config=IngestConfig(), **res)),
+        ("validate/accepted_runs", lambda: validated_runs(partitioned, warehouse=wh)),
+        ("validate/quarantine", lambda: quarantine(whole, **res)),
+        ("validate/ingest_ledger", lambda: ingest_ledger(whole, **res)),
+        ("metrics/run_power", lambda: run_power(partitioned, **res)),
+        ("metrics/run_metrics (SQL) + runs/ mart", lambda: run_metrics(partitioned, **res)),
+        ("frontiers/pareto_frontiers", lambda: frontiers(whole, config=FrontierConfig(), **res)),
+        ("comparisons/matched_comparisons", lambda: comparisons(whole, **res)),
+        ("comparisons/trends + trends/ mart", lambda: trends(partitioned, config=TrendConfig(), **res)),
+    ]
+    return sum(table.timed(f"{label}{name}", fn, _rows) for name, fn in steps)
+
+
+def run_checks(table: Table, label: str, wh: Warehouse, paths: PipelinePaths) -> None:
+    def all_checks():
+        results = list(validated_runs_expectations(warehouse=wh))
+        results += [every_file_accounted_for(warehouse=wh, paths=paths), quarantine_rows_explained(warehouse=wh),
+                    metrics_finite_and_positive(warehouse=wh), frontier_strictly_monotone(warehouse=wh)]
+        failed = [r.check_name for r in results if not r.passed]
+        if failed:
+            print(f"  checks not passed: {failed}")
+        return results
+
+    table.timed(f"{label}asset checks (GX suite + SQL)", all_checks, len)
+
+
+def main(description: str) -> None:
+    """Run the benchmark with ``benchmarks/run.py``'s command line (``description``: its help text)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--batch", type=int, default=2_000, help="runs in the nightly batch (0: skip)")
+    parser.add_argument("--raw", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/bench-out"))
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+    raw = args.raw or Path(f"/tmp/bench-raw-{args.runs}")
+    batch_dir = raw / f"nightly-{BATCH_DATE}"
+    shutil.rmtree(batch_dir, ignore_errors=True)
+    if not raw.exists():
+        started = time.perf_counter()
+        n = generate(args.runs, raw).files
+        print(f"generated {n} files in {time.perf_counter() - started:.1f} s (not timed below)")
+    written = Generated(**json.loads(raw.with_name(f"{raw.name}.generated.json").read_text()))
+    shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True)
+    paths = PipelinePaths(raw_dir=str(raw), out_dir=str(args.out / "marts"), cache_dir=str(args.out / "parse_cache"))
+    wh = Warehouse(database=str(args.out / "warehouse.duckdb"))
+    instance = dg.DagsterInstance.ephemeral()
+    files = [str(p) for p in raw.rglob("*.json*") if not p.name.endswith(".meta.json")]
+    for path in raw.rglob("*"):  # warm the page cache once, so neither side below pays for cold reads
+        if path.is_file():
+            path.read_bytes()
+    context = dg.build_asset_context(instance=instance)
+    gpu_reference(warehouse=wh)
+    price_books(context, config=PriceBooksConfig(), warehouse=wh)
+
+    table = Table()
+    started = time.perf_counter()
+    keys: list[str] = []
+    parse_s = table.timed("full: parse + normalize (no cache; partitions)", lambda: keys.extend(
+        register_partitions(instance, discover_partition_keys(paths.raw_dir, paths.cache_dir))))
+    assets_s = materialize(table, "full: ", instance, keys, wh, paths)
+    with duckdb.connect(wh.database, read_only=True) as conn:
+        n_runs = conn.execute("select count(*) from raw_runs").fetchone()[0]
+        accepted = conn.execute("select count(distinct run_id) from run_metrics").fetchone()[0]
+    table.row("full: TOTAL (parse + assets)", n_runs, parse_s + assets_s)
+    print(f"  {written.files:,} files, {written.runs:,} run logs ({written.duplicates:,} byte copies): "
+          f"{accepted:,} runs accepted of {written.distinct_runs:,} distinct")
+    run_checks(table, "full: ", wh, paths)
+    wall = time.perf_counter() - started
+
+    pipeline_rss = peak_rss_mib()
+    batch_s = None
+    if args.batch:
+        cache_dir = Path(paths.cache_dir)
+        before = raw_dir_state(raw, cache_dir)
+        generate(args.batch, batch_dir, seed=11, run_date=BATCH_DATE)
+        batch_dir.with_name(f"{batch_dir.name}.generated.json").unlink()  # not beside the history's own
+        changed: list[str] = []
+        sensor_s = table.timed("batch: sensor tick (finds the changed dates)", lambda: changed.extend(
+            k for k, v in raw_dir_state(raw, cache_dir).items()
+            if k not in (FILES_KEY, SNAPSHOT_KEY) and v != before.get(k)))
+        register_partitions(instance, changed)
+        batch_s = sensor_s + materialize(table, f"batch {changed}: ", instance, changed, wh, paths)
+        table.row(f"batch: TOTAL ({args.batch:,} runs onto {n_runs:,})", args.batch, batch_s)
+        shutil.rmtree(batch_dir)
+        pipeline_rss = peak_rss_mib()
+
+    started = time.perf_counter()
+    # read_json_objects parses every document without unifying the formats' schemas (read_json with
+    # union_by_name over nested, mixed formats exhausts memory); json_extract forces each document to be parsed.
+    ref = duckdb.execute(f"select count(*) from read_json_objects({files!r}, format = 'auto') "
+                         f"where json_extract(json, '$.duration') is not null or true").fetchone()[0]
+    ref_s = time.perf_counter() - started
+    table.row("reference: DuckDB read_json_objects", ref, ref_s)
+
+    parse_rate, ref_rate = n_runs / parse_s, ref / ref_s
+    print(f"\nparse + normalize {parse_rate:,.0f} runs/s = {parse_rate / ref_rate:.0%} of DuckDB's JSON reader "
+          f"({ref_rate:,.0f} documents/s); full refresh incl. checks {wall:.1f} s.")
+    # the targets: 15 s of full refresh per 100,000 runs (150 s at 1,000,000), 2 GiB whatever the scale, parse at
+    # least half DuckDB's rate, a nightly batch of 2,000 runs in 2 s of asset work whatever the history
+    full_target = 15 * max(args.runs, 100_000) / 100_000
+    print(f"targets (this run: {args.runs:,} runs, batch {args.batch:,}; each also as a ratio to DuckDB's scan of "
+          f"the same files, {ref_s:.2f} s):")
+    verdicts = [
+        (f"full refresh (parse + assets) <= {full_target:.0f} s", f"{parse_s + assets_s:.1f} s "
+         f"({(parse_s + assets_s) / ref_s:.1f}x DuckDB)", parse_s + assets_s <= full_target),
+        ("peak RSS <= 2 GiB (before the DuckDB reference)", f"{pipeline_rss:,.0f} MiB", pipeline_rss <= 2048),
+        ("parse + normalize >= 50 % of DuckDB's rate", f"{parse_rate / ref_rate:.0%}", parse_rate >= ref_rate / 2),
+    ]
+    if batch_s is not None:
+        verdicts.append((f"batch of {args.batch:,} runs <= 2 s", f"{batch_s:.1f} s ({batch_s / ref_s:.2f}x DuckDB)",
+                         batch_s <= 2))
+    for name, value, met in verdicts:
+        print(f"  {name:<50} {value:>10}  {'met' if met else 'NOT met'}")
+
