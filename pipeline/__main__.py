@@ -166,7 +166,9 @@ def _root_cause(error) -> str:
     lines = error.message.strip().splitlines()
     if not lines:
         return error.cls_name or "unknown error"
-    return lines[-1].split(": ", 1)[1] if lines[-1].split(": ", 1)[0].endswith(error.cls_name or "\0") else lines[-1]
+    # "module.ErrorClass: message", possibly followed by more lines (DuckDB's candidates, hints): the message
+    head = next((line for line in lines if line.split(": ", 1)[0].endswith(error.cls_name or "\0")), lines[0])
+    return head.split(": ", 1)[1] if head.split(": ", 1)[0].endswith(error.cls_name or "\0") else head
 
 
 def _report(_: argparse.Namespace) -> int:
@@ -177,9 +179,11 @@ def _report(_: argparse.Namespace) -> int:
 
     result = defs().resolve_job_def("refresh_all").execute_in_process(
         instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
-        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
     if not result.success:
-        print("report failed: materialize the pipeline first (python -m pipeline run)", file=sys.stderr)
+        causes = [_root_cause(e.event_specific_data.error) for e in result.all_events if e.is_step_failure]
+        print(f"report failed ({'; '.join(causes) or 'see the run log'}): the warehouse lacks what the report "
+              "reads; materialize the pipeline first (python -m pipeline run)", file=sys.stderr)
         return 1
     print(Path(env_path("PIPELINE_OUT_DIR")) / "report" / "index.html")
     return 0

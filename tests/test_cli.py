@@ -269,3 +269,13 @@ def test_list_into_a_reader_that_stops_early_is_not_an_error(sample_marts):
     proc.stdout.close()  # before the child has imported anything, so its first write meets a closed pipe
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in stderr and "BrokenPipeError" not in stderr
+
+
+def test_report_without_a_materialized_pipeline_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "empty.duckdb"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    assert main(["report"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("report failed (") and "python -m pipeline run" in err[0]
+    assert "comparisons" in err[0]  # the cause: DuckDB's own words about the missing table
