@@ -2,7 +2,7 @@
 (``sample_run``, read-only; ``sample_run_copy`` for tests that change it), and a helper that runs the whole
 Dagster job against a temporary warehouse and mart folder (``run_pipeline``, for other folders or run configs).
 
-In CI (``CI=true``) the suite refuses to start without ``../shared/real-logs``, Chromium or PostgreSQL's server
+In CI (``CI=true``) the suite refuses to start without the real-log folder (``REAL_LOGS``), Chromium or PostgreSQL's server
 binaries, so the tests that need them cannot skip unnoticed; locally those tests skip with the reason."""
 
 import glob
