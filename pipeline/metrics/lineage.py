@@ -57,16 +57,14 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
                     params={"lines": touched}).to_arrow_table()
     lineage = run_lineage(runs).select(["run_id", *LINEAGE_COLUMNS])
     conn.register("_lineage", lineage)
+    # line_id and sweep_id were set above; a new row's repeat_group is still null, so it is among the changed too
+    derived = [c for c in LINEAGE_COLUMNS if c not in ("line_id", "sweep_id")]
+    differs = " or ".join(f"run_metrics.{c} is distinct from l.{c}" for c in derived)
     try:
-        differs = " or ".join(f"m.{c} is distinct from l.{c}" for c in LINEAGE_COLUMNS if c not in ("line_id",
-                                                                                                "sweep_id"))
-        changed = conn.execute("select distinct m.run_date_partition from run_metrics m join _lineage l "
+        changed = conn.execute("select distinct run_metrics.run_date_partition from run_metrics join _lineage l "
                                f"using (run_id) where {differs} order by 1").fetchall()
-        conn.execute("update run_metrics set " + ", ".join(f"{c} = l.{c}" for c in LINEAGE_COLUMNS)
-                     + f" from _lineage l where run_metrics.run_id = l.run_id and ({differs.replace('m.', 'run_metrics.')})"
-                     ).fetchall()
+        conn.execute("update run_metrics set " + ", ".join(f"{c} = l.{c}" for c in derived)
+                     + f" from _lineage l where run_metrics.run_id = l.run_id and ({differs})").fetchall()
     finally:
         conn.unregister("_lineage")
-    fresh_dates = conn.execute("select distinct run_date_partition from run_metrics where list_contains($ids, run_id)",
-                               {"ids": fresh["run_id"].to_pylist()}).fetchall()
-    return sorted({row[0] for row in changed} | {row[0] for row in fresh_dates})
+    return [row[0] for row in changed]
