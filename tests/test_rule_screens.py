@@ -300,3 +300,68 @@ def test_duplicate_search_reads_only_rows_that_share_a_key_or_a_content_hash():
 ])
 def test_same_measurement(a, b, same):
     assert same_measurement(a, b) is same and same_measurement(b, a) is same
+
+
+# --- every screen covers its rule, for every rule of the list -------------------------------------------------
+
+_NUMBERS = (None, 0.0, -1.0, 1e-5, 4.9e-4, 5e-4, 5.1e-4, 1e-3, 0.01, 0.5, 1.0, 2.0, 4.9, 5.0, 5.1, 10.0, 100.0,
+            1000.0, 25_000.0, 1e5, 1e7, math.nan, math.inf, -math.inf)
+_COUNTS = (None, 0, -1, 1, 2, 3, 7, 8, 16, 64, 65, 100, 1000, 10**6)
+_STRINGS = {
+    "hw": (*KNOWN_HW[:4], "x999", None),
+    "model": ("dsr1", "gptoss", "llama70b", None),
+    "benchmark_type": ("fixed_seq", "agentic_traces", "weird", None),
+    "latency_unit_in_file": ("ms", "s", None),
+    "metadata_conflicts": ("", "tp: 8 in the file, 4 in runs.csv", None),
+}
+
+
+def _random_runs(n: int, seed: int) -> list[dict]:
+    """``n`` ``RUN_SCHEMA`` rows whose every value is drawn from a small pool of edge values (null, 0, negative,
+    NaN, ±inf, both sides of every plausibility bound and of the unit screens' thresholds), each column on its own,
+    so relations between columns (output vs total throughput, completed vs num_prompts) land on every side."""
+    import numpy as np
+
+    bounds = [v for r in load_plausibility().ranges for b in (r.min, r.max) for v in (b, b * (1 - 1e-9), b * (1 + 1e-9))]
+    numbers = (*_NUMBERS, *bounds)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        row = {}
+        for field in RUN_SCHEMA:
+            if field.name in _STRINGS:
+                pool = _STRINGS[field.name]
+            elif pa.types.is_floating(field.type):
+                pool = numbers
+            elif pa.types.is_integer(field.type):
+                pool = _COUNTS if field.name != "source_row" else (i,)
+            elif pa.types.is_boolean(field.type):
+                pool = (None, True, False)
+            elif pa.types.is_string(field.type):
+                pool = ("a", "b", None)
+            elif pa.types.is_date(field.type):
+                pool = (None, dt.date(2026, 7, 14))
+            else:
+                pool = (None,)
+            row[field.name] = pool[rng.integers(len(pool))]
+        row["source_file"] = "random.json"
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_screen_flags_every_row_its_rule_rejects(seed):
+    """The table path applies a rule only where its screen is True, so a screen that misses one row its rule
+    rejects would let that run through. Over 4,000 random rows of edge values, for every rule ``rules()`` returns
+    (any rule added later included), the rows the rule rejects are a subset of the rows its screen flags."""
+    rows = _random_runs(4000, seed)
+    table = pa.Table.from_pylist(rows, schema=RUN_SCHEMA)
+    rule_list = rules(KNOWN_HW)
+    assert len(rule_list) >= 12
+    fired = 0
+    for rule in rule_list:
+        flagged = rule.screen(table).to_pylist()
+        missed = [i for i, row in enumerate(rows) if rule(row) is not None and not flagged[i]]
+        assert not missed, f"rule {rule_list.index(rule)} ({rule.__qualname__}) rejects rows its screen does not flag: {rows[missed[0]]}"
+        fired += sum(rule(row) is not None for row in rows[:500])
+    assert fired > 500  # the pool reaches the rules: most rows fail several

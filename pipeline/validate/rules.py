@@ -84,6 +84,8 @@ def _failed_requests(run: Run) -> Finding | None:
     completed, failed, prompts = run.get("completed"), run.get("failed"), run.get("num_prompts")
     if completed is not None and completed <= 0:
         return "no_completed_requests", f"completed={completed} (failed={failed}, num_prompts={prompts})"
+    if failed is not None and failed < 0:  # a count: no engine writes one below zero
+        return "inconsistent:failed", f"failed={failed} is negative (completed={completed})"
     if failed:
         total = (completed or 0) + failed
         return "failed_requests", f"{failed} of {total} requests failed ({failed / total:.1%})"
@@ -112,6 +114,11 @@ def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run],
     return _screen(screen)(rule)
 
 
+def _finite_positive(*values: float | None) -> bool:
+    """Every value present, finite and > 0 (evidence is computed from such values only)."""
+    return all(v is not None and math.isfinite(v) and v > 0 for v in values)
+
+
 @_screen(lambda t: _any(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], 0.5e-3)),
                         pc.and_(pc.equal(t["latency_unit_in_file"], "s"), pc.greater(t["median_tpot_s"], 5.0))))
 def _unit_mismatch(run: Run) -> Finding | None:
@@ -136,9 +143,9 @@ def _unit_mismatch(run: Run) -> Finding | None:
     shown = f"median TPOT {tpot * 1e3:.4g} ms as read from {unit!r} keys"
     other = "s" if unit == "ms" else "ms"
     evidence = None
-    if e2el and completed and duration and conc:
+    if _finite_positive(e2el, completed, duration, conc):
         evidence = ("completed×E2EL/(conc×duration)", completed * e2el / (conc * duration))
-    elif e2el and conc and run.get("osl") and run.get("reported_output_tput_per_gpu") and run.get("tp") \
+    elif _finite_positive(e2el, conc, run.get("osl"), run.get("reported_output_tput_per_gpu"), run.get("tp")) \
             and not run.get("disagg"):
         # per-user output rate from throughput vs from latency: (out/GPU × GPUs / conc) / (OSL / E2EL) ≈ 1
         evidence = ("(output tok/s per user)/(OSL/E2EL)",
@@ -292,7 +299,7 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
 
     def rule(run: Run) -> Finding | None:
         total, gpus = run.get("total_tput_tok_s"), run_gpus(run)
-        per_gpu = total / gpus if total is not None and gpus else run.get("reported_tput_per_gpu")
+        per_gpu = total / gpus if total is not None and gpus and gpus > 0 else run.get("reported_tput_per_gpu")
         ceiling = plausibility.ceiling(run.get("hw"), run.get("model"))
         if per_gpu is None or ceiling is None or not per_gpu > ceiling:
             return None
