@@ -15,6 +15,7 @@ import stat
 import tempfile
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -123,21 +124,34 @@ def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
     return table.take(pc.sort_indices(pa.table({"position": position}), sort_keys=[("position", "ascending")]))
 
 
-def _pool(workers: int, raw_dir: Path, sidecars: set[str] | None) -> ProcessPoolExecutor:
+@contextmanager
+def _pool(workers: int, raw_dir: Path, sidecars: set[str] | None) -> Iterator[tuple[ProcessPoolExecutor, Any]]:
     """A pool of ``workers`` processes forked from the fork server, which imports this module (and so the parsers)
-    when it starts; each worker is given ``raw_dir`` (a folder) and the sidecar listing (relative paths) once."""
+    when it starts; each worker is given ``raw_dir`` (a folder) and the sidecar listing (relative paths) once.
+
+    Yields the pool and its start event: every worker waits for the event before its first task. Set it once
+    every block is submitted: ``ProcessPoolExecutor.submit`` starts workers on demand, and a worker that died
+    while ``submit`` was starting another (a file that kills its parser) could fail that start with
+    ``OSError: [Errno 9] Bad file descriptor`` in the fork server instead of marking the pool broken. On leaving,
+    the event is set whatever happened (a worker still waiting would block the pool's shutdown)."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
-                               initargs=(os.fspath(raw_dir), sidecars))
+    start = context.Event()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                             initargs=(os.fspath(raw_dir), sidecars, start)) as pool:
+        try:
+            yield pool, start
+        finally:
+            start.set()
 
 
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(raw_dir: str, sidecars: set[str] | None) -> None:
-    """Pool initializer: what every block of this worker shares."""
+def _start_worker(raw_dir: str, sidecars: set[str] | None, start) -> None:
+    """Pool initializer: what every block of this worker shares; then wait until every block is submitted."""
     _WORKER.update(raw_dir=Path(raw_dir), sidecars=sidecars)
+    start.wait()
 
 
 def _parse_block(rels: list[str], prefix: str) -> str:
@@ -184,7 +198,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
     queue, tasks, fruitless = blocks, 0, 0
     while queue:
         pending: list[tuple[Future, list[str], str]] = []
-        with _pool(workers, raw_dir, sidecars) as pool:
+        with _pool(workers, raw_dir, sidecars) as (pool, start):
             unsubmitted: list[list[str]] = []
             for at, rels in enumerate(queue):
                 prefix = os.fspath(work / f"block{tasks}")
@@ -194,6 +208,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
                 except BrokenProcessPool:  # a worker died while blocks were still being handed out
                     unsubmitted = queue[at:]
                     break
+            start.set()
             queue, in_flight = unsubmitted, 0
             for future, rels, prefix in pending:
                 try:
@@ -216,9 +231,11 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
 def _parse_alone(raw_dir: Path, rel: str, sidecars: set[str] | None, prefix: Path) -> IngestResult:
     """``rel`` parsed in a pool of one process of its own: its rows, or its ``_crashed`` rows when that process
     dies too."""
-    with _pool(1, raw_dir, sidecars) as pool:
+    with _pool(1, raw_dir, sidecars) as (pool, start):
         try:
-            return _read_result(pool.submit(_parse_block, [rel], os.fspath(prefix)).result())
+            future = pool.submit(_parse_block, [rel], os.fspath(prefix))
+            start.set()
+            return _read_result(future.result())
         except BrokenProcessPool:
             return _crashed(raw_dir, rel)
 
