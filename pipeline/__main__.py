@@ -1,6 +1,6 @@
 """Command line for people who do not open the Dagster UI.
 
-    python -m pipeline run                 materialize every asset, stage by stage, with a progress bar
+    python -m pipeline run                 materialize every asset in one Dagster run, with a progress bar
     python -m pipeline compare --list      the sides the runs mart holds, with run counts
     python -m pipeline compare …           print one comparison table for two sides and chosen targets
     python -m pipeline report              rebuild the static HTML report from the warehouse
@@ -11,7 +11,7 @@
 Paths come from PIPELINE_RAW_DIR, PIPELINE_OUT_DIR, PIPELINE_DB_PATH (README). Runs made here are recorded in
 DAGSTER_HOME's instance when DAGSTER_HOME is set (and then show in the UI), else in a throwaway one.
 
-Exit codes: 0 done; 1 a stage failed, the input-loss guard stopped the run, or a value the marts do not have
+Exit codes: 0 done; 1 a step failed, the input-loss guard stopped the run, or a value the marts do not have
 (the line says which and lists the valid ones); 2 a blocking check failed (run), or a malformed command line.
 """
 
@@ -30,19 +30,6 @@ import pyarrow.compute as pc
 from pipeline.io.storage import read_mart
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
-# The stages, in dependency order; each is one Dagster run over these assets and their checks.
-STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("reference", ("metrics/gpu_reference", "metrics/price_books")),
-    ("ingest", ("ingest/parsed_runs", "ingest/parsed_requests")),
-    ("validate", ("validate/accepted_runs", "validate/quarantine", "validate/ingest_ledger")),
-    ("metrics", ("metrics/run_power", "metrics/run_metrics", "metrics/run_slo")),
-    ("frontiers", ("frontiers/pareto_frontiers",)),
-    ("comparisons", ("comparisons/matched_comparisons", "comparisons/trends")),
-    ("report", ("comparisons/report",)),
-    ("publish", ("comparisons/published_marts",)),
-)
-
-
 def _instance():
     import dagster as dg
 
@@ -52,31 +39,32 @@ def _instance():
 def _progress(done: int, total: int, label: str, seconds: float) -> str:
     width = 24
     filled = round(width * done / total)
-    return f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {label:<12} {seconds:5.1f} s"
+    return f"[{'#' * filled}{'-' * (width - filled)}] {done:>2}/{total} {label:<60} {seconds:5.1f} s"
 
 
-def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> list:
-    """Materialize every asset, stage by stage (``STAGES``), over every run-date partition of PIPELINE_RAW_DIR.
+def materialize_all(instance, run_config: dict | None = None, on_step=None):
+    """Materialize every asset and run every check as one Dagster run of the job ``refresh_all``, over every
+    run-date partition of PIPELINE_RAW_DIR.
 
-    Partitions are registered first (one per run date found, plus ``undated``); stages with partitioned assets
-    run as one single-run backfill over the whole range. Stops after a failed stage or a failed blocking check.
+    Partitions are registered first (one per run date found, plus ``undated``); the run is a single-run backfill
+    over the whole range (partitioned and unpartitioned assets together). Dagster orders the steps and stops
+    everything downstream of a failed step or a failed blocking check; ``comparisons/published_marts`` is last, so
+    a run that stops publishes nothing (its staging folder is discarded here).
 
     Args:
-        instance: the Dagster instance (ephemeral, or DAGSTER_HOME's).
-        run_config: passed to every stage run (e.g. logger level, price-book overrides).
-        on_stage: called as ``on_stage(index, label, seconds, result)`` after each stage.
+        instance: the Dagster instance (ephemeral, or DAGSTER_HOME's, where the run then shows in the UI).
+        run_config: the run's config (e.g. logger level, price-book overrides, ``allow_shrink``).
+        on_step: called as ``on_step(done, total, label, seconds)`` as each step ends (succeeded or failed):
+            ``label`` is the asset key (``validate/accepted_runs``) or the check's name, ``seconds`` the wall
+            time since the previous step ended.
     Returns:
-        The ``ExecuteInProcessResult`` of every stage that ran.
+        The run's ``ExecuteInProcessResult``.
     """
     import dagster as dg
+    from dagster._core.utils import make_new_run_id
 
     from pipeline.definitions import defs
-    from pipeline.defs.partitions import (
-        RUN_DATE_PARTITIONS,
-        all_partitions_tags,
-        discover_partition_keys,
-        register_partitions,
-    )
+    from pipeline.defs.partitions import all_partitions_tags, discover_partition_keys, register_partitions
     from pipeline.defs.resources import GENERATION_TAG
     from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
@@ -84,27 +72,44 @@ def materialize_all(instance, run_config: dict | None = None, on_stage=None) -> 
     definitions = defs()
     job = definitions.resolve_job_def("refresh_all")
     register_partitions(instance, discover_partition_keys(env_path("PIPELINE_RAW_DIR"), parse_cache_dir()))
-    graph = definitions.resolve_asset_graph()
-    # the stage runs stage into one generation, which the last stage publishes
-    generation = {GENERATION_TAG: cli_generation_id()}
-    results = []
-    for index, (label, keys) in enumerate(STAGES, start=1):
-        asset_keys = [dg.AssetKey.from_user_string(k) for k in keys]
-        partitioned = any(graph.get(k).partitions_def == RUN_DATE_PARTITIONS for k in asset_keys)
-        stage_started = time.perf_counter()
-        result = job.execute_in_process(
-            instance=instance, run_config=run_config or {}, raise_on_error=False, asset_selection=asset_keys,
-            tags={**generation, **(all_partitions_tags(instance) if partitioned else {})},
-        )
-        results.append(result)
-        if on_stage:
-            on_stage(index, label, time.perf_counter() - stage_started, result)
-        blocking = [e for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
-                    and not e.event_specific_data.passed and e.event_specific_data.severity.value == "ERROR"]
-        if not result.success or blocking:
-            discard(Path(env_path("PIPELINE_OUT_DIR")), generation[GENERATION_TAG])  # nothing of it is published
-            break
-    return results
+    labels = {a.node_def.name: _step_label(a) for a in definitions.resolve_asset_graph().assets_defs}
+    total, done, last = len(job.graph.node_dict), 0, time.perf_counter()
+
+    def step_ended(entry) -> None:  # Dagster calls this on each event of the run, in the run's thread
+        nonlocal done, last
+        event = entry.dagster_event
+        if on_step and event is not None and event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
+            done, now = done + 1, time.perf_counter()
+            on_step(done, total, labels.get(event.step_key, event.step_key), now - last)
+            last = now
+
+    run_id = make_new_run_id()
+    instance.add_event_listener(run_id, step_ended)
+    generation = cli_generation_id()
+    result = job.execute_in_process(
+        instance=instance, run_config=run_config or {}, raise_on_error=False, run_id=run_id,
+        tags={GENERATION_TAG: generation, **all_partitions_tags(instance)},
+    )
+    if not result.success:
+        discard(Path(env_path("PIPELINE_OUT_DIR")), generation)  # nothing of it is published
+    return result
+
+
+def _step_label(assets_def) -> str:
+    """How the progress bar names a step: its asset key, else the check it runs (``check
+    metrics/run_metrics:metrics_finite_and_positive``), else the number of checks and their asset."""
+    if assets_def.keys:
+        return ", ".join(sorted(key.to_user_string() for key in assets_def.keys))
+    checks = sorted(assets_def.check_keys, key=lambda c: c.name)
+    if len(checks) == 1:
+        return f"check {checks[0].asset_key.to_user_string()}:{checks[0].name}"
+    return f"{len(checks)} checks of {', '.join(sorted({c.asset_key.to_user_string() for c in checks}))}"
+
+
+def failed_blocking_checks(result) -> list:
+    """The ``AssetCheckEvaluation`` of every blocking (ERROR) check that failed in ``result``."""
+    return [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+            and not e.event_specific_data.passed and e.event_specific_data.severity.value == "ERROR"]
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -127,23 +132,24 @@ def _run(args: argparse.Namespace) -> int:
     if notice:
         print(notice, file=sys.stderr)
     try:
-        results = materialize_all(_instance(), run_config, on_stage=lambda i, label, seconds, _: print(
-            _progress(i, len(STAGES), label, seconds), flush=True))
+        result = materialize_all(_instance(), run_config, on_step=lambda done, total, label, seconds: print(
+            _progress(done, total, label, seconds), flush=True))
     except (FileNotFoundError, PermissionError) as exc:  # the raw folder is missing or cannot be listed
-        print(f"pipeline stopped before any stage, nothing published: {exc}", file=sys.stderr)
+        print(f"pipeline stopped before any step, nothing published: {exc}", file=sys.stderr)
         return 1
-    evaluations = [e.event_specific_data for r in results for e in r.all_events
-                   if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-    blocking = [ev for ev in evaluations if not ev.passed and ev.severity.value == "ERROR"]
-    if not results[-1].success or blocking or len(results) < len(STAGES):
-        for event in results[-1].all_events:
-            if event.is_step_failure:
-                print(f"{event.step_key}: {_root_cause(event.event_specific_data.error)}", file=sys.stderr)
+    evaluations = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    blocking = failed_blocking_checks(result)
+    if not result.success or blocking:
+        failures = [e for e in result.all_events if e.is_step_failure]
         for ev in blocking:
             print(f"BLOCKING check failed: {ev.asset_key.to_user_string()} {ev.check_name}", file=sys.stderr)
+        for event in failures:
+            if not blocking or "DagsterAssetCheckFailedError" not in (event.event_specific_data.error.cls_name or ""):
+                print(f"{event.step_key}: {_root_cause(event.event_specific_data.error)}", file=sys.stderr)
+        where = f" at {failures[0].step_key}" if failures else ""
         why = "downstream numbers would be wrong" if blocking else "nothing after it was published"
-        print(f"pipeline stopped in stage {STAGES[len(results) - 1][0]} after "
-              f"{time.perf_counter() - started:.1f} s: {why}", file=sys.stderr)
+        print(f"pipeline stopped{where} after {time.perf_counter() - started:.1f} s: {why}; the previous marts "
+              "stay published", file=sys.stderr)
         return 2 if blocking else 1
     elapsed = time.perf_counter() - started
     out_dir = Path(env_path("PIPELINE_OUT_DIR"))
@@ -281,8 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser(
         "run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary", formatter_class=raw,
-        description="Materialize every asset, stage by stage, over every run date of PIPELINE_RAW_DIR; write the "
-                    "marts to PIPELINE_OUT_DIR and print a summary.\nExit 0 done; 1 a stage failed or the input-loss "
+        description="Materialize every asset in one Dagster run, over every run date of PIPELINE_RAW_DIR; write the "
+                    "marts to PIPELINE_OUT_DIR and print a summary.\nExit 0 done; 1 a step failed or the input-loss "
                     "guard stopped it (previous marts untouched); 2 a blocking check failed.")
     run.add_argument("--allow-shrink", action="store_true",
                      help="accept a scan with over 20%% fewer runs than the last one (logs removed on purpose); "

@@ -55,25 +55,8 @@ def load_json(path: Path):
 
 
 @dataclass
-class StagedResult:
-    """The stage runs of ``materialize_all`` seen as one result."""
-
-    results: list
-
-    @property
-    def success(self) -> bool:
-        from pipeline.__main__ import STAGES
-
-        return len(self.results) == len(STAGES) and all(r.success for r in self.results)
-
-    @property
-    def all_events(self) -> list:
-        return [e for r in self.results for e in r.all_events]
-
-
-@dataclass
 class PipelineRun:
-    result: StagedResult
+    result: dg.ExecuteInProcessResult
     out_dir: Path
     db_path: Path
 
@@ -99,8 +82,7 @@ def run_pipeline(tmp_path, monkeypatch):
         monkeypatch.setenv("PIPELINE_DB_PATH", str(db_path))
         from pipeline.__main__ import materialize_all
 
-        results = materialize_all(instance or dg.DagsterInstance.ephemeral(), run_config)
-        return PipelineRun(StagedResult(results), out_dir, db_path)
+        return PipelineRun(materialize_all(instance or dg.DagsterInstance.ephemeral(), run_config), out_dir, db_path)
 
     return run
 
@@ -112,8 +94,8 @@ def _materialize_sample(out_dir: Path, db_path: Path) -> PipelineRun:
         mp.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
         mp.setenv("PIPELINE_OUT_DIR", str(out_dir))
         mp.setenv("PIPELINE_DB_PATH", str(db_path))
-        results = materialize_all(dg.DagsterInstance.ephemeral())
-    return PipelineRun(StagedResult(results), out_dir, db_path)
+        result = materialize_all(dg.DagsterInstance.ephemeral())
+    return PipelineRun(result, out_dir, db_path)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import io
 import json
 
 import pytest
-from conftest import SAMPLE_DIR, PipelineRun, StagedResult, unrestricted
+from conftest import SAMPLE_DIR, PipelineRun, unrestricted
 
 from pipeline.__main__ import build_parser, main
 
@@ -26,9 +26,9 @@ def _sample_run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)
-        results = materialize_all(dg.DagsterInstance.ephemeral())
-    assert all(r.success for r in results)
-    return PipelineRun(StagedResult(results), root / "marts", root / "warehouse.duckdb"), env
+        result = materialize_all(dg.DagsterInstance.ephemeral())
+    assert result.success
+    return PipelineRun(result, root / "marts", root / "warehouse.duckdb"), env
 
 
 @pytest.fixture

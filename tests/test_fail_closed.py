@@ -57,7 +57,7 @@ def test_missing_folder_is_one_line(env, capsys, monkeypatch):
     monkeypatch.setenv("PIPELINE_RAW_DIR", str(out.parent / "not-mounted"))
     assert main(["run"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"pipeline stopped before any stage, nothing published: raw folder {out.parent / 'not-mounted'} "
+    assert err == [f"pipeline stopped before any step, nothing published: raw folder {out.parent / 'not-mounted'} "
                    "does not exist (set PIPELINE_RAW_DIR)"]
     assert not out.exists()
 
@@ -190,3 +190,32 @@ def test_unwritable_output_locations_are_one_line(env, capsys, monkeypatch, tmp_
                             else real_access(path, mode, **kw))
     assert main(["run"]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [f"pipeline not started: {expected}"]
+
+
+def test_a_failed_blocking_check_stops_the_run_with_exit_2_and_publishes_nothing(env, capsys, monkeypatch):
+    """A frontier that is not strictly monotone fails the blocking check ``frontier_strictly_monotone``: Dagster
+    skips everything downstream of it in the one run, the CLI names the check and where the run stopped, exits 2,
+    and the previous night's marts stay published byte for byte."""
+    import pyarrow as pa
+
+    import pipeline.defs.frontiers.assets as frontier_assets
+
+    raw, out = env
+    assert main(["run"]) == 0
+    before = _mart_bytes(out)
+    build = frontier_assets.build_frontiers
+
+    def flat_frontiers(*args, **kwargs):  # every point at the same tok/s/GPU: no frontier of 2+ points is monotone
+        table = build(*args, **kwargs)
+        at = table.column_names.index("tput_per_gpu")
+        return table.set_column(at, "tput_per_gpu", pa.array([1.0] * table.num_rows, table.schema.field(at).type))
+
+    monkeypatch.setattr(frontier_assets, "build_frontiers", flat_frontiers)
+    capsys.readouterr()
+    assert main(["run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "BLOCKING check failed: frontiers/pareto_frontiers frontier_strictly_monotone"
+    assert err[-1].startswith("pipeline stopped at frontiers__pareto_frontiers_frontier_strictly_monotone after ")
+    assert err[-1].endswith("downstream numbers would be wrong; the previous marts stay published")
+    assert len(err) == 2, err  # the check failure is not repeated as a step error
+    assert _mart_bytes(out) == before

@@ -21,13 +21,15 @@ def test_definitions_load():
     assert d.resolve_job_def("refresh_all") is not None
 
 
-def test_cli_stages_build_every_asset_once_and_publish_last():
-    """The CLI runs the job stage by stage: an asset missing from its stages would never be built by it."""
-    from pipeline.__main__ import STAGES
-
-    staged = [key for _, keys in STAGES for key in keys]
-    assert sorted(staged) == sorted(k.to_user_string() for k in defs().resolve_all_asset_keys())
-    assert STAGES[-1] == ("publish", ("comparisons/published_marts",))
+def test_cli_run_materializes_every_asset_and_publishes_last(sample_run):
+    """``python -m pipeline run`` is one run of the job over every asset and check: an asset left out of it would
+    never be built by the CLI or the tests; the publishing step must come after every other step."""
+    events = sample_run.result.all_events
+    materialized = {e.asset_key.to_user_string() for e in events if e.event_type_value == "ASSET_MATERIALIZATION"}
+    assert materialized == {k.to_user_string() for k in defs().resolve_all_asset_keys()}
+    steps = [e.step_key for e in events if e.event_type_value == "STEP_SUCCESS"]
+    assert len(steps) == len(set(steps)) == len(defs().resolve_job_def("refresh_all").graph.node_dict)
+    assert steps[-1] == "comparisons__published_marts"
 
 
 def test_sample_end_to_end(sample_run):

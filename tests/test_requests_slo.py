@@ -249,10 +249,7 @@ def slo_run(tmp_path_factory):
         for key, value in (("PIPELINE_RAW_DIR", raw), ("PIPELINE_OUT_DIR", tmp / "marts"),
                            ("PIPELINE_DB_PATH", tmp / "w.duckdb"), ("PIPELINE_REFERENCE_DIR", reference)):
             mp.setenv(key, str(value))
-        results = materialize_all(dg.DagsterInstance.ephemeral())
-    from pipeline.__main__ import STAGES
-
-    assert all(r.success for r in results) and len(results) == len(STAGES)
+        assert materialize_all(dg.DagsterInstance.ephemeral()).success
     return tmp / "marts"
 
 

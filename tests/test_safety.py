@@ -67,7 +67,8 @@ def test_kill_mid_write_leaves_previous_marts_readable(sample_run_copy, run_pipe
             assert proc.poll() is None, "the run ended before it was killed"
             assert time.monotonic() < deadline, "the run never reached a mart write"
             time.sleep(0.1)
-        leftovers = list(run.out_dir.rglob(".*.tmp"))  # in the run's staging folder
+        # in the run's staging folder: a single-file mart's `.<name>.tmp` or a partitioned mart's `.<name>.staging-<pid>/`
+        leftovers = [p for p in run.out_dir.rglob(".*") if p.name.endswith(".tmp") or ".staging-" in p.name]
         assert leftovers, "the stalled writer should have a temporary file in place"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

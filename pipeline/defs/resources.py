@@ -31,7 +31,8 @@ WAREHOUSE_POOL = "duckdb_warehouse"
 
 # The last asset of a full run: it publishes the run's staged marts as the current generation.
 PUBLISHED_MARTS_KEY = dg.AssetKey(["comparisons", "published_marts"])
-# Runs that share this tag's value stage into one generation (the CLI runs the pipeline as one run per stage).
+# Runs that share this tag's value stage into one generation. The CLI tags its run with ``cli-<pid>-…`` so the
+# staging folder of a killed CLI run is recognised (its process is gone) and removed by the next publish.
 GENERATION_TAG = "pipeline/generation"
 # The parse-cache generation a sensor run was requested for: its ingest reads that state instead of scanning the
 # raw folder again (pipeline.ingest.folder.ingest_folder_cached's snapshot).

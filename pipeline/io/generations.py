@@ -210,7 +210,7 @@ def _prune(root: Path, keep: set[str]) -> None:
 
 
 def cli_generation_id() -> str:
-    """A generation id for one CLI run (its stage runs share it): ``cli-<pid>-<random>``, so that ``publish``
+    """A generation id for one CLI run (the tag ``pipeline/generation`` of its run): ``cli-<pid>-<random>``, so that ``publish``
     can tell the staging folder of a CLI run that was killed (its process is gone) and delete it."""
     return f"cli-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
