@@ -32,14 +32,40 @@ def env(tmp_path, monkeypatch):
     return raw, tmp_path / "marts"
 
 
+@pytest.fixture(scope="module")
+def _good_night(tmp_path_factory) -> Path:
+    """``env``'s folder after one good ``python -m pipeline run``: raw logs, published marts, warehouse and parse
+    cache under one folder, made once per module (``after_a_good_run`` copies it)."""
+    root = tmp_path_factory.mktemp("good-night")
+    shutil.copytree(SAMPLE_DIR / "vllm" / "h200", root / "raw")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PIPELINE_RAW_DIR", str(root / "raw"))
+        mp.setenv("PIPELINE_OUT_DIR", str(root / "marts"))
+        mp.setenv("PIPELINE_DB_PATH", str(root / "w.duckdb"))
+        mp.delenv("DAGSTER_HOME", raising=False)
+        assert main(["run"]) == 0
+    return root
+
+
+@pytest.fixture
+def after_a_good_run(_good_night, tmp_path, monkeypatch):
+    """``env`` the morning after a good run: a copy of ``_good_night`` (symlinks of the published generation kept)
+    at this test's paths, with ``PIPELINE_*`` pointing at it. Returns (raw folder, marts folder)."""
+    shutil.copytree(_good_night, tmp_path, symlinks=True, dirs_exist_ok=True)
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(tmp_path / "raw"))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    return tmp_path / "raw", tmp_path / "marts"
+
+
 def _run_logs(raw: Path) -> list[Path]:
     """The run logs (one run each; the FAILED one is a parsed run too, quarantined later by validation)."""
     return sorted(raw.glob("*.json"))
 
 
-def test_emptied_folder_after_a_good_run_publishes_nothing(env, capsys):
-    raw, out = env
-    assert main(["run"]) == 0
+def test_emptied_folder_after_a_good_run_publishes_nothing(after_a_good_run, capsys):
+    raw, out = after_a_good_run
     before = _mart_bytes(out)
     assert {"comparisons.parquet", "frontiers.parquet"} <= set(before)
     for path in raw.iterdir():
@@ -62,9 +88,8 @@ def test_missing_folder_is_one_line(env, capsys, monkeypatch):
     assert not out.exists()
 
 
-def test_shrink_over_a_fifth_needs_allow_shrink(env, capsys):
-    raw, out = env
-    assert main(["run"]) == 0
+def test_shrink_over_a_fifth_needs_allow_shrink(after_a_good_run, capsys):
+    raw, out = after_a_good_run
     before = _mart_bytes(out)
     logs = _run_logs(raw)
     assert len(logs) == 19  # 6 DeepSeek-R1 + 13 Qwen (one of them the failed conc256 run)
@@ -80,9 +105,8 @@ def test_shrink_over_a_fifth_needs_allow_shrink(env, capsys):
     assert read_mart(out, "runs").num_rows == 14  # 15 runs, the failed one among them quarantined
 
 
-def test_shrink_within_a_fifth_is_published(env):
-    raw, out = env
-    assert main(["run"]) == 0
+def test_shrink_within_a_fifth_is_published(after_a_good_run):
+    raw, out = after_a_good_run
     for path in _run_logs(raw)[:3]:  # 19 -> 16: 16 % lost
         path.unlink()
     assert main(["run"]) == 0
@@ -118,9 +142,8 @@ def _published_hashes(out: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("damage", ["zero_bytes", "garbage", "truncated"])
-def test_corrupt_warehouse_is_set_aside_and_rebuilt_in_one_line(env, capsys, tmp_path, damage):
-    _, out = env
-    assert main(["run"]) == 0
+def test_corrupt_warehouse_is_set_aside_and_rebuilt_in_one_line(after_a_good_run, capsys, tmp_path, damage):
+    _, out = after_a_good_run
     before = _published_hashes(out)
     db = tmp_path / "w.duckdb"
     if damage == "zero_bytes":
@@ -139,7 +162,7 @@ def test_corrupt_warehouse_is_set_aside_and_rebuilt_in_one_line(env, capsys, tmp
     assert _published_hashes(out) == before  # rebuilt from the raw folder: the same marts
 
 
-def test_a_partial_run_on_a_rebuilt_warehouse_publishes_nothing(env, tmp_path):
+def test_a_partial_run_on_a_rebuilt_warehouse_publishes_nothing(after_a_good_run, tmp_path):
     """A nightly run for one date on a warehouse just rebuilt after corruption would publish frontiers of that
     date alone: it stops at the publish step, the previous generation stays; a full run publishes again."""
     import dagster as dg
@@ -148,8 +171,7 @@ def test_a_partial_run_on_a_rebuilt_warehouse_publishes_nothing(env, tmp_path):
     from pipeline.defs.partitions import discover_partition_keys, register_partitions
     from pipeline.io.generations import published_dir
 
-    raw, out = env
-    assert main(["run"]) == 0
+    raw, out = after_a_good_run
     before, published = _published_hashes(out), published_dir(out)
     (tmp_path / "w.duckdb").write_bytes(b"garbage")
     instance = dg.DagsterInstance.ephemeral()
@@ -192,7 +214,7 @@ def test_unwritable_output_locations_are_one_line(env, capsys, monkeypatch, tmp_
     assert capsys.readouterr().err.strip().splitlines() == [f"pipeline not started: {expected}"]
 
 
-def test_a_failed_blocking_check_stops_the_run_with_exit_2_and_publishes_nothing(env, capsys, monkeypatch):
+def test_a_failed_blocking_check_stops_the_run_with_exit_2_and_publishes_nothing(after_a_good_run, capsys, monkeypatch):
     """A frontier that is not strictly monotone fails the blocking check ``frontier_strictly_monotone``: Dagster
     skips everything downstream of it in the one run, the CLI names the check and where the run stopped, exits 2,
     and the previous night's marts stay published byte for byte."""
@@ -200,8 +222,7 @@ def test_a_failed_blocking_check_stops_the_run_with_exit_2_and_publishes_nothing
 
     import pipeline.defs.frontiers.assets as frontier_assets
 
-    raw, out = env
-    assert main(["run"]) == 0
+    raw, out = after_a_good_run
     before = _mart_bytes(out)
     build = frontier_assets.build_frontiers
 

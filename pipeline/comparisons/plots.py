@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from matplotlib.text import Text
 
 SIDE_COLORS = ("#d9480f", "#1c7ed6")
+# zlib level of the PNGs: 1 instead of Pillow's 6 draws a chart ~40 % faster for files ~1.3x larger (flat colours
+# compress well at any level)
+PNG_COMPRESS_LEVEL = 1
 
 
 def literal_text(*texts: Text) -> None:
@@ -70,9 +73,10 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
     ax.grid(alpha=0.3)
     legend = ax.legend(handles, labels, loc="upper right", fontsize=9)
     literal_text(ax.title, *legend.get_texts())
-    fig.tight_layout()
+    # fixed margins, wide enough for 6-digit tick labels: tight_layout measured every text first (~30 % of a chart)
+    fig.subplots_adjust(left=0.085, right=0.98, bottom=0.1, top=0.88)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
+    fig.savefig(path, format="png", pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
     return path
 
 
