@@ -28,7 +28,7 @@ from pipeline.defs.metrics.assets import run_metrics, run_power  # noqa: E402
 from pipeline.defs.metrics.checks import metrics_finite_and_positive  # noqa: E402
 from pipeline.defs.metrics.reference import PriceBooksConfig, gpu_reference, price_books  # noqa: E402
 from pipeline.defs.partitions import discover_partition_keys, register_partitions  # noqa: E402
-from pipeline.defs.resources import PipelinePaths, Warehouse  # noqa: E402
+from pipeline.defs.resources import SNAPSHOT_TAG, PipelinePaths, Warehouse  # noqa: E402
 from pipeline.defs.validate.assets import quarantine, validated_runs  # noqa: E402
 from pipeline.defs.validate.checks import every_file_accounted_for, quarantine_rows_explained  # noqa: E402
 from pipeline.defs.validate.expectations import validated_runs_expectations  # noqa: E402
@@ -75,9 +75,11 @@ def _rows(result: dg.MaterializeResult) -> int:
 
 
 def materialize(table: Table, label: str, instance: dg.DagsterInstance, keys: list[str], wh: Warehouse,
-                paths: PipelinePaths) -> float:
-    """Every asset but the report, in dependency order, for partitions ``keys``; returns the total seconds."""
-    partitioned = dg.build_asset_context(instance=instance, partition_key_range=dg.PartitionKeyRange(keys[0], keys[-1]))
+                paths: PipelinePaths, run_tags: dict[str, str] | None = None) -> float:
+    """Every asset but the report, in dependency order, for partitions ``keys``, with the run tags a run
+    requested by the sensor carries (``run_tags``); returns the total seconds."""
+    partitioned = dg.build_asset_context(instance=instance, partition_key_range=dg.PartitionKeyRange(keys[0], keys[-1]),
+                                         run_tags=run_tags)
     whole = dg.build_asset_context(instance=instance)
     res = {"warehouse": wh, "paths": paths}
     steps = [
@@ -159,12 +161,14 @@ def main(description: str) -> None:
         before = raw_dir_state(raw, cache_dir)
         generate(args.batch, batch_dir, seed=11, run_date=BATCH_DATE)
         batch_dir.with_name(f"{batch_dir.name}.generated.json").unlink()  # not beside the history's own
-        changed: list[str] = []
-        sensor_s = table.timed("batch: sensor tick (finds the changed dates)", lambda: changed.extend(
-            k for k, v in raw_dir_state(raw, cache_dir).items()
-            if k not in (FILES_KEY, SNAPSHOT_KEY) and v != before.get(k)))
+        state: dict[str, str] = {}
+        sensor_s = table.timed("batch: sensor tick (finds the changed dates)",
+                               lambda: state.update(raw_dir_state(raw, cache_dir)))
+        changed = [k for k, v in state.items() if k not in (FILES_KEY, SNAPSHOT_KEY) and v != before.get(k)]
         register_partitions(instance, changed)
-        batch_s = sensor_s + materialize(table, f"batch {changed}: ", instance, changed, wh, paths)
+        # the run the sensor requests reads the folder as the tick saw it (pipeline/defs/automation.py)
+        batch_s = sensor_s + materialize(table, f"batch {changed}: ", instance, changed, wh, paths,
+                                         run_tags={SNAPSHOT_TAG: state[SNAPSHOT_KEY]} if SNAPSHOT_KEY in state else None)
         table.row(f"batch: TOTAL ({args.batch:,} runs onto {n_runs:,})", args.batch, batch_s)
         shutil.rmtree(batch_dir)
         pipeline_rss = peak_rss_mib()

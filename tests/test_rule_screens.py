@@ -365,3 +365,20 @@ def test_every_screen_flags_every_row_its_rule_rejects(seed):
         assert not missed, f"rule {rule_list.index(rule)} ({rule.__qualname__}) rejects rows its screen does not flag: {rows[missed[0]]}"
         fired += sum(rule(row) is not None for row in rows[:500])
     assert fired > 500  # the pool reaches the rules: most rows fail several
+
+
+def test_the_default_reference_follows_the_reference_folder(monkeypatch, tmp_path):
+    """``PIPELINE_REFERENCE_DIR`` chosen after a first read gives that folder's plausibility, not the cached one
+    of the first folder: the cache is per folder."""
+    import shutil
+
+    rules_module._LOADED.clear()
+    first = rules_module._default_plausibility()
+    reference = tmp_path / "reference"
+    shutil.copytree(rules_module.reference_dir(), reference)
+    peaks = reference / "gpu_peak_flops.csv"
+    peaks.write_text(peaks.read_text().replace("h200,", "h200_renamed,", 1))
+    monkeypatch.setenv("PIPELINE_REFERENCE_DIR", str(reference))
+    second = rules_module._default_plausibility()
+    assert first.ceiling("h200", "dsr1") is not None and second.ceiling("h200", "dsr1") is None
+    assert second.ceiling("h200_renamed", "dsr1") == first.ceiling("h200", "dsr1")

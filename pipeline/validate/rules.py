@@ -299,7 +299,7 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
 
     def rule(run: Run) -> Finding | None:
         total, gpus = run.get("total_tput_tok_s"), run_gpus(run)
-        per_gpu = total / gpus if total is not None and gpus and gpus > 0 else run.get("reported_tput_per_gpu")
+        per_gpu = total / gpus if total is not None and (gpus or 0) > 0 else run.get("reported_tput_per_gpu")
         ceiling = plausibility.ceiling(run.get("hw"), run.get("model"))
         if per_gpu is None or ceiling is None or not per_gpu > ceiling:
             return None
