@@ -267,14 +267,25 @@ def test_duplicate_of_a_run_accepted_elsewhere():
         {"source_file": "f1.json", "reason_code": "duplicate_run", "duplicate_of": "r0", "run_date_partition": None}]
 
 
-def test_duplicate_search_reads_only_rows_that_share_a_key_or_a_content_hash():
-    rows = [_clean(0), _clean(1, conc=8, median_tpot_s=0.021),  # same line and conc: a repeat, both candidates
+def test_duplicate_search_reads_only_rows_that_could_pair():
+    """Only rows that share a content hash, or share the line's verbatim columns and ``conc`` with a median TPOT
+    within 2e-9 relative of a neighbour's, are searched in Python: a repeat (same line and conc, other numbers)
+    and a row that shares nothing never are."""
+    rows = [_clean(0), _clean(1, conc=8, median_tpot_s=0.021),  # same line and conc, TPOT 5 % apart: a repeat
             _clean(2, conc=50), _clean(3, conc=60, content_sha256="sha2"),  # same content hash
-            _clean(4, conc=70)]  # shares nothing
+            _clean(4, conc=70),  # shares nothing
+            _clean(5, conc=90), _clean(6, conc=90, median_tpot_s=0.02 * (1 + 1.5e-9)),  # TPOTs within 2e-9
+            _clean(7, conc=90, median_tpot_s=0.02 * (1 + 4e-9))]  # 2.5e-9 from its nearest neighbour: not
     candidates, duplicates = duplicates_in_table(_table(rows))
-    assert sorted(candidates) == [0, 1, 2, 3]
-    assert [candidates[i]["run_id"] for i in (0, 1, 2, 3)] == ["r0", "r1", "r2", "r3"]
+    assert sorted(candidates) == [2, 3, 5, 6]
+    assert [candidates[i]["run_id"] for i in (2, 3, 5, 6)] == ["r2", "r3", "r5", "r6"]
+    # 5 and 6 are compared: 1.5e-9 apart is more than the 1e-9 of one measurement, so both are kept
     assert duplicates == {3: ("duplicate_run", "same content as f2.json row 0 (kept)", "r2")}
+    rows[6]["median_tpot_s"] = 0.02 * (1 + 5e-10)
+    assert duplicates_in_table(_table(rows))[1][6] == (
+        "duplicate_run", "same measurement as f5.json row 0 (kept): line "
+        "dsr1|1024/1024|h200|vllm|fp8|spec=none|tp=8,ep=1,dpa=false|conc=90, every number within 1e-09 relative",
+        "r5")
 
 
 # --- same measurement ------------------------------------------------------------------------------------------

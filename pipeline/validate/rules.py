@@ -498,11 +498,14 @@ def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[
         (candidate rows as dicts by row position, duplicates by row position → (``duplicate_run``, detail,
         ``duplicate_of`` run_id)).
     """
-    # bucketed by line_id (not the raw columns), which reads an absent EP as 1 etc. as find_duplicates does
-    keys = [f"{line_id(run)}|conc={run['conc']}" for run in runs.select(list(MEASUREMENT_KEY)).to_pylist()]
-    contents = runs["content_sha256"].to_pylist()
+    # only rows that could pair with another are keyed in Python (``_could_pair``); among them, bucketed by
+    # line_id (not the raw columns), which reads an absent EP as 1 etc. as find_duplicates does
+    maybe = _could_pair(runs)
+    subset = runs.take(pa.array(maybe, pa.int64()))
+    keys = [f"{line_id(run)}|conc={run['conc']}" for run in subset.select(list(MEASUREMENT_KEY)).to_pylist()]
+    contents = subset["content_sha256"].to_pylist()
     key_count, content_count = Counter(keys), Counter(c for c in contents if c)
-    shared = [i for i, (key, content) in enumerate(zip(keys, contents))
+    shared = [int(maybe[i]) for i, (key, content) in enumerate(zip(keys, contents))
               if key_count[key] > 1 or content_count[content] > 1]
     candidates = runs.take(pa.array(shared, pa.int64())).select(
         ["source_file", "source_format", "source_row", "run_id", "run_date_partition", "content_sha256", "run_date",
@@ -510,6 +513,44 @@ def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[
     found = find_duplicates(candidates, accepted_before=sum(i < accepted_before for i in shared))
     return ({shared[i]: row for i, row in enumerate(candidates)},
             {shared[local]: finding for local, finding in found.items()})
+
+
+# Columns every run of one line_id and conc shares verbatim (line_id writes them as they are; among runs that
+# passed the rules none is null), and the tolerance two median TPOTs of one measurement are within at most.
+_VERBATIM_KEY = ("model", "hw", "framework", "precision", "spec_decoding", "conc")
+_NEIGHBOUR_RTOL = 2 * SAME_MEASUREMENT_RTOL
+
+
+def _could_pair(runs: pa.Table) -> np.ndarray:
+    """Row positions (ascending) that may be a duplicate or the kept copy of one: a content hash another row
+    has, or a median TPOT within ``_NEIGHBOUR_RTOL`` of the nearest TPOT among the rows with the same
+    ``_VERBATIM_KEY`` values. A superset, column work only: two runs of one measurement share those values and
+    their TPOTs are within 1e-9 relative, so after sorting every gap between them is within 2e-9 of the larger
+    neighbour; every other row is never a duplicate nor the kept copy of one.
+    """
+    n = runs.num_rows
+    flagged = np.zeros(n, dtype=bool)
+    content = runs["content_sha256"]
+    counts = pc.value_counts(content.drop_null())
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1)).field("values")
+    flagged |= pc.fill_null(pc.is_in(content, value_set=repeated), False).to_numpy(zero_copy_only=False)
+    if n > 1:
+        keyed = runs.select(list(_VERBATIM_KEY)).append_column("tpot", runs["median_tpot_s"]).append_column(
+            "at", pa.array(np.arange(n)))
+        keyed = keyed.sort_by([(name, "ascending") for name in (*_VERBATIM_KEY, "tpot")])
+        same = np.ones(n - 1, dtype=bool)
+        for name in _VERBATIM_KEY:
+            column = keyed[name]
+            same &= pc.fill_null(pc.equal(column.slice(1), column.slice(0, n - 1)), False).to_numpy(
+                zero_copy_only=False)
+        tpot = keyed["tpot"].to_numpy(zero_copy_only=False).astype(float)  # nulls are NaN: never close
+        with np.errstate(invalid="ignore"):
+            close = np.abs(tpot[1:] - tpot[:-1]) <= _NEIGHBOUR_RTOL * np.maximum(np.abs(tpot[1:]), np.abs(tpot[:-1]))
+        pair = same & close
+        at = keyed["at"].to_numpy()
+        flagged[at[1:][pair]] = True
+        flagged[at[:-1][pair]] = True
+    return np.flatnonzero(flagged)
 
 
 def _quarantine_row(run: Mapping[str, Any], code: str, detail: str, duplicate_of: str | None = None) -> dict:
