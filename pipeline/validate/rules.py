@@ -445,8 +445,9 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
     one).
 
     The rules run in Python only on the rows some rule's ``screen`` flags (every rule has one); the
-    duplicate search (``find_duplicates``) only on the passing runs that share a content hash or a line and
-    ``conc`` with another passing run, since a run that shares neither is never a duplicate nor the kept copy of one.
+    duplicate search (``find_duplicates``) only on the passing runs that share a content hash, or a line and
+    ``conc`` and a median TPOT within 2e-9 relative, with another passing run (``duplicates_in_table``), since any
+    other run is never a duplicate nor the kept copy of one.
 
     Args:
         runs: ``RUN_SCHEMA`` rows (cast to it), in any order (the outputs keep it; which copy of a duplicate is
@@ -490,9 +491,10 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
 
 
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
-    """``find_duplicates`` over an Arrow table (``RUN_SCHEMA`` columns), searching only the rows that share a
-    content hash or a line and ``conc`` with another row (a row that shares neither is never a duplicate nor the
-    kept copy of one).
+    """``find_duplicates`` over an Arrow table (``RUN_SCHEMA`` columns), searching only the rows that could pair
+    (``_could_pair``: a shared content hash, or the line's verbatim columns and ``conc`` with a median TPOT within
+    2e-9 relative of another row's) and, of those, the ones that share a content hash or a line and ``conc``
+    with another (any other row is never a duplicate nor the kept copy of one).
 
     Returns:
         (candidate rows as dicts by row position, duplicates by row position → (``duplicate_run``, detail,
