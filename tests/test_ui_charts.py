@@ -71,3 +71,21 @@ def test_report_asset_shows_every_comparison_chart_under_its_full_title(sample_r
     assert max(len(heading) for heading, _ in shown) > 40  # the old keys cut names at 40 characters
     assert order[:len(headline_comparison_ids(rows))] == headline_comparison_ids(rows)
     assert all(png.startswith(b"\x89PNG") for _, png in shown)
+
+
+def test_headline_charts_read_only_their_sides_runs_and_draw_the_same_points(sample_run):
+    """The comparisons asset reads only the runs of its headline comparisons' sides: each side gets exactly the
+    chart points (same runs, same order) that reading every run gives, and runs of other sides are not read."""
+    import duckdb
+
+    from pipeline.comparisons.report import _side_runs
+    from pipeline.defs.comparisons.assets import chart_runs
+
+    rows = [r for r in sample_run.mart("comparisons").to_pylist()
+            if r["slo"] == "none" and r["price_book"] == DEFAULT_PRICE_BOOK]
+    headline = [r for r in rows if r["comparison_id"] in headline_comparison_ids(rows)]
+    with duckdb.connect(str(sample_run.db_path), read_only=True) as conn:
+        every, narrowed = chart_runs(conn), chart_runs(conn, sides_of=headline)
+    assert 0 < len(narrowed) < len(every)
+    for row in headline:
+        assert _side_runs(row, narrowed) == _side_runs(row, every) != []

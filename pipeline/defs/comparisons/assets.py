@@ -4,10 +4,11 @@
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import dagster as dg
 import duckdb
+import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.comparisons.compare import NO_SLO, compare_all_slos
@@ -24,20 +25,41 @@ from pipeline.io.storage import read_table, write_parquet_atomic, write_table
 COMPARISONS_KEY = dg.AssetKey(["comparisons", "matched_comparisons"])
 
 
-def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_BOOK) -> list[dict[str, Any]]:
+def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_BOOK,
+               sides_of: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The ``run_metrics`` rows of ``price_book`` a comparison chart draws (side keys, ``x_intvty`` tok/s/user,
     ``tput_per_gpu`` tok/s/GPU) and its hover text needs (``source_file``, ``run_date``, ``conc``, ``tp``, ``ep``,
     ``num_gpus``, ``length_off_nominal``, each where the table has it): one dict per run.
 
+    Args:
+        sides_of: comparison rows whose sides will be drawn: only runs with one of their (model, isl, osl, hw,
+            precision) are read (a side never pools those keys; the chart matches the rest). None: every run.
     Raises:
         duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
     """
     names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
     optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
                 if c in names]
-    return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
-                    f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
-                    params={"book": price_book}).to_arrow_table().to_pylist()
+    narrowed = ""
+    if sides_of is not None:
+        conn.register("_chart_sides", pa.Table.from_pylist(
+            [{k: row[k] for k in SIDE_FIXED_KEYS} for row in sides_of],
+            schema=pa.schema([(k, _SIDE_KEY_TYPES[k]) for k in SIDE_FIXED_KEYS])))
+        narrowed = (" and exists (select 1 from _chart_sides s where "
+                    + " and ".join(f"s.{k} is not distinct from r.{k}" for k in SIDE_FIXED_KEYS) + ")")
+    try:
+        return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
+                        f"tput_per_gpu, {', '.join(optional)} from run_metrics r where price_book = $book{narrowed}",
+                        params={"book": price_book}).to_arrow_table().to_pylist()
+    finally:
+        if sides_of is not None:
+            conn.unregister("_chart_sides")
+
+
+# The keys every comparison side fixes (spec_decoding and framework may be pooled), with their column types.
+SIDE_FIXED_KEYS = ("model", "isl", "osl", "hw", "precision")
+_SIDE_KEY_TYPES = {"model": pa.string(), "isl": pa.int32(), "osl": pa.int32(), "hw": pa.string(),
+                   "precision": pa.string()}
 
 
 @dg.asset(
@@ -77,15 +99,16 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         frontier_rows = read_table(conn, "frontiers").to_pylist()
         table = compare_all_slos(runs, frontier_rows)
         write_table(conn, "comparisons", table)
-        runs_for_charts = chart_runs(conn)
+        rows = [r for r in table.to_pylist() if r["slo"] == NO_SLO]
+        default_rows = [r for r in rows if r["price_book"] == REPORT_PRICE_BOOK]
+        headlines = headline_comparison_ids(default_rows)
+        # only the headline comparisons' runs are drawn here (the report asset draws every page)
+        runs_for_charts = chart_runs(conn, sides_of=[r for r in default_rows if r["comparison_id"] in headlines])
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "comparisons")))
     paths.publish_unless_later(context)
     n_comparisons = len(set(table.column("comparison_id").to_pylist()))
     context.log.info(f"{n_comparisons} comparisons, {table.num_rows} rows -> {path}")
-    rows = [r for r in table.to_pylist() if r["slo"] == NO_SLO]
     kinds = Counter(r["kind"] for r in rows if r["side"] == "a" and r["target_index"] == 1)
-    default_rows = [r for r in rows if r["price_book"] == REPORT_PRICE_BOOK]
-    headlines = headline_comparison_ids(default_rows)
     with tempfile.TemporaryDirectory() as tmp:
         charts = charts_markdown(default_rows, [r for r in frontier_rows if r["price_book"] == REPORT_PRICE_BOOK
                                                 and r.get("slo", NO_SLO) == NO_SLO],
