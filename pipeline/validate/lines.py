@@ -105,10 +105,20 @@ def sweep_order_key(sweep_date: date | None, sweep: str) -> tuple:
 
 def line_and_sweep_ids(runs: pa.Table) -> tuple[list[str], list[str]]:
     """``line_id`` and ``sweep_id`` of every row of ``runs`` (``RUN_SCHEMA`` columns; absent ones read as null)."""
-    wanted = tuple(dict.fromkeys((*LINE_COLUMNS, *SWEEP_COLUMNS)))
-    columns = [runs[name].to_pylist() if name in runs.column_names else [None] * runs.num_rows for name in wanted]
-    rows = [dict(zip(wanted, values)) for values in zip(*columns)]
-    return [line_id(row) for row in rows], [sweep_id(row) for row in rows]
+    def ids(names: Sequence[str], make) -> list[str]:
+        # many runs share a line (and a sweep): each distinct value tuple is formatted once (an Arrow column has
+        # one Python type, so equal tuples are the same values)
+        columns = [runs[name].to_pylist() if name in runs.column_names else [None] * runs.num_rows for name in names]
+        made: dict[tuple, str] = {}
+        out = []
+        for values in zip(*columns):
+            found = made.get(values)
+            if found is None:
+                found = made[values] = make(dict(zip(names, values)))
+            out.append(found)
+        return out
+
+    return ids(LINE_COLUMNS, line_id), ids(SWEEP_COLUMNS, sweep_id)
 
 
 def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None = None) -> pa.Table:
