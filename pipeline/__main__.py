@@ -21,6 +21,7 @@ import argparse
 import os
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -59,10 +60,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None):
             time since the previous step ended.
     Returns:
         The run's ``ExecuteInProcessResult``.
+    Raises:
+        FileNotFoundError, PermissionError: the raw folder is missing or cannot be listed (before any step).
     """
-    import dagster as dg
-    from dagster._core.utils import make_new_run_id
-
     from pipeline.definitions import defs
     from pipeline.defs.partitions import all_partitions_tags, discover_partition_keys, register_partitions
     from pipeline.defs.resources import GENERATION_TAG
@@ -83,7 +83,7 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None):
             on_step(done, total, labels.get(event.step_key, event.step_key), now - last)
             last = now
 
-    run_id = make_new_run_id()
+    run_id = str(uuid.uuid4())  # Dagster's run ids are UUID4 strings; known before the run starts
     instance.add_event_listener(run_id, step_ended)
     generation = cli_generation_id()
     result = job.execute_in_process(
