@@ -6,37 +6,17 @@ import io
 import json
 
 import pytest
-from conftest import SAMPLE_DIR, PipelineRun, unrestricted
+from conftest import SAMPLE_DIR, unrestricted
 
 from pipeline.__main__ import build_parser, main
 
 MI355X = ["--model", "dsr1", "--isl", "1024", "--osl", "1024"]
 
 
-@pytest.fixture(scope="module")
-def _sample_run(tmp_path_factory):
-    """The pipeline over the sample, once for the module (the CLI only reads the marts)."""
-    import dagster as dg
-
-    from pipeline.__main__ import materialize_all
-
-    root = tmp_path_factory.mktemp("cli")
-    env = {"PIPELINE_RAW_DIR": str(SAMPLE_DIR), "PIPELINE_OUT_DIR": str(root / "marts"),
-           "PIPELINE_DB_PATH": str(root / "warehouse.duckdb")}
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in env.items():
-            patch.setenv(name, value)
-        result = materialize_all(dg.DagsterInstance.ephemeral())
-    assert result.success
-    return PipelineRun(result, root / "marts", root / "warehouse.duckdb"), env
-
-
 @pytest.fixture
-def sample_marts(_sample_run, monkeypatch):
-    run, env = _sample_run
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    return run
+def sample_marts(sample_run):
+    """The session's sample run (``conftest.sample_run``): the CLI only reads its marts."""
+    return sample_run
 
 
 def _mart_rows(run, title="MI355X FP4: MTP vs Off", book="inferencex-seed"):
@@ -199,15 +179,14 @@ def test_missing_mart_says_what_to_run(tmp_path, monkeypatch, capsys):
 
 
 @pytest.fixture
-def marts_with_agentic(_sample_run, tmp_path, monkeypatch):
+def marts_with_agentic(sample_run, tmp_path, monkeypatch):
     """A runs mart holding the sample's fixed-sequence runs plus agentic-trace runs (``benchmark_type`` =
     agentic_traces, ISL/OSL null) of a model only they have: three on one side, two on another (the side keys
     and numbers of sample runs, new run ids)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    run, _ = _sample_run
-    runs = run.mart("runs")
+    runs = sample_run.mart("runs")
     seed = [r for r in runs.to_pylist() if r["price_book"] == "inferencex-seed"]
     by_hw = {}
     for r in seed:
