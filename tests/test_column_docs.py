@@ -6,7 +6,6 @@ descriptions."""
 from pathlib import Path
 
 import dagster as dg
-from conftest import SAMPLE_DIR
 
 from pipeline.io.columns import DESCRIPTIONS, GLOSSARY, MARTS, describe, marts_markdown
 
@@ -24,8 +23,8 @@ def test_glossary_names_the_abbreviations_of_the_column_names():
     assert "## Glossary" in text and "| `intvty` | interactivity" in text
 
 
-def test_every_mart_column_is_described_and_the_ui_shows_it(run_pipeline):
-    run = run_pipeline(SAMPLE_DIR)
+def test_every_mart_column_is_described_and_the_ui_shows_it(sample_run):
+    run = sample_run
     for mart, (_, _, columns) in MARTS.items():
         actual = run.mart(mart).column_names
         if mart == "requests" and not actual:  # the sample saves no per-request data (an empty folder);
