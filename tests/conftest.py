@@ -87,14 +87,14 @@ def run_pipeline(tmp_path, monkeypatch):
     return run
 
 
-def _materialize_sample(out_dir: Path, db_path: Path) -> PipelineRun:
+def _materialize_sample(out_dir: Path, db_path: Path, run_config: dict | None = None) -> PipelineRun:
     from pipeline.__main__ import materialize_all
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
         mp.setenv("PIPELINE_OUT_DIR", str(out_dir))
         mp.setenv("PIPELINE_DB_PATH", str(db_path))
-        result = materialize_all(dg.DagsterInstance.ephemeral())
+        result = materialize_all(dg.DagsterInstance.ephemeral(), run_config)
     return PipelineRun(result, out_dir, db_path)
 
 
@@ -121,6 +121,32 @@ def sample_run(_sample_session_run, monkeypatch) -> PipelineRun:
     before = _stamps(run)
     yield run
     assert _stamps(run) == before, "a test changed the shared sample run (use sample_run_copy)"
+
+
+# A second price book beside the default one: MI355X discounted in every tier ($/GPU-h).
+OTHER_BOOK = "mi355x-discount"
+TWO_BOOKS_CONFIG = {"ops": {"metrics__price_books": {"config": {"overrides": [
+    {"price_book": OTHER_BOOK, "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0, "neocloud_usd_per_gpu_hour": 1.2,
+     "rental_usd_per_gpu_hour": 1.5}]}}}}
+
+
+@pytest.fixture(scope="session")
+def _two_books_session_run(tmp_path_factory) -> PipelineRun:
+    tmp = tmp_path_factory.mktemp("sample-two-books")
+    return _materialize_sample(tmp / "marts", tmp / "warehouse.duckdb", TWO_BOOKS_CONFIG)
+
+
+@pytest.fixture
+def sample_run_two_books(_two_books_session_run, monkeypatch) -> PipelineRun:
+    """``sample_run`` with the second price book ``OTHER_BOOK`` (run config ``TWO_BOOKS_CONFIG``), run once per
+    session and shared read-only the same way."""
+    run = _two_books_session_run
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(run.out_dir))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(run.db_path))
+    before = _stamps(run)
+    yield run
+    assert _stamps(run) == before, "a test changed the shared two-book sample run"
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import io
 import json
 
 import pytest
-from conftest import SAMPLE_DIR, unrestricted
+from conftest import OTHER_BOOK, SAMPLE_DIR, unrestricted
 
 from pipeline.__main__ import build_parser, main
 
@@ -116,15 +116,13 @@ def test_clamped_targets_are_marked(sample_marts, capsys):
     assert "target 300 tok/s/user is outside the band" in captured.err
 
 
-def test_list_counts_runs_once_per_run_not_per_price_book(run_pipeline, capsys):
+def test_list_counts_runs_once_per_run_not_per_price_book(sample_run_two_books, capsys):
     """A second price book doubles the runs mart's rows, not --list's counts, nor the run summary's."""
-    overrides = {"ops": {"metrics__price_books": {"config": {"overrides": [
-        {"price_book": "my-contract", "hw": "h200", "hyperscaler_usd_per_gpu_hour": 1.2}]}}}}
-    run = run_pipeline(SAMPLE_DIR, overrides)
+    run = sample_run_two_books
     runs = run.mart("runs").to_pylist()
     books = {r["price_book"] for r in runs}
     distinct = {r["run_id"] for r in runs}
-    assert books == {"inferencex-seed", "my-contract"} and len(runs) == 2 * len(distinct)
+    assert books == {"inferencex-seed", OTHER_BOOK} and len(runs) == 2 * len(distinct)
     assert main(["compare", "--list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert sum(r["runs"] for r in listed) == len(distinct)
@@ -135,8 +133,8 @@ def test_list_counts_runs_once_per_run_not_per_price_book(run_pipeline, capsys):
             expected[key] = expected.get(key, 0) + 1
     assert {tuple(r[k] for k in ("model", "isl", "osl", "hw", "precision", "spec_decoding", "framework")): r["runs"]
             for r in listed} == expected
-    assert main(["compare", "--list", "--price-book", "my-contract"]) == 0
-    assert "price books: inferencex-seed, my-contract" in capsys.readouterr().out
+    assert main(["compare", "--list", "--price-book", OTHER_BOOK]) == 0
+    assert f"price books: inferencex-seed, {OTHER_BOOK}" in capsys.readouterr().out
 
     from pipeline.__main__ import summary
     text = summary(run.out_dir, SAMPLE_DIR)

@@ -1,7 +1,7 @@
 """Cost scenarios (price books) and speculative-decoding acceptance columns."""
 
 import pytest
-from conftest import SAMPLE_DIR, unrestricted
+from conftest import unrestricted
 
 from pipeline.comparisons.compare import compare
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
@@ -40,11 +40,8 @@ def test_bad_overrides_name_the_field(override, message):
         build_price_books(load_gpu_reference(), [{**override, "_source": "overrides.csv line 2"}])
 
 
-def test_price_override_changes_costs_and_nothing_else(run_pipeline):
-    run_config = {"ops": {"metrics__price_books": {"config": {"overrides": [
-        {"price_book": "mi355x-discount", "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0,
-         "neocloud_usd_per_gpu_hour": 1.2, "rental_usd_per_gpu_hour": 1.5}]}}}}
-    run = run_pipeline(SAMPLE_DIR, run_config=run_config)
+def test_price_override_changes_costs_and_nothing_else(sample_run_two_books):
+    run = sample_run_two_books  # the override: mi355x at 1.0 / 1.2 / 1.5 $/GPU-h in book "mi355x-discount"
     assert run.result.success
     rows = unrestricted(run.mart("comparisons")).to_pylist()
     key = lambda r: (r["comparison_id"], r["target_index"], r["side"])  # noqa: E731

@@ -7,10 +7,9 @@ import csv
 import io
 import json
 
-import dagster as dg
 import numpy as np
 import pytest
-from conftest import SAMPLE_DIR, unrestricted
+from conftest import OTHER_BOOK, unrestricted
 from test_report_browser import CHROMIUM, FLAGS
 
 from pipeline.comparisons.compare import compare
@@ -25,28 +24,15 @@ from pipeline.frontiers.spline import interpolate
 from pipeline.io.storage import read_mart
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
-OTHER_BOOK = "mi355x-discount"
-RUN_CONFIG = {"ops": {"metrics__price_books": {"config": {"overrides": [
-    {"price_book": OTHER_BOOK, "hw": "mi355x", "hyperscaler_usd_per_gpu_hour": 1.0, "neocloud_usd_per_gpu_hour": 1.2,
-     "rental_usd_per_gpu_hour": 1.5}]}}}}
 TITLE = "MI355X FP4: MTP vs Off"
 TIERS = ("hyperscaler", "neocloud", "rental")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 
 
-@pytest.fixture(scope="module")
-def marts(tmp_path_factory):
+@pytest.fixture
+def marts(sample_run_two_books):
     """The sample through the whole pipeline with a second price book (MI355X discounted): the marts folder."""
-    from pipeline.__main__ import materialize_all
-
-    tmp = tmp_path_factory.mktemp("page")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
-        mp.setenv("PIPELINE_OUT_DIR", str(tmp / "marts"))
-        mp.setenv("PIPELINE_DB_PATH", str(tmp / "w.duckdb"))
-        result = materialize_all(dg.DagsterInstance.ephemeral(), run_config=RUN_CONFIG)
-    assert result.success
-    return tmp / "marts"
+    return sample_run_two_books.out_dir
 
 
 @pytest.fixture()
