@@ -114,13 +114,18 @@ def sample_run(_sample_session_run, monkeypatch) -> PipelineRun:
     """The bundled sample through the whole pipeline, run once per session and shared: read it, never change it
     (the test fails if its marts or warehouse changed). ``PIPELINE_*`` point at it for the test, as after
     ``run_pipeline(SAMPLE_DIR)``. Tests that change marts or the warehouse take ``sample_run_copy``."""
-    run = _sample_session_run
+    yield from _read_only(_sample_session_run, monkeypatch, "the shared sample run (use sample_run_copy)")
+
+
+def _read_only(run: PipelineRun, monkeypatch, what: str):
+    """Point ``PIPELINE_*`` at a shared session run for one test, and fail the test if it changed the run's marts
+    or warehouse."""
     monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
     monkeypatch.setenv("PIPELINE_OUT_DIR", str(run.out_dir))
     monkeypatch.setenv("PIPELINE_DB_PATH", str(run.db_path))
     before = _stamps(run)
     yield run
-    assert _stamps(run) == before, "a test changed the shared sample run (use sample_run_copy)"
+    assert _stamps(run) == before, f"a test changed {what}"
 
 
 # A second price book beside the default one: MI355X discounted in every tier ($/GPU-h).
@@ -140,13 +145,7 @@ def _two_books_session_run(tmp_path_factory) -> PipelineRun:
 def sample_run_two_books(_two_books_session_run, monkeypatch) -> PipelineRun:
     """``sample_run`` with the second price book ``OTHER_BOOK`` (run config ``TWO_BOOKS_CONFIG``), run once per
     session and shared read-only the same way."""
-    run = _two_books_session_run
-    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
-    monkeypatch.setenv("PIPELINE_OUT_DIR", str(run.out_dir))
-    monkeypatch.setenv("PIPELINE_DB_PATH", str(run.db_path))
-    before = _stamps(run)
-    yield run
-    assert _stamps(run) == before, "a test changed the shared two-book sample run"
+    yield from _read_only(_two_books_session_run, monkeypatch, "the shared two-book sample run")
 
 
 @pytest.fixture(scope="session")
