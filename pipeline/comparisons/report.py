@@ -26,11 +26,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import pyarrow as pa
+
 from pipeline.comparisons.compare import SPARSE_RATIO, TIE_RATIO, headline
 from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
-from pipeline.frontiers.sides import Side
-from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ
+from pipeline.frontiers.sides import FIXED_KEYS, Side, run_fixed_key
+from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, RUN_SCHEMA
 from pipeline.io.storage import markdown_text
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
@@ -300,13 +302,24 @@ def _point_config(row: Mapping[str, Any]) -> str:
 
 
 def index_runs(runs: Sequence[Mapping[str, Any]]) -> dict[tuple, list[Mapping[str, Any]]]:
-    """``runs`` grouped by the keys every side fixes (model, isl, osl, hw, precision, benchmark_type; null
-    benchmark_type read as ``fixed_seq``, as ``Side.matches`` does), each group in input order: a page then looks
+    """``runs`` grouped by the keys every side fixes (``sides.run_fixed_key``), each group in input order: a page then looks
     at its sides' runs only instead of every run (735 pages × 100,000 runs was most of the report's time)."""
     index: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
     for r in runs:
-        index[(r["model"], r["isl"], r["osl"], r["hw"], r["precision"], r.get("benchmark_type") or FIXED_SEQ)].append(r)
+        index[run_fixed_key(r)].append(r)
     return index
+
+
+def side_keys_filter(rows: Sequence[Mapping[str, Any]]) -> tuple[pa.Table, str]:
+    """What narrows a ``run_metrics`` read to the runs of some comparison rows' sides: a table of their
+    ``sides.FIXED_KEYS`` values (typed as ``RUN_SCHEMA``), to register as ``s``, and the SQL condition a
+    ``run_metrics`` row ``r`` meets when one row of it holds its keys (a null ``benchmark_type`` read as
+    ``fixed_seq``, as ``Side.matches`` does). Spec decoding and framework, which a side may pool, are left to
+    ``_side_runs``."""
+    keys = pa.Table.from_pylist([{k: row[k] for k in FIXED_KEYS} for row in rows],
+                                schema=pa.schema([RUN_SCHEMA.field(k) for k in FIXED_KEYS]))
+    run_value = {k: f"r.{k}" for k in FIXED_KEYS} | {"benchmark_type": f"coalesce(r.benchmark_type, '{FIXED_SEQ}')"}
+    return keys, " and ".join(f"s.{k} is not distinct from {run_value[k]}" for k in FIXED_KEYS)
 
 
 def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
@@ -317,7 +330,7 @@ def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
     side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
                 row["framework"], row["benchmark_type"])
     if index is not None:
-        runs = index.get((side.model, side.isl, side.osl, side.hw, side.precision, side.benchmark_type), ())
+        runs = index.get(side.fixed_key, ())
     out = []
     for r in runs:
         if not side.matches(r) or r["x_intvty"] is None or r["tput_per_gpu"] is None:

@@ -20,6 +20,8 @@ from pipeline.ingest.keys import framework_label, hw_label, precision_label, spe
 from pipeline.ingest.schema import FIXED_SEQ
 
 POOLED = "all"
+# The keys every side fixes (spec_decoding and framework may be pooled): ``fixed_key`` of a side and of a run.
+FIXED_KEYS = ("model", "isl", "osl", "hw", "precision", "benchmark_type")
 GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
 
 
@@ -47,15 +49,15 @@ class Side:
             f"|spec={self.spec_decoding}|framework={self.framework}"
         )
 
+    @property
+    def fixed_key(self) -> tuple:
+        """The side's values of ``FIXED_KEYS``: a run can belong to it only when ``run_fixed_key`` equals this."""
+        return tuple(getattr(self, name) for name in FIXED_KEYS)
+
     def matches(self, run: Mapping[str, Any]) -> bool:
         """Whether a run (``run_metrics`` row) belongs to this side."""
         return (
-            (run.get("benchmark_type") or FIXED_SEQ) == self.benchmark_type
-            and run["model"] == self.model
-            and run["isl"] == self.isl
-            and run["osl"] == self.osl
-            and run["hw"] == self.hw
-            and run["precision"] == self.precision
+            run_fixed_key(run) == self.fixed_key
             and (self.spec_decoding == POOLED or run["spec_decoding"] == self.spec_decoding)
             and (self.framework == POOLED or run["framework"] == self.framework)
         )
@@ -87,6 +89,11 @@ class Comparison:
             return f"{self.label_a} vs {self.label_b} {precision_label(self.a.precision)}"
         return f"{hw_label(self.a.hw)} {precision_label(self.a.precision)}: {self.label_a} vs {self.label_b}"
 
+
+
+def run_fixed_key(run: Mapping[str, Any]) -> tuple:
+    """A run's (``run_metrics`` row) values of ``FIXED_KEYS``, a null ``benchmark_type`` read as ``fixed_seq``."""
+    return (*(run[name] for name in FIXED_KEYS[:-1]), run.get("benchmark_type") or FIXED_SEQ)
 
 def side_label(kind: str, side: Side) -> str:
     """The label of a side in a comparison of ``kind``: the key that differs (MTP/Off, FP4, H200, SGLang)."""

@@ -8,7 +8,6 @@ from typing import Any, Mapping, Sequence
 
 import dagster as dg
 import duckdb
-import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.comparisons.compare import NO_SLO, compare_all_slos
@@ -17,6 +16,7 @@ from pipeline.comparisons.report import (
     charts_markdown,
     comparison_tables_markdown,
     headline_comparison_ids,
+    side_keys_filter,
 )
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
@@ -32,8 +32,8 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
     ``num_gpus``, ``length_off_nominal``, each where the table has it): one dict per run.
 
     Args:
-        sides_of: comparison rows whose sides will be drawn: only runs with one of their (model, isl, osl, hw,
-            precision) are read (a side never pools those keys; the chart matches the rest). None: every run.
+        sides_of: comparison rows whose sides will be drawn: only runs with one of their sides' fixed keys are
+            read (``side_keys_filter``; the chart matches the pooled ones). None: every run.
     Raises:
         duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
     """
@@ -42,11 +42,9 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
                 if c in names]
     narrowed = ""
     if sides_of is not None:
-        conn.register("_chart_sides", pa.Table.from_pylist(
-            [{k: row[k] for k in SIDE_FIXED_KEYS} for row in sides_of],
-            schema=pa.schema([(k, _SIDE_KEY_TYPES[k]) for k in SIDE_FIXED_KEYS])))
-        narrowed = (" and exists (select 1 from _chart_sides s where "
-                    + " and ".join(f"s.{k} is not distinct from r.{k}" for k in SIDE_FIXED_KEYS) + ")")
+        keys, condition = side_keys_filter(sides_of)
+        conn.register("_chart_sides", keys)
+        narrowed = f" and exists (select 1 from _chart_sides s where {condition})"
     try:
         return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
                         f"tput_per_gpu, {', '.join(optional)} from run_metrics r where price_book = $book{narrowed}",
@@ -55,11 +53,6 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
         if sides_of is not None:
             conn.unregister("_chart_sides")
 
-
-# The keys every comparison side fixes (spec_decoding and framework may be pooled), with their column types.
-SIDE_FIXED_KEYS = ("model", "isl", "osl", "hw", "precision")
-_SIDE_KEY_TYPES = {"model": pa.string(), "isl": pa.int32(), "osl": pa.int32(), "hw": pa.string(),
-                   "precision": pa.string()}
 
 
 @dg.asset(
