@@ -8,17 +8,19 @@ folder's ``runs.csv`` (``pipeline.ingest.metadata.resolve``).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import multiprocessing
 import os
 import posixpath
 import stat
 import tempfile
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -125,33 +127,39 @@ def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
 
 
 @contextmanager
-def _pool(workers: int, raw_dir: Path, sidecars: set[str] | None) -> Iterator[tuple[ProcessPoolExecutor, Any]]:
+def _pool(workers: int, raw_dir: Path, sidecars: set[str] | None,
+          work: Path) -> Iterator[tuple[ProcessPoolExecutor, Callable[[], None]]]:
     """A pool of ``workers`` processes forked from the fork server, which imports this module (and so the parsers)
     when it starts; each worker is given ``raw_dir`` (a folder) and the sidecar listing (relative paths) once.
 
-    Yields the pool and its start event: every worker waits for the event before its first task. Set it once
-    every block is submitted: ``ProcessPoolExecutor.submit`` starts workers on demand, and a worker that died
-    while ``submit`` was starting another (a file that kills its parser) could fail that start with
-    ``OSError: [Errno 9] Bad file descriptor`` in the fork server instead of marking the pool broken. On leaving,
-    the event is set whatever happened (a worker still waiting would block the pool's shutdown)."""
+    Yields the pool and ``begin``: every worker waits before its first task until ``begin`` is called (it creates
+    a flag file under ``work``). Call it once every block is submitted: ``ProcessPoolExecutor.submit`` starts
+    workers on demand, and a worker that died while ``submit`` was starting another (a file that kills its
+    parser) could fail that start with ``OSError: [Errno 9] Bad file descriptor`` in the fork server instead of
+    marking the pool broken. A file, not a ``multiprocessing.Event``: the pool kills its workers when one dies,
+    and a worker killed while holding the event's lock would leave the next ``set`` waiting forever. On leaving,
+    ``begin`` is called whatever happened (a worker still waiting would block the pool's shutdown)."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
-    start = context.Event()
+    flag = work / f"begin-{next(_POOL_IDS)}"
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
-                             initargs=(os.fspath(raw_dir), sidecars, start)) as pool:
+                             initargs=(os.fspath(raw_dir), sidecars, os.fspath(flag))) as pool:
         try:
-            yield pool, start
+            yield pool, flag.touch
         finally:
-            start.set()
+            flag.touch()
 
 
+_POOL_IDS = itertools.count()
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(raw_dir: str, sidecars: set[str] | None, start) -> None:
-    """Pool initializer: what every block of this worker shares; then wait until every block is submitted."""
+def _start_worker(raw_dir: str, sidecars: set[str] | None, flag: str) -> None:
+    """Pool initializer: what every block of this worker shares; then wait until every block is submitted (the
+    pool's flag file exists)."""
     _WORKER.update(raw_dir=Path(raw_dir), sidecars=sidecars)
-    start.wait()
+    while not os.path.exists(flag):
+        time.sleep(0.002)
 
 
 def _parse_block(rels: list[str], prefix: str) -> str:
@@ -198,7 +206,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
     queue, tasks, fruitless = blocks, 0, 0
     while queue:
         pending: list[tuple[Future, list[str], str]] = []
-        with _pool(workers, raw_dir, sidecars) as (pool, start):
+        with _pool(workers, raw_dir, sidecars, work) as (pool, begin):
             unsubmitted: list[list[str]] = []
             for at, rels in enumerate(queue):
                 prefix = os.fspath(work / f"block{tasks}")
@@ -208,7 +216,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
                 except BrokenProcessPool:  # a worker died while blocks were still being handed out
                     unsubmitted = queue[at:]
                     break
-            start.set()
+            begin()
             queue, in_flight = unsubmitted, 0
             for future, rels, prefix in pending:
                 try:
@@ -231,10 +239,10 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
 def _parse_alone(raw_dir: Path, rel: str, sidecars: set[str] | None, prefix: Path) -> IngestResult:
     """``rel`` parsed in a pool of one process of its own: its rows, or its ``_crashed`` rows when that process
     dies too."""
-    with _pool(1, raw_dir, sidecars) as (pool, start):
+    with _pool(1, raw_dir, sidecars, prefix.parent) as (pool, begin):
         try:
             future = pool.submit(_parse_block, [rel], os.fspath(prefix))
-            start.set()
+            begin()
             return _read_result(future.result())
         except BrokenProcessPool:
             return _crashed(raw_dir, rel)
