@@ -11,7 +11,12 @@ from pipeline.comparisons.band import (
     round_half_up,
 )
 from pipeline.frontiers.pareto import grouped_pareto_frontiers, pareto_frontier
-from pipeline.frontiers.spline import interpolate, steffen_tangents
+from pipeline.frontiers.spline import (
+    grouped_steffen_tangents,
+    interpolate,
+    interpolate_frontiers,
+    steffen_tangents,
+)
 
 
 def _points(x, y):
@@ -118,6 +123,65 @@ def test_interpolation_passes_through_points_and_stays_monotone():
 def test_two_point_spline_matches_hermite_by_hand():
     # m = [15, 7.5], h = 10, t = 0.5: h10 = 0.125, h11 = -0.125 -> 0 + 0.125*10*15 + 0.5*100 - 0.125*10*7.5
     assert interpolate([0, 10], [0, 100], [5], clamp=True)[0] == pytest.approx(59.375)
+
+
+def _random_frontiers(rng, count):
+    """``count`` frontiers of 1-7 points (x strictly increasing, 2 metrics), concatenated: (x, v, sizes)."""
+    sizes = rng.integers(1, 8, size=count)
+    x = np.concatenate([np.sort(rng.choice(np.arange(5, 400), size=n, replace=False)) + rng.random(n) * 0.5
+                        for n in sizes])
+    v = rng.random((x.size, 2)) * 1000
+    return x, v, sizes
+
+
+def test_grouped_tangents_are_each_curves_tangents_exactly():
+    rng = np.random.default_rng(7)
+    x, v, sizes = _random_frontiers(rng, 300)
+    grouped = grouped_steffen_tangents(x, v, sizes)
+    start = 0
+    for n in sizes:
+        alone = steffen_tangents(x[start:start + n], v[start:start + n]) if n >= 2 else np.zeros((1, 2))
+        assert np.array_equal(grouped[start:start + n], alone)
+        start += n
+
+
+def test_grouped_tangents_reject_x_not_increasing_within_a_curve():
+    with pytest.raises(ValueError, match="strictly increasing"):
+        grouped_steffen_tangents([1.0, 2.0, 2.0, 0.5], [1.0, 2.0, 3.0, 4.0], [3, 1])
+    # a drop between two curves is where the next curve starts, not an error
+    assert grouped_steffen_tangents([1.0, 2.0, 0.5, 0.7], [1.0, 2.0, 3.0, 4.0], [2, 2]).shape == (4,)
+
+
+@pytest.mark.parametrize("target", [35.0, 120.25, 250.0])
+def test_frontiers_read_together_match_each_frontier_read_alone(target):
+    rng = np.random.default_rng(int(target * 4))
+    x, v, sizes = _random_frontiers(rng, 400)
+    together = interpolate_frontiers(x, v, sizes, target)
+    start = 0
+    for row, n in zip(together, sizes):
+        alone = interpolate(x[start:start + n], v[start:start + n], [target], clamp=False)[0]
+        np.testing.assert_allclose(row, alone, rtol=1e-9, atol=1e-9)  # NaN where alone is NaN
+        start += n
+    assert np.isfinite(together).any() and np.isnan(together).any()  # both kinds of frontier were drawn
+
+
+def test_frontier_endpoints_read_exactly_and_single_points_only_at_their_x():
+    x = np.array([10.0, 20.0, 30.0, 35.0, 12.0, 18.0])
+    v = np.array([[100.0], [80.0], [50.0], [7.0], [60.0], [40.0]])
+    out = interpolate_frontiers(x, v, [3, 1, 2], 35.0)
+    assert np.isnan(out[0, 0]) and out[1, 0] == 7.0 and np.isnan(out[2, 0])
+    assert interpolate_frontiers(x, v, [3, 1, 2], 30.0)[0, 0] == 50.0
+    assert interpolate_frontiers(x, v, [3, 1, 2], 12.0)[2, 0] == 60.0
+
+
+def test_points_too_close_for_the_shared_axis_get_their_own_spline():
+    # 1e-12 tok/s/user apart: shifted past a 1e6-wide frontier the two points would merge
+    x = np.array([0.0, 1e6, 35.0, 35.0 + 1e-12, 36.0])
+    v = np.array([[1.0], [2.0], [30.0], [20.0], [10.0]])
+    out = interpolate_frontiers(x, v, [2, 3], 35.5)
+    expected = interpolate(x[2:], v[2:], [35.5], clamp=False)[0]
+    assert out[1, 0] == expected[0]
+    np.testing.assert_allclose(out[0, 0], interpolate(x[:2], v[:2], [35.5], clamp=False)[0, 0], rtol=1e-9)
 
 
 def test_comparison_clamps_target_and_value():

@@ -11,13 +11,15 @@ import json
 import math
 import shutil
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import unrestricted
+from scipy import stats
 
 from pipeline.comparisons.confidence import difference_significant, side_intervals
 from pipeline.comparisons.trends import build_trends
-from pipeline.frontiers.latest import frontier_runs
+from pipeline.frontiers.latest import frontier_runs, row_codes, t_intervals
 from pipeline.frontiers.points import build_frontiers
 from pipeline.frontiers.sides import Side, enumerate_comparisons
 from pipeline.ingest.keys import (
@@ -368,3 +370,26 @@ def test_a_partition_run_never_displaces_a_run_accepted_in_another_partition():
     accepted, rejected = validate_table(table(raw), ["mi355x"], accepted_elsewhere=table(agg))
     assert accepted.num_rows == 0 and rejected.to_pylist()[0]["duplicate_of"] == "agg"
     assert validate_table(table(raw, agg), ["mi355x"])[1].to_pylist()[0]["duplicate_of"] == "raw"
+
+
+def test_intervals_of_many_groups_equal_each_groups_interval_by_numpy():
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 6, size=500)
+    group = np.repeat(np.arange(sizes.size), sizes)
+    rng.shuffle(group)  # members of a group are spread over the rows
+    values = rng.random(group.size) * 1000
+    lo, hi = t_intervals(values, group, np.bincount(group))
+    for g, n in enumerate(sizes):
+        members = values[group == g]
+        if n < 2:
+            assert np.isnan(lo[g]) and np.isnan(hi[g])
+            continue
+        half = stats.t.ppf(0.975, n - 1) * members.std(ddof=1) / np.sqrt(n)
+        assert (lo[g], hi[g]) == (members.mean() - half, members.mean() + half)
+
+
+def test_row_codes_number_combinations_in_order_of_first_appearance():
+    table = pa.Table.from_batches([pa.record_batch({"a": ["x", "y", "x"], "b": [1, 2, 1]}),
+                                   pa.record_batch({"a": [None, "y", None], "b": [1, 3, 1]})])
+    assert row_codes(table, ["a", "b"]).tolist() == [0, 1, 0, 2, 3, 2]  # null is a value of its own
+    assert row_codes(table, ["b"]).tolist() == [0, 1, 0, 0, 2, 0]

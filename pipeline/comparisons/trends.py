@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.frontiers.latest import average_repeats
+from pipeline.frontiers.latest import average_repeats, row_codes
 from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers
-from pipeline.frontiers.spline import interpolate
+from pipeline.frontiers.spline import interpolate_frontiers, slices
 from pipeline.validate.lines import current_sweeps_by_date
 
 DEFAULT_TARGET_INTVTY = 35.0
@@ -58,8 +58,9 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     stitched in), repeats averaged (``average_repeats``); ``runs`` counts the runs behind it.
 
     Column work: runs are sorted by group once, every group's frontier comes from one
-    ``grouped_pareto_frontiers`` call and, where the target lies inside a frontier, every metric that frontier
-    has whole is read with one ``interpolate`` call.
+    ``grouped_pareto_frontiers`` call, and the frontiers holding the target are read by one spline per date
+    (``interpolate_frontiers``: the trend rule's numbers to about 1e-12 relative; a date's rows are the same
+    whether it is computed alone, in a nightly batch, or with every other date).
 
     Args:
         runs: ``run_metrics`` rows, an Arrow table or dicts, with the group keys, ``run_date``, ``price_book``,
@@ -79,9 +80,8 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     if table.num_rows == 0:
         return TREND_SCHEMA.empty_table()
     table = table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in key_names]))  # stable
-    keys = list(zip(*(table[name].to_pylist() for name in key_names)))
-    n = len(keys)
-    new_group = np.fromiter((i == 0 or keys[i] != keys[i - 1] for i in range(n)), dtype=bool, count=n)
+    codes = row_codes(table, key_names)  # sorted by the keys: a new code starts a new group
+    new_group = np.concatenate(([True], codes[1:] != codes[:-1]))
     group = np.cumsum(new_group) - 1
     x = float_values(table["x_intvty"])
     points = grouped_pareto_frontiers(group, x, float_values(table["tput_per_gpu"]))  # by group, then x
@@ -94,17 +94,18 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     metric_columns = [table["conc" if m == "concurrency" else m] for m in TREND_METRICS]
     metric_values = np.column_stack([float_values(column) for column in metric_columns])
     metric_present = np.column_stack([column.is_valid().to_numpy(zero_copy_only=False) for column in metric_columns])
-    values = np.full((runs_per_group.size, len(TREND_METRICS)), np.nan)
-    known = np.zeros(values.shape, dtype=bool)
-    for g in np.flatnonzero(in_range):  # outside the frontier every value is null: no spline
-        on_frontier = points[first_point[g]:first_point[g] + points_per_group[g]]
-        # a metric some frontier point lacks (e.g. output tok/s in an export row) is null, not bridged
-        whole = np.flatnonzero(metric_present[on_frontier].all(axis=0))
-        values[g, whole] = interpolate(x[on_frontier], metric_values[np.ix_(on_frontier, whole)], [target_intvty],
-                                       clamp=False)[0]
-        known[g, whole] = True
-
+    # a metric some frontier point lacks (e.g. output tok/s in an export row) is null, not bridged
+    gaps = np.zeros((runs_per_group.size, len(TREND_METRICS)))
+    np.add.at(gaps, group[points], ~metric_present[points])
+    known = in_range[:, None] & (gaps == 0)
+    values = np.full(known.shape, np.nan)
     firsts = table.take(pa.array(np.flatnonzero(new_group)))
+    day_of_group = firsts["run_date"].to_numpy(zero_copy_only=False)
+    for day in np.unique(day_of_group[in_range]):  # one spline per date: a batch re-reads whole dates
+        chosen = np.flatnonzero(in_range & (day_of_group == day))
+        on_frontier = points[slices(first_point[chosen], points_per_group[chosen])]
+        values[chosen] = interpolate_frontiers(x[on_frontier], metric_values[on_frontier],
+                                               points_per_group[chosen], target_intvty)
     return pa.table({
         **{name: firsts[name] for name in key_names},
         "target_intvty": np.full(runs_per_group.size, float(target_intvty)),
@@ -117,36 +118,42 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
 
 def _lines_as_of_each_date(table: pa.Table, dates: Iterable[Any] | None) -> pa.Table:
     """For each (price book, group) and each date it has runs (within ``dates``), the group's current runs as of
-    that date, repeats averaged, with ``run_date`` set to that date: the rows the day's frontier is built from."""
-    books_groups = list(zip(*(table[name].to_pylist() for name in ("price_book", *GROUP_KEYS))))
+    that date, repeats averaged, with ``run_date`` set to that date: the rows the day's frontier is built from.
+
+    Column work except for one loop over (book, date, line): a (book, group) and a repeat group are integer
+    codes (``row_codes``), and a picked run's repeat key is its repeat group's code and the date's index."""
+    book_group = row_codes(table, ("price_book", *GROUP_KEYS))
+    repeat_group = row_codes(table, ("price_book", "line_id", "sweep_id", "conc"))
     run_dates = table["run_date"].to_pylist()
-    lines, sweeps, concs = (table[name].to_pylist() for name in ("line_id", "sweep_id", "conc"))
+    lines = table["line_id"].to_pylist()
     wanted = None if dates is None else set(dates)
-    active: dict[Any, set] = {}  # date -> the (book, group)s with runs that day
-    lines_of: dict[tuple, set] = {}
-    for key, day, line in zip(books_groups, run_dates, lines):
+    active: dict[Any, set[int]] = {}  # date -> the (book, group) codes with runs that day
+    lines_of: dict[int, set[str]] = {}
+    for code, day, line in zip(book_group.tolist(), run_dates, lines):
         if wanted is None or day in wanted:
-            active.setdefault(day, set()).add(key)
-        lines_of.setdefault(key, set()).add(line)
-    book_of_row = table["price_book"].to_pylist()
+            active.setdefault(day, set()).add(code)
+        lines_of.setdefault(code, set()).add(line)
+    days = sorted(active)
+    books = table["price_book"].to_pylist()
     # lineage per price book keeps each row's own book (the lines are the same in every book)
-    picked: list[int] = []
-    keys: list[tuple] = []
-    day_of: list[Any] = []
-    for book in sorted(set(book_of_row)):
-        rows = np.flatnonzero(np.array([b == book for b in book_of_row], dtype=bool))
+    picked: list[np.ndarray] = []
+    day_index: list[np.ndarray] = []
+    for book in sorted(set(books)):
+        rows = np.flatnonzero(np.array([b == book for b in books], dtype=bool))
+        book_codes = set(book_group[rows].tolist())
         sub = table.take(pa.array(rows, pa.int64())).select(["run_id", "run_date", "line_id", "sweep_id"])
-        for day, current in current_sweeps_by_date(sub, sorted(active)):
-            for key in active[day]:
-                if key[0] != book:
-                    continue
-                for line in lines_of[key]:
-                    for position in current.get(line, ()):
-                        i = int(rows[position])
-                        picked.append(i)
-                        keys.append((key, day, f"{lines[i]}|{sweeps[i]}|conc={concs[i]}"))
-                        day_of.append(day)
-    chosen = table.take(pa.array(picked, pa.int64()))
+        for day, current in current_sweeps_by_date(sub, days):
+            positions: list[int] = []
+            for code in sorted(active[day] & book_codes):
+                for line in sorted(lines_of[code]):
+                    positions.extend(current.get(line, ()))
+            picked.append(rows[np.array(positions, dtype=np.int64)])
+            day_index.append(np.full(len(positions), days.index(day), dtype=np.int64))
+    chosen_rows = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
+    chosen_days = np.concatenate(day_index) if day_index else np.zeros(0, dtype=np.int64)
+    chosen = table.take(pa.array(chosen_rows, pa.int64()))
     chosen = chosen.set_column(chosen.schema.get_field_index("run_date"), "run_date",
-                               pa.array(day_of, chosen.schema.field("run_date").type))
+                               pa.array([days[i] for i in chosen_days.tolist()],
+                                        chosen.schema.field("run_date").type))
+    keys = repeat_group[chosen_rows] * max(len(days), 1) + chosen_days
     return average_repeats(chosen, keys, [*(m for m in TREND_METRICS if m != "concurrency"), "x_intvty"])

@@ -28,14 +28,29 @@ CI_LEVEL = 0.95
 CI_COLUMNS = ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi")
 
 
-def t_interval(values: np.ndarray) -> tuple[float, float] | None:
-    """95 % Student-t interval of the mean of ``values`` (1-D, finite): (lo, hi), or None when fewer than 2."""
-    n = values.size
-    if n < 2:
-        return None
-    mean = float(values.mean())
-    half = float(stats.t.ppf(0.5 + CI_LEVEL / 2, n - 1) * values.std(ddof=1) / np.sqrt(n))
-    return mean - half, mean + half
+def t_intervals(values: np.ndarray, group: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """95 % Student-t interval of each group's mean, for every group at once: mean ± t(0.975, n − 1) · s / √n.
+
+    Args:
+        values: float64, shape (rows,); NaN where a member lacks the value (its group's bounds are then NaN).
+        group: int64 group number of each row, shape (rows,), 0 ≤ group < counts.size.
+        counts: members per group, shape (groups,).
+    Returns:
+        (lo, hi), float64 arrays of shape (groups,), NaN where n < 2. The sums run in row order, as numpy's
+        ``mean`` and ``std(ddof=1)`` of a group's members do (two passes: the mean, then the squared deviations);
+        ``t.ppf`` is evaluated once per distinct n.
+    """
+    sizes = counts.astype(float)
+    means = np.bincount(group, weights=values, minlength=counts.size) / sizes
+    squares = np.bincount(group, weights=(values - means[group]) ** 2, minlength=counts.size)
+    repeated = counts > 1
+    lo, hi = np.full(counts.size, np.nan), np.full(counts.size, np.nan)
+    n = counts[repeated]
+    distinct_n, which = np.unique(n, return_inverse=True)
+    t = stats.t.ppf(0.5 + CI_LEVEL / 2, distinct_n - 1)[which]
+    half = t * np.sqrt(squares[repeated] / (n - 1)) / np.sqrt(n)
+    lo[repeated], hi[repeated] = means[repeated] - half, means[repeated] + half
+    return lo, hi
 
 
 def frontier_runs(runs: pa.Table | Sequence[Mapping[str, Any]], metrics: Iterable[str],
@@ -76,40 +91,75 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
 
     Args:
         table: rows with ``median_intvty``, ``tput_per_gpu`` and ``metrics`` (float columns).
-        keys: the group of each row (any hashable), len = rows.
+        keys: the group of each row, len = rows: any hashables, or an integer numpy array (column work; e.g.
+            ``row_codes``).
         metrics: further float columns to average.
     Returns:
         ``table``'s columns, each group's first row (input order) for the columns not averaged; averaged columns
         hold the mean, null when some member lacks the value; plus ``repeat_n`` (int32) and ``CI_COLUMNS``
         (float64, null where ``repeat_n`` < 2). Groups keep the order of their first row.
     """
-    group_of: dict[Hashable, int] = {}
-    group = np.fromiter((group_of.setdefault(key, len(group_of)) for key in keys), dtype=np.int64, count=len(keys))
+    if isinstance(keys, np.ndarray):
+        group = first_appearance_numbers(keys)
+    else:
+        group_of: dict[Hashable, int] = {}
+        group = np.fromiter((group_of.setdefault(key, len(group_of)) for key in keys), dtype=np.int64,
+                            count=len(keys))
+    groups = int(group.max()) + 1 if group.size else 0
     # groups are numbered in order of first appearance, so np.unique's first indices are in group order
     first_row = np.unique(group, return_index=True)[1].astype(np.int64)
     out = table.take(pa.array(first_row, pa.int64()))
-    counts = np.bincount(group, minlength=len(group_of)).astype(np.int32)
+    counts = np.bincount(group, minlength=groups).astype(np.int32)
     averaged = tuple(dict.fromkeys(("median_intvty", "tput_per_gpu", *metrics)))
     if np.any(counts > 1):
         for name in averaged:
             values, present = float_values(table[name]), table[name].is_valid().to_numpy(zero_copy_only=False)
-            sums = np.bincount(group, weights=np.where(present, values, 0.0), minlength=len(group_of))
-            whole = np.bincount(group, weights=present.astype(float), minlength=len(group_of)) == counts
+            sums = np.bincount(group, weights=np.where(present, values, 0.0), minlength=groups)
+            whole = np.bincount(group, weights=present.astype(float), minlength=groups) == counts
             kind = table.schema.field(name).type  # an all-null column (no run measured it) stays float64
             out = out.set_column(out.schema.get_field_index(name), name, pa.array(sums / counts, mask=~whole).cast(
                 pa.float64() if pa.types.is_null(kind) else kind))
-    intervals: dict[str, list] = {name: [None] * len(group_of) for name in CI_COLUMNS}
-    for g in np.flatnonzero(counts > 1):
-        members = group == g
-        for metric in ("tput_per_gpu", "median_intvty"):
-            bounds = t_interval(float_values(table[metric])[members])
-            if bounds is not None:
-                intervals[f"{metric}_ci_lo"][g], intervals[f"{metric}_ci_hi"][g] = bounds
+    intervals: dict[str, pa.Array] = {name: pa.nulls(groups, pa.float64()) for name in CI_COLUMNS}
+    for metric in ("tput_per_gpu", "median_intvty") if np.any(counts > 1) else ():
+        lo, hi = t_intervals(float_values(table[metric]), group, counts)
+        # null where n < 2; a NaN bound (a member without the value) stays NaN, as the mean of NaN is
+        intervals[f"{metric}_ci_lo"] = pa.array(lo, mask=counts < 2)
+        intervals[f"{metric}_ci_hi"] = pa.array(hi, mask=counts < 2)
     extra = {"repeat_n": pa.array(counts, pa.int32()),
-             **{name: pa.array(values, pa.float64()) for name, values in intervals.items()}}
+             **intervals}
     for name, column in extra.items():
         if name in out.column_names:
             out = out.set_column(out.schema.get_field_index(name), name, column)
         else:
             out = out.append_column(name, column)
     return out
+
+
+def first_appearance_numbers(keys: np.ndarray) -> np.ndarray:
+    """Each row's key renumbered 0, 1, 2 … in order of the key's first appearance (int64, shape of ``keys``,
+    1-D integers)."""
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
+
+
+def row_codes(table: pa.Table, names: Sequence[str]) -> np.ndarray:
+    """One integer per row for its combination of the ``names`` columns (int64, 0 … distinct − 1, numbered in
+    order of first appearance; a null is a value of its own): column work in place of a tuple per row."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    combined = np.zeros(table.num_rows, dtype=np.int64)
+    span = 1  # combined < span
+    for name in names:
+        indices = pc.dictionary_encode(table[name].combine_chunks()).indices
+        codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64) + 1  # 0 is null
+        radix = int(codes.max()) + 1
+        if span * radix >= 2 ** 62:  # renumber densely before the product could overflow
+            combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
+            span = int(combined.max()) + 1
+        combined = combined * radix + codes
+        span *= radix
+    return first_appearance_numbers(combined)

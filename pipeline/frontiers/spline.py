@@ -29,24 +29,52 @@ def steffen_tangents(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
         ValueError: fewer than 2 points, or x not strictly increasing.
     """
     xs = np.asarray(x, dtype=float)
-    ys = np.asarray(y, dtype=float)
-    n = xs.size
-    if n < 2:
+    if xs.size < 2:
         raise ValueError("tangents need at least 2 points")
+    return grouped_steffen_tangents(xs, y, np.array([xs.size]))
+
+
+def grouped_steffen_tangents(x: Sequence[float], y: Sequence[float], sizes: Sequence[int]) -> np.ndarray:
+    """``steffen_tangents`` of several curves laid end to end, in one pass of array operations: the same
+    numbers, element by element, as one call per curve; 0 for a curve of one point.
+
+    Args:
+        x: the curves' abscissae concatenated, shape (n,); strictly increasing within each curve.
+        y: their ordinates, shape (n,) or (n, k).
+        sizes: points per curve, shape (curves,), each ≥ 1, summing to n.
+    Returns:
+        float array of dy/dx, the shape of ``y``.
+    Raises:
+        ValueError: sizes do not add up to n, or x not strictly increasing within a curve.
+    """
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    counts = np.asarray(sizes, dtype=np.int64)
+    if counts.sum() != xs.size or ys.shape[0] != xs.size or (counts < 1).any():
+        raise ValueError(f"bad curves: x {xs.shape}, y {ys.shape}, sizes summing to {counts.sum()}")
+    first = np.cumsum(counts) - counts
+    last = first + counts - 1
+    m = np.zeros(ys.shape)
+    if xs.size < 2:
+        return m
+    within = np.ones(xs.size - 1, dtype=bool)  # segment i joins points i and i + 1 of one curve
+    within[last[last < xs.size - 1]] = False
     h = np.diff(xs)
-    if (h <= 0).any():
+    if (h[within] <= 0).any():
         raise ValueError("x must be strictly increasing")
     if ys.ndim == 2:
         h = h[:, None]
-    s = np.diff(ys, axis=0) / h
-    m = np.zeros(ys.shape)
-    if n > 2:
-        h0, h1, s0, s1 = h[:-1], h[1:], s[:-1], s[1:]
-        p = (s0 * h1 + s1 * h0) / (h0 + h1)
-        sign = lambda v: np.where(v < 0, -1.0, 1.0)  # noqa: E731 — d3's sign: sgn(0) = +1
-        m[1:-1] = (sign(s0) + sign(s1)) * np.minimum(np.minimum(np.abs(s0), np.abs(s1)), 0.5 * np.abs(p))
-    m[0] = (3 * s[0] - m[1]) / 2
-    m[-1] = (3 * s[-1] - m[-2]) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):  # the segments between two curves are never read
+        s = np.diff(ys, axis=0) / h
+    interior = np.flatnonzero(within[:-1] & within[1:]) + 1  # points with a segment of their curve on each side
+    h0, h1, s0, s1 = h[interior - 1], h[interior], s[interior - 1], s[interior]
+    p = (s0 * h1 + s1 * h0) / (h0 + h1)
+    sign = lambda v: np.where(v < 0, -1.0, 1.0)  # noqa: E731 — d3's sign: sgn(0) = +1
+    m[interior] = (sign(s0) + sign(s1)) * np.minimum(np.minimum(np.abs(s0), np.abs(s1)), 0.5 * np.abs(p))
+    ends = counts >= 2
+    f, l = first[ends], last[ends]
+    m[f] = (3 * s[f] - m[f + 1]) / 2
+    m[l] = (3 * s[l - 1] - m[l - 1]) / 2
     return m
 
 
@@ -80,3 +108,72 @@ def interpolate(x: Sequence[float], v: Sequence[float], targets: Sequence[float]
     if clamp:
         return np.clip(out, vs.min(axis=0), vs.max(axis=0))
     return np.where(inside if vs.ndim == 1 else inside[:, None], out, np.nan)
+
+
+def interpolate_frontiers(x: Sequence[float], v: Sequence[float], sizes: Sequence[int], target: float) -> np.ndarray:
+    """Every frontier's metrics at one target interactivity, trend rule (``interpolate(..., clamp=False)``: NaN
+    outside a frontier's [x0, x_last]), with one scipy ``CubicHermiteSpline`` for all of them.
+
+    The frontiers are laid end to end on one axis, each shifted past the one before (x + offset, the target
+    shifted with it), and splined with their own Steffen tangents (``grouped_steffen_tangents``); the piece that
+    joins two frontiers is never evaluated, because a target outside a frontier's range is NaN. The shift rounds
+    x to the spacing of the shifted axis, so a value can differ from a one-frontier ``interpolate`` in its last
+    digits (about 1e-12 relative for frontiers spanning hundreds of tok/s/user); a frontier whose points the shift
+    would bring closer than that spacing gets its own spline instead. A frontier's value therefore depends on
+    which frontiers share the call at that rounding level only: callers that must reproduce a value exactly (a
+    nightly batch and a full refresh) pass the same frontiers in the same order.
+
+    Args:
+        x: the frontiers' interactivities (tok/s/user) concatenated, shape (n,); strictly increasing within each.
+        v: their metrics, shape (n, k); non-finite values are read as 0 (mask the result where a frontier lacks
+            a metric).
+        sizes: points per frontier, shape (frontiers,), each ≥ 1, summing to n.
+        target: the interactivity to read every frontier at (tok/s/user).
+    Returns:
+        float64 array, shape (frontiers, k): NaN for a frontier whose range does not hold ``target``.
+    Raises:
+        ValueError: sizes do not add up to n, or x not strictly increasing within a frontier.
+    """
+    xs = np.asarray(x, dtype=float)
+    vs = np.nan_to_num(np.asarray(v, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+    counts = np.asarray(sizes, dtype=np.int64)
+    tangents = grouped_steffen_tangents(xs, vs, counts)
+    first = np.cumsum(counts) - counts
+    last = first + counts - 1
+    out = np.full((counts.size, vs.shape[1]), np.nan)
+    inside = (xs[first] <= target) & (target <= xs[last])
+    single = inside & (counts == 1)  # target equals the one point
+    out[single] = vs[first[single]]
+    splined = np.flatnonzero(inside & (counts >= 2))
+    if splined.size == 0:
+        return out
+    # each frontier starts one tok/s/user past the end of the one before, on an axis starting at 0
+    span = xs[last[splined]] - xs[first[splined]]
+    start = np.concatenate(([0.0], np.cumsum(span + 1.0)[:-1]))
+    offset = start - xs[first[splined]]
+    rows = slices(first[splined], counts[splined])
+    owner = np.repeat(np.arange(splined.size), counts[splined])
+    shifted = xs[rows] + offset[owner]
+    steps = np.diff(shifted)
+    joins = np.cumsum(counts[splined])[:-1] - 1  # the segment from one frontier's last point to the next's first
+    collapsed = steps <= 0
+    collapsed[joins] = False
+    alone = np.zeros(splined.size, dtype=bool)
+    alone[np.unique(owner[np.flatnonzero(collapsed)])] = True
+    if alone.all():
+        keep = np.zeros(rows.size, dtype=bool)
+    else:
+        keep = ~alone[owner]
+        spline = CubicHermiteSpline(shifted[keep], vs[rows[keep]], tangents[rows[keep]], extrapolate=False)
+        together = splined[~alone]
+        out[together] = spline(target + offset[~alone])
+    for g in splined[alone]:  # too close to share the shifted axis: the one-frontier spline
+        out[g] = interpolate(xs[first[g]:last[g] + 1], vs[first[g]:last[g] + 1], [target], clamp=False)[0]
+    return out
+
+
+def slices(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The indices of the slices ``[start, start + size)`` concatenated (int64, length ``sizes.sum()``)."""
+    starts, sizes = np.asarray(starts, dtype=np.int64), np.asarray(sizes, dtype=np.int64)
+    offsets = np.cumsum(sizes) - sizes
+    return np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(offsets - starts, sizes)
