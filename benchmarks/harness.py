@@ -158,12 +158,13 @@ def main(description: str) -> None:
     batch_s = None
     if args.batch:
         cache_dir = Path(paths.cache_dir)
-        before = raw_dir_state(raw, cache_dir)
+        before = raw_dir_state(raw, cache_dir)  # the sensor's last tick before the night
+        table.timed("sensor tick, nothing new (not in the batch)", lambda: raw_dir_state(raw, cache_dir, before))
         generate(args.batch, batch_dir, seed=11, run_date=BATCH_DATE)
         batch_dir.with_name(f"{batch_dir.name}.generated.json").unlink()  # not beside the history's own
         state: dict[str, str] = {}
         sensor_s = table.timed("batch: sensor tick (finds the changed dates)",
-                               lambda: state.update(raw_dir_state(raw, cache_dir)))
+                               lambda: state.update(raw_dir_state(raw, cache_dir, before)))
         changed = [k for k, v in state.items() if k not in (FILES_KEY, SNAPSHOT_KEY) and v != before.get(k)]
         register_partitions(instance, changed)
         # the run the sensor requests reads the folder as the tick saw it (pipeline/defs/automation.py)

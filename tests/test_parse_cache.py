@@ -205,12 +205,12 @@ def test_a_sensor_snapshot_is_read_without_scanning_again(raw, tmp_path, monkeyp
     cache = tmp_path / "cache"
     tick, tick_stats = ingest_folder_cached(raw, cache)
     assert tick_stats.generation
-    real_scan = folder.scan_folder
-    monkeypatch.setattr(folder, "scan_folder", lambda _: pytest.fail("scanned again"))
+    real_scan = folder.scan_tree
+    monkeypatch.setattr(folder, "scan_tree", lambda *_: pytest.fail("scanned again"))
     run, run_stats = ingest_folder_cached(raw, cache, snapshot=tick_stats.generation)
     assert _same(tick, run) and (run_stats.parsed, run_stats.generation) == (0, tick_stats.generation)
 
-    monkeypatch.setattr(folder, "scan_folder", real_scan)
+    monkeypatch.setattr(folder, "scan_tree", real_scan)
     (raw / VLLM_RUN).unlink()
     later, later_stats = ingest_folder_cached(raw, cache)  # a later tick saves another state
     assert later_stats.generation != tick_stats.generation

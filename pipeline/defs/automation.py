@@ -22,12 +22,20 @@ FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected file
 SNAPSHOT_KEY = "_snapshot"  # the parse cache's generation the state was read from (not compared)
 
 
-def raw_dir_state(raw_dir: Path, cache_dir: Path) -> dict[str, str]:
+def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | None = None) -> dict[str, str]:
     """What the sensor remembers (``sql/raw_partition_digests.sql``): per run-date partition, a digest of its runs'
     content and resolved metadata (so a changed sidecar or runs.csv counts) and of their power logs; plus
     ``_files``, a digest of every file's path and sha256. Content hashes only: a file that is touched but not
-    changed changes nothing. Parses only files changed since the parse cache was written (and updates it)."""
-    result, stats = ingest_folder_cached(raw_dir, cache_dir)
+    changed changes nothing. Parses only files changed since the parse cache was written (and updates it).
+
+    The folder is scanned quickly (``ingest_folder_cached(quick_scan=True)``: only folders whose mtime moved are
+    listed again); when nothing moved and the parse cache is still the generation ``previous`` was read from,
+    ``previous`` is the state, without reading a run.
+    """
+    result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True)
+    if previous and stats.parsed == stats.hashed == stats.removed == 0 \
+            and stats.generation and previous.get(SNAPSHOT_KEY) == stats.generation:
+        return dict(previous)
     with duckdb.connect() as conn:
         conn.register("runs", result.runs)
         conn.register("files", result.files)
@@ -47,8 +55,8 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     raw_dir = Path(paths.raw_dir)
     if not raw_dir.is_dir():
         return dg.SkipReason(f"raw dir {raw_dir} does not exist")
-    state = raw_dir_state(raw_dir, Path(paths.cache_dir))
     seen = json.loads(context.cursor) if context.cursor else {}
+    state = raw_dir_state(raw_dir, Path(paths.cache_dir), seen)
     changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY, SNAPSHOT_KEY} if state.get(k) != seen.get(k))
     if not changed and state[FILES_KEY] != seen.get(FILES_KEY):
         changed = [UNDATED]  # only non-run files changed: one small run refreshes the ledger and quarantine

@@ -12,13 +12,15 @@ from pathlib import Path
 
 from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files
 from pipeline.ingest.parse_cache import (
+    RACY_WINDOW_NS,
     CacheStats,
     load_cache,
+    load_scan,
     look_up,
     merge_in_scan_order,
     save_cache,
 )
-from pipeline.ingest.scan import scan_folder
+from pipeline.ingest.scan import scan_folder, scan_tree
 
 
 def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
@@ -39,7 +41,7 @@ def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
 
 
 def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = None, write: bool = True,
-                         snapshot: str | None = None) -> tuple[IngestResult, CacheStats]:
+                         snapshot: str | None = None, quick_scan: bool = False) -> tuple[IngestResult, CacheStats]:
     """``ingest_folder``, parsing only the files whose content, sidecar or ``runs.csv`` changed since the cache
     under ``cache_dir`` was saved, then (``write``) saving the new state there.
 
@@ -51,6 +53,10 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         snapshot: a cache generation (``CacheStats.generation`` of an earlier call, e.g. the sensor's tick that
             started this run): when the cache still holds exactly that state, its rows are the result and the
             folder is not scanned again; otherwise the folder is scanned as usual.
+        quick_scan: list again only the folders whose mtime moved since the cache's scan (``scan_tree`` with
+            ``previous``; a file rewritten in place is not seen until a scan without it). When no folder moved,
+            the cache is the result without looking anything up. For the sensor's tick; every run's ingest
+            scans in full.
     Returns:
         (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)`` (of the folder
         as the snapshot saw it, when one is used).
@@ -65,13 +71,23 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
         return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
                 CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))
-    listing = scan_folder(raw_dir)
+    previous = load_scan(cache_dir, cache.generation) if quick_scan and cache is not None else None
+    listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS)
+    if previous is not None and listing == previous[0] and all(
+            a is not None and a == b for a, b in zip(folders.mtime_ns, previous[1].mtime_ns)) \
+            and folders.rel == previous[1].rel:
+        # every folder was trusted and unchanged: the cache is this scan's result
+        files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
+        return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
+                CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))
     lookup = look_up(cache, listing, raw_dir)
     fresh = parse_files(raw_dir, lookup.to_parse, workers, listed=listing.rel)
     result = merge_in_scan_order(lookup.kept, fresh, listing)
     generation = cache.generation if cache is not None else None
-    if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None):
-        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing)
+    # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
+    folders_moved = quick_scan and (previous is None or folders != previous[1])
+    if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
+        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders)
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation)
     return result, stats

@@ -13,7 +13,8 @@ written in the same instant as the scan could change again without its mtime mov
 A touched but unchanged file is therefore hashed, never re-parsed.
 
 The cache is three Arrow IPC files (``files``, ``runs``, ``rejects``) under ``cache_dir``, each written atomically
-and stamped with one generation id; a reader that finds mixed generations (two writers at once, a writer killed
+and stamped with one generation id (beside them the scan they were saved from, ``listing`` and ``folders``, for
+the sensor's quick scan); a reader that finds mixed generations (two writers at once, a writer killed
 between files), another raw folder or another parser version ignores the cache and parses everything. So the cache
 can only cost time, never change a result: ``ingest_folder_cached`` returns exactly what ``ingest_folder`` does
 (tested by content hash).
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 
 from pipeline.ingest.keys import GPU_ALIASES_CSV_NAME
 from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, in_scan_order
-from pipeline.ingest.scan import Listing
+from pipeline.ingest.scan import Folders, Listing
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.io.paths import reference_dir, sql_text
 from pipeline.io.storage import read_arrow, write_arrow_atomic
@@ -200,10 +201,12 @@ def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
     return table.replace_schema_metadata({_METADATA_KEY: orjson.dumps(stamp)})
 
 
-def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing) -> str:
+def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing,
+               folders: Folders | None = None) -> str:
     """Write the three cache files, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
     (taken before parsing: a file changed meanwhile is caught by the next scan) and the sidecar and manifest
-    sha256 it was parsed with.
+    sha256 it was parsed with; with ``folders``, also the scan itself (``listing.arrow``, ``folders.arrow``,
+    same generation), which ``load_scan`` gives a later quick scan (``scan_tree``'s ``previous``).
 
     Args:
         cache_dir: the cache's folder (created when missing).
@@ -211,8 +214,9 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         scan_started_ns: when the scan of ``listing`` started.
         result: the merged result of that scan (``merge_in_scan_order``).
         listing: that scan.
+        folders: the folders that scan entered (``scan_tree``).
     Returns:
-        The generation id stamped on the three files.
+        The generation id stamped on the files.
     """
     with duckdb.connect() as conn:
         conn.register("listing", _listing_table(listing))
@@ -226,9 +230,40 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         files = files.append_column(name, dependencies[name])
     for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files.cast(CACHE_FILE_SCHEMA))):
         write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
+    if folders is not None:
+        write_arrow_atomic(_stamp(pa.table({"rel": pa.array(listing.rel, pa.string()),
+                                            "size": pa.array(listing.size, pa.int64()),
+                                            "mtime_ns": pa.array(listing.mtime_ns, pa.int64())}), stamp),
+                           cache_dir / "listing.arrow")
+        write_arrow_atomic(_stamp(pa.table({"rel": pa.array(folders.rel, pa.string()),
+                                            "mtime_ns": pa.array(folders.mtime_ns, pa.int64()),
+                                            "first": pa.array(folders.first, pa.int64()),
+                                            "count": pa.array(folders.count, pa.int64())}), stamp),
+                           cache_dir / "folders.arrow")
+    else:
+        for name in ("listing", "folders"):
+            (cache_dir / f"{name}.arrow").unlink(missing_ok=True)
     for name in ("runs", "rejects", "files"):  # the Parquet cache of earlier versions
         (cache_dir / f"{name}.parquet").unlink(missing_ok=True)
     return stamp["generation"]
+
+
+def load_scan(cache_dir: Path, generation: str) -> tuple[Listing, Folders] | None:
+    """The scan saved with cache ``generation`` (``save_cache`` with ``folders``), or None when it is missing,
+    unreadable or of another generation."""
+    tables = {}
+    for name in ("listing", "folders"):
+        try:
+            table = read_arrow(cache_dir / f"{name}.arrow")
+            stamp = orjson.loads((table.schema.metadata or {})[_METADATA_KEY])
+        except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
+            return None
+        if stamp.get("generation") != generation:
+            return None
+        tables[name] = table
+    listing, folders = tables["listing"], tables["folders"]
+    return (Listing(*(listing[name].to_pylist() for name in ("rel", "size", "mtime_ns"))),
+            Folders(*(folders[name].to_pylist() for name in ("rel", "mtime_ns", "first", "count"))))
 
 
 def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:

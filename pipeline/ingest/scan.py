@@ -50,6 +50,19 @@ class Listing:
     mtime_ns: list[int | None]
 
 
+@dataclass(frozen=True)
+class Folders:
+    """The real folders a scan entered, in walk order: ``rel`` ("" for the raw folder itself), ``mtime_ns`` (the
+    folder's mtime when the scan listed it; None when it may not be trusted next time: too recent, holding a
+    too-recent file, holding a name that had to be escaped, or not listable), and ``first``/``count``, the slice
+    of the listing that holds the folder's own entries (not its sub-folders')."""
+
+    rel: list[str]
+    mtime_ns: list[int | None]
+    first: list[int]
+    count: list[int]
+
+
 def scan_folder(raw_dir: Path) -> Listing:
     """Every entry under ``raw_dir`` that is not a real folder, with its stat, in scan order: per folder its files
     and symlinks sorted by name, then its sub-folders in name order (the order of ``os.walk`` top-down with sorted
@@ -59,51 +72,124 @@ def scan_folder(raw_dir: Path) -> Listing:
         FileNotFoundError: ``raw_dir`` does not exist or is not a folder.
         PermissionError: ``raw_dir`` itself cannot be listed (one line naming it and the cause).
     """
+    return scan_tree(raw_dir)[0]
+
+
+def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None,
+              trusted_before_ns: int = 0) -> tuple[Listing, Folders]:
+    """``scan_folder``, and the folders it entered; given the ``previous`` scan, a folder whose mtime is the one
+    recorded then is not listed again: its entries and their stats are taken from that scan.
+
+    A folder's mtime moves when an entry is added, removed or renamed in it, which is how result files arrive
+    (written, or written elsewhere and moved in). It does not move when a file is rewritten in place: a scan with
+    ``previous`` does not see such a rewrite, which the next scan without it (every run's ingest, the nightly
+    refresh) does. A folder is recorded as trusted only when its mtime and its files' mtimes are older than
+    ``trusted_before_ns`` (the racy-clean rule the parse cache uses for files) and no name in it was escaped.
+
+    Args:
+        raw_dir: the folder to scan.
+        previous: an earlier ``scan_tree`` of the same folder, or None for a full scan.
+        trusted_before_ns: mtimes at or after this instant (ns since the epoch) are not trusted next time.
+    Returns:
+        (listing, folders).
+    Raises:
+        FileNotFoundError: ``raw_dir`` does not exist or is not a folder.
+        PermissionError: ``raw_dir`` itself cannot be listed (one line naming it and the cause).
+    """
     if not Path(raw_dir).is_dir():
         raise FileNotFoundError(f"raw folder {raw_dir} does not exist (set PIPELINE_RAW_DIR)")
-    try:
-        entries = _sorted_entries(os.fspath(raw_dir))
-    except OSError as exc:
-        raise PermissionError(f"raw folder {raw_dir} cannot be listed: {exc.strerror or exc}") from exc
-    listing = Listing([], [], [])
-    _scan_into(entries, "", listing)
-    return listing
+    walk = _Walk(previous, trusted_before_ns)
+    walk.visit(os.fspath(raw_dir), "")
+    return walk.listing, walk.folders
+
+
+class _Walk:
+    """One scan in progress: the listing and folders so far, and the previous scan's folders by ``rel``."""
+
+    def __init__(self, previous: tuple[Listing, Folders] | None, trusted_before_ns: int):
+        self.listing, self.folders = Listing([], [], []), Folders([], [], [], [])
+        self.trusted_before_ns = trusted_before_ns
+        self.before = previous[0] if previous else Listing([], [], [])
+        known = previous[1] if previous else Folders([], [], [], [])
+        self.known = {rel: i for i, rel in enumerate(known.rel)}
+        self.known_folders = known
+        self.children: dict[str, list[str]] = {}
+        for rel in known.rel[1:]:
+            self.children.setdefault(rel.rpartition("/")[0], []).append(rel)
+
+    def visit(self, path: str, rel: str) -> None:
+        known = self.known.get(rel)
+        recorded = self.known_folders.mtime_ns[known] if known is not None else None
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            mtime = None
+        if recorded is not None and mtime == recorded:
+            self._reuse(path, rel, known)
+            return
+        try:
+            entries = _sorted_entries(path)
+        except OSError as exc:
+            if not rel:
+                raise PermissionError(f"raw folder {path} cannot be listed: {exc.strerror or exc}") from exc
+            # an unreadable sub-folder is listed itself: ingest records it with a reason
+            self._record(rel, None, [(rel, None, None)])
+            return
+        own, subfolders, trusted = [], [], mtime is not None and mtime < self.trusted_before_ns
+        prefix = f"{rel}/" if rel else ""
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            name = listed_name(entry.name)
+            trusted = trusted and name == entry.name
+            if is_dir and not entry.is_symlink():
+                subfolders.append((entry.path, prefix + name))
+                continue
+            try:
+                st = entry.stat()
+                regular = not is_dir and stat.S_ISREG(st.st_mode)
+            except OSError:
+                regular = False
+            regular = regular and name == entry.name  # an escaped name is not opened, so never cached by its stat
+            own.append((prefix + name, st.st_size if regular else None, st.st_mtime_ns if regular else None))
+            trusted = trusted and (not regular or st.st_mtime_ns < self.trusted_before_ns)
+        self._record(rel, mtime if trusted else None, own)
+        for child_path, child_rel in subfolders:
+            self.visit(child_path, child_rel)
+
+    def _reuse(self, path: str, rel: str, known: int) -> None:
+        first, count = self.known_folders.first[known], self.known_folders.count[known]
+        before, listing = self.before, self.listing
+        start = len(listing.rel)
+        listing.rel.extend(before.rel[first:first + count])
+        listing.size.extend(before.size[first:first + count])
+        listing.mtime_ns.extend(before.mtime_ns[first:first + count])
+        self._folder(rel, self.known_folders.mtime_ns[known], start)
+        for child in self.children.get(rel, ()):  # no name in a trusted folder was escaped
+            self.visit(os.path.join(path, child.rpartition("/")[2]), child)
+
+    def _record(self, rel: str, mtime_ns: int | None, entries: list[tuple[str, int | None, int | None]]) -> None:
+        listing = self.listing
+        start = len(listing.rel)
+        for entry_rel, size, mtime in entries:
+            listing.rel.append(entry_rel)
+            listing.size.append(size)
+            listing.mtime_ns.append(mtime)
+        self._folder(rel, mtime_ns, start)
+
+    def _folder(self, rel: str, mtime_ns: int | None, first: int) -> None:
+        folders = self.folders
+        folders.rel.append(rel)
+        folders.mtime_ns.append(mtime_ns)
+        folders.first.append(first)
+        folders.count.append(len(self.listing.rel) - first)
 
 
 def _sorted_entries(folder: str) -> list[os.DirEntry]:
     with os.scandir(folder) as scan:
         return sorted(scan, key=lambda e: e.name)
-
-
-def _scan_into(entries: list[os.DirEntry], prefix: str, listing: Listing) -> None:
-    subfolders = []
-    for entry in entries:
-        try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
-        if is_dir and not entry.is_symlink():
-            subfolders.append(entry)
-            continue
-        try:
-            st = entry.stat()
-            regular = not is_dir and stat.S_ISREG(st.st_mode)
-        except OSError:
-            regular = False
-        name = listed_name(entry.name)
-        regular = regular and name == entry.name  # an escaped name is not opened, so never cached by its stat
-        listing.rel.append(prefix + name)
-        listing.size.append(st.st_size if regular else None)
-        listing.mtime_ns.append(st.st_mtime_ns if regular else None)
-    for entry in subfolders:
-        try:
-            children = _sorted_entries(entry.path)
-        except OSError:  # an unreadable sub-folder is listed itself: ingest records it with a reason
-            listing.rel.append(prefix + listed_name(entry.name))
-            listing.size.append(None)
-            listing.mtime_ns.append(None)
-            continue
-        _scan_into(children, f"{prefix}{listed_name(entry.name)}/", listing)
 
 
 def list_files(raw_dir: Path) -> list[Path]:

@@ -1,0 +1,117 @@
+"""The sensor's quick scan: only folders whose mtime moved are listed again, and what it lists is what a full
+scan lists, for files that arrive, leave or are renamed; a rewrite in place waits for the next full scan."""
+
+import os
+import shutil
+import time
+
+import pytest
+from conftest import SAMPLE_DIR
+
+import pipeline.defs.automation as automation
+import pipeline.ingest.scan as scan
+from pipeline.defs.automation import SNAPSHOT_KEY, raw_dir_state
+from pipeline.ingest.folder import ingest_folder_cached
+from pipeline.ingest.scan import scan_folder, scan_tree
+
+TRUSTED = 2_000_000_000  # the racy window: mtimes this close to a scan are not trusted by the next one
+
+
+def _now_minus_window() -> int:
+    return time.time_ns() - TRUSTED
+
+
+def _aged_copy(tmp_path):
+    """The sample folder with every file and folder dated an hour back, as a fleet's older nights are."""
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR, raw)
+    past = time.time_ns() - 3600 * 1_000_000_000
+    for path in sorted(raw.rglob("*"), key=lambda p: -len(p.parts)):  # files first, then their folders
+        os.utime(path, ns=(past, past))
+    os.utime(raw, ns=(past, past))
+    return raw
+
+
+def _listed_folders(monkeypatch) -> list[str]:
+    listed: list[str] = []
+    real = scan._sorted_entries
+    monkeypatch.setattr(scan, "_sorted_entries", lambda folder: listed.append(folder) or real(folder))
+    return listed
+
+
+def test_an_old_folder_is_trusted_and_a_recent_one_is_not(tmp_path):
+    raw = _aged_copy(tmp_path)
+    _, folders = scan_tree(raw, None, _now_minus_window())
+    assert folders.rel[0] == "" and all(m is not None for m in folders.mtime_ns)
+    (raw / "vllm" / "late.json").write_text("{}")  # written just now: the folder and the file are racy
+    _, folders = scan_tree(raw, None, _now_minus_window())
+    untrusted = {rel for rel, m in zip(folders.rel, folders.mtime_ns) if m is None}
+    assert untrusted == {"vllm"}
+
+
+def test_quick_scan_lists_what_a_full_scan_lists_after_files_arrive_leave_and_move(tmp_path, monkeypatch):
+    raw = _aged_copy(tmp_path)
+    before = scan_tree(raw, None, _now_minus_window())
+    (raw / "vllm" / "mi355x" / "new_conc4.json").write_text("{}")  # arrives in an existing folder
+    (raw / "sglang" / "2026-09-01").mkdir()  # a new night's folder
+    (raw / "sglang" / "2026-09-01" / "run.json").write_text("{}")
+    gone = next((raw / "trtllm").glob("*.json"))
+    gone.unlink()  # leaves
+    moved = next((raw / "inferencex").glob("agg_*.json"))
+    moved.rename(moved.with_name("renamed_" + moved.name))  # renamed
+    listed = _listed_folders(monkeypatch)
+    quick, _ = scan_tree(raw, before, _now_minus_window())
+    # only the folders whose entries changed were listed again (the new one is new)
+    assert {os.path.relpath(f, raw) for f in listed} == {"vllm/mi355x", "sglang", "sglang/2026-09-01", "trtllm",
+                                                         "inferencex"}
+    assert quick == scan_folder(raw)
+
+
+def test_nothing_moved_lists_no_folder(tmp_path, monkeypatch):
+    raw = _aged_copy(tmp_path)
+    before = scan_tree(raw, None, _now_minus_window())
+    listed = _listed_folders(monkeypatch)
+    again = scan_tree(raw, before, _now_minus_window())
+    assert again == before and listed == []
+
+
+def test_a_rewrite_in_place_waits_for_the_next_full_scan(tmp_path):
+    raw = _aged_copy(tmp_path)
+    before = scan_tree(raw, None, _now_minus_window())
+    target = next((raw / "trtllm").glob("*.json"))
+    target.write_text(target.read_text() + " ")  # same name, new bytes: the folder's mtime does not move
+    quick, _ = scan_tree(raw, before, _now_minus_window())
+    full = scan_folder(raw)
+    assert quick == before[0]  # the documented blind spot of the quick scan
+    assert full != before[0] and full.rel == before[0].rel  # a full scan sees the new size and mtime
+
+
+def test_a_quiet_tick_reuses_the_last_state_and_a_busy_one_equals_a_full_one(tmp_path, monkeypatch):
+    raw = _aged_copy(tmp_path)
+    first = raw_dir_state(raw, tmp_path / "cache")
+    assert first[SNAPSHOT_KEY]
+    real_sql = automation.sql_text
+    monkeypatch.setattr(automation, "sql_text", lambda name: pytest.fail(f"read the runs again ({name})"))
+    assert raw_dir_state(raw, tmp_path / "cache", first) == first
+    monkeypatch.setattr(automation, "sql_text", real_sql)
+
+    shutil.copy(raw / "vllm" / "mi355x" / "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json",
+                raw / "vllm" / "copy_conc8.json")
+    quick = raw_dir_state(raw, tmp_path / "cache", first)
+    full = raw_dir_state(raw, tmp_path / "fresh_cache")
+    assert {k: v for k, v in quick.items() if k != SNAPSHOT_KEY} == {k: v for k, v in full.items()
+                                                                    if k != SNAPSHOT_KEY}
+    assert quick != first
+
+
+def test_a_run_ingest_after_a_quick_tick_scans_in_full(tmp_path):
+    """A rewrite in place that the tick did not see is seen by the run's own ingest (no snapshot given)."""
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    ingest_folder_cached(raw, cache)
+    target = next((raw / "trtllm").glob("*.json"))
+    target.write_text(target.read_text().replace("{", "{ ", 1))
+    _, tick = ingest_folder_cached(raw, cache, quick_scan=True)
+    assert tick.parsed == 0
+    _, run = ingest_folder_cached(raw, cache)
+    assert run.parsed == 1
