@@ -27,7 +27,7 @@ from pipeline.defs.ingest.assets import IngestConfig, raw_runs  # noqa: E402
 from pipeline.defs.metrics.assets import run_metrics, run_power  # noqa: E402
 from pipeline.defs.metrics.checks import metrics_finite_and_positive  # noqa: E402
 from pipeline.defs.metrics.reference import PriceBooksConfig, gpu_reference, price_books  # noqa: E402
-from pipeline.defs.partitions import discover_partition_keys, register_partitions  # noqa: E402
+from pipeline.defs.partitions import discover_partitions, register_partitions  # noqa: E402
 from pipeline.defs.resources import SNAPSHOT_TAG, PipelinePaths, Warehouse  # noqa: E402
 from pipeline.defs.validate.assets import quarantine, validated_runs  # noqa: E402
 from pipeline.defs.validate.checks import every_file_accounted_for, quarantine_rows_explained  # noqa: E402
@@ -141,10 +141,13 @@ def main(description: str) -> None:
 
     table = Table()
     started = time.perf_counter()
-    keys: list[str] = []
-    parse_s = table.timed("full: parse + normalize (no cache; partitions)", lambda: keys.extend(
-        register_partitions(instance, discover_partition_keys(paths.raw_dir, paths.cache_dir))))
-    assets_s = materialize(table, "full: ", instance, keys, wh, paths)
+    discovered: list = []
+    parse_s = table.timed("full: parse + normalize (no cache; partitions)", lambda: discovered.extend(
+        discover_partitions(paths.raw_dir, paths.cache_dir)))
+    keys, snapshot = register_partitions(instance, discovered[0]), discovered[1]
+    # the run reads the folder as the discovery saw it, as `python -m pipeline run` and the schedule's runs do
+    assets_s = materialize(table, "full: ", instance, keys, wh, paths,
+                           run_tags={SNAPSHOT_TAG: snapshot} if snapshot else None)
     with duckdb.connect(wh.database, read_only=True) as conn:
         n_runs = conn.execute("select count(*) from raw_runs").fetchone()[0]
         accepted = conn.execute("select count(distinct run_id) from run_metrics").fetchone()[0]

@@ -64,14 +64,15 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None):
         FileNotFoundError, PermissionError: the raw folder is missing or cannot be listed (before any step).
     """
     from pipeline.definitions import defs
-    from pipeline.defs.partitions import all_partitions_tags, discover_partition_keys, register_partitions
-    from pipeline.defs.resources import GENERATION_TAG
+    from pipeline.defs.partitions import all_partitions_tags, discover_partitions, register_partitions
+    from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG
     from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
 
     definitions = defs()
     job = definitions.resolve_job_def("refresh_all")
-    register_partitions(instance, discover_partition_keys(env_path("PIPELINE_RAW_DIR"), parse_cache_dir()))
+    keys, snapshot = discover_partitions(env_path("PIPELINE_RAW_DIR"), parse_cache_dir())
+    register_partitions(instance, keys)
     labels = {a.node_def.name: _step_label(a) for a in definitions.resolve_asset_graph().assets_defs}
     total, done, last = len(job.graph.node_dict), 0, time.perf_counter()
 
@@ -88,7 +89,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None):
     generation = cli_generation_id()
     result = job.execute_in_process(
         instance=instance, run_config=run_config or {}, raise_on_error=False, run_id=run_id,
-        tags={GENERATION_TAG: generation, **all_partitions_tags(instance)},
+        # the ingest reads the folder as the discovery just scanned it, from the parse cache (no second scan)
+        tags={GENERATION_TAG: generation, **all_partitions_tags(instance),
+              **({SNAPSHOT_TAG: snapshot} if snapshot else {})},
     )
     if not result.success:
         discard(Path(env_path("PIPELINE_OUT_DIR")), generation)  # nothing of it is published

@@ -11,7 +11,7 @@ from pipeline.defs.jobs import refresh_all
 from pipeline.defs.partitions import (
     RUN_DATE_PARTITIONS,
     all_partitions_tags,
-    discover_partition_keys,
+    discover_partitions,
 )
 from pipeline.defs.resources import SNAPSHOT_TAG, PipelinePaths
 from pipeline.ingest.folder import ingest_folder_cached
@@ -81,8 +81,9 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
 def nightly_refresh(context: dg.ScheduleEvaluationContext, paths: PipelinePaths):
     """Fires every night at 02:00 UTC, after the fleet's nightly drop: registers any new run dates and refreshes
     every partition and every mart in one run."""
-    keys = discover_partition_keys(paths.raw_dir, paths.cache_dir)
+    keys, snapshot = discover_partitions(paths.raw_dir, paths.cache_dir)
     known = set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
     if set(keys) - known:
         context.instance.add_dynamic_partitions(RUN_DATE_PARTITIONS.name, sorted(set(keys) - known))
-    return dg.RunRequest(run_key=None, tags={**all_partitions_tags(context.instance), "trigger": "nightly_refresh"})
+    return dg.RunRequest(run_key=None, tags={**all_partitions_tags(context.instance), "trigger": "nightly_refresh",
+                                             **({SNAPSHOT_TAG: snapshot} if snapshot else {})})

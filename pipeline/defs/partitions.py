@@ -29,12 +29,23 @@ def all_partitions_tags(instance: dg.DagsterInstance) -> dict[str, str]:
 
 
 def discover_partition_keys(raw_dir: str, cache_dir: str) -> list[str]:
-    """Every run-date partition the logs under ``raw_dir`` populate, plus ``undated``. Parses only what changed
-    since the parse cache was written (and updates it, so the ingest that follows parses nothing again)."""
+    """``discover_partitions``' keys."""
+    return discover_partitions(raw_dir, cache_dir)[0]
+
+
+def discover_partitions(raw_dir: str, cache_dir: str) -> tuple[list[str], str | None]:
+    """Every run-date partition the logs under ``raw_dir`` populate, plus ``undated``, and the parse cache's
+    generation that holds the folder as this scan saw it (the run tag ``SNAPSHOT_TAG``: the run started next
+    reads its rows from the cache without scanning again; None when the cache could not be saved). Parses only
+    what changed since the parse cache was written (and updates it).
+
+    Raises:
+        FileNotFoundError, PermissionError: the raw folder is missing or cannot be listed.
+    """
     from pathlib import Path
 
     from pipeline.ingest.folder import ingest_folder_cached
     from pipeline.ingest.schema import UNDATED
 
-    runs = ingest_folder_cached(Path(raw_dir), Path(cache_dir))[0].runs
-    return sorted(set(runs.column("run_date_partition").to_pylist()) | {UNDATED})
+    result, stats = ingest_folder_cached(Path(raw_dir), Path(cache_dir))
+    return sorted(set(result.runs.column("run_date_partition").to_pylist()) | {UNDATED}), stats.generation

@@ -76,7 +76,7 @@ class IngestResult:
 # are skipped). Rows are put back in scan order, so the result is identical to the serial path. Below it, starting
 # the pool costs more than it saves.
 PARALLEL_MIN_FILES = 6000
-PARALLEL_BLOCK_FILES = 200
+PARALLEL_BLOCK_FILES = 1000  # per block, a worker writes and the parent reads three Arrow files (~1 ms)
 # What a file in a worker that died gets, once the retry alone has killed its worker again (docs/inputs.md).
 CRASH_REASON = "parse_crashed"
 
@@ -112,8 +112,11 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
     with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as tmp:
         parts = _parse_in_pool(Path(raw_dir), [rels[i:i + block] for i in range(0, len(rels), block)], workers,
                                sidecars, Path(tmp))
-    order = pa.array(rels, pa.string())
-    return IngestResult(**{name: in_scan_order(pa.concat_tables([getattr(p, name) for p in parts]), order)
+    # every part is the rows of a run of consecutive files of rels, no two overlapping (a block, what is left of
+    # one after a crash, a suspect file alone): ordered by their first file, they are in scan order
+    position = {rel: at for at, rel in enumerate(rels)}
+    parts.sort(key=lambda part: position[part[0]])
+    return IngestResult(**{name: pa.concat_tables([getattr(result, name) for _, result in parts]).combine_chunks()
                            for name in ("runs", "rejects", "files")})
 
 
@@ -190,8 +193,9 @@ def _started(prefix: str) -> int:
 
 
 def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecars: set[str] | None,
-                   work: Path) -> list[IngestResult]:
-    """The results of every block, in no particular order (the caller sorts the rows into scan order).
+                   work: Path) -> list[tuple[str, IngestResult]]:
+    """The results of every block, each with the first file it parsed, in no particular order (the caller puts
+    them into scan order).
 
     Blocks run in a pool of ``workers``. When the pool breaks (a worker died; ``concurrent.futures`` then ends
     the others), every unfinished block is split: the files it had finished or not yet started go back into the
@@ -201,7 +205,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
     Raises:
         RuntimeError: a pool broke twice in a row with no file in flight.
     """
-    parts: list[IngestResult] = []
+    parts: list[tuple[str, IngestResult]] = []
     suspects: list[str] = []
     queue, tasks, fruitless = blocks, 0, 0
     while queue:
@@ -220,7 +224,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
             queue, in_flight = unsubmitted, 0
             for future, rels, prefix in pending:
                 try:
-                    parts.append(_read_result(future.result()))
+                    parts.append((rels[0], _read_result(future.result())))
                 except BrokenProcessPool:
                     started = _started(prefix)
                     if started:  # the file being read is suspect; the ones before it and after it are not
@@ -232,7 +236,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
             raise RuntimeError(f"the parse worker pool broke twice with no file in flight; {len(queue)} blocks "
                                f"unparsed, from {queue[0][0]}")
     for rel in suspects:
-        parts.append(_parse_alone(raw_dir, rel, sidecars, work / f"alone{len(parts)}"))
+        parts.append((rel, _parse_alone(raw_dir, rel, sidecars, work / f"alone{len(parts)}")))
     return parts
 
 

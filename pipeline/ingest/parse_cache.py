@@ -123,12 +123,16 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
         listing: this scan (``scan_folder``).
         raw_dir: the folder ``listing`` is relative to.
     """
-    cached_files = cache.files if cache else CACHE_FILE_SCHEMA.empty_table()
+    if cache is None:  # nothing to reuse: parse every file
+        empty = IngestResult(runs=RUN_SCHEMA.empty_table(), rejects=QUARANTINE_SCHEMA.empty_table(),
+                             files=FILE_SCHEMA.empty_table())
+        return Lookup(to_parse=list(listing.rel), kept=empty, reused=0, hashed=0, removed=0)
+    cached_files = cache.files
     with duckdb.connect() as conn:
         conn.register("listing", _listing_table(listing))
         conn.register("cached_files", cached_files)
         known = conn.sql(sql_text("parse_cache_stat"),
-                         params={"racy_before": (cache.scan_started_ns if cache else 0) - RACY_WINDOW_NS}
+                         params={"racy_before": cache.scan_started_ns - RACY_WINDOW_NS}
                          ).to_arrow_table()
         # content now: from the cache when the stat is clean, by hashing when a cached file's stat moved
         sha_now = known.column("cached_sha256").to_pylist()
@@ -146,9 +150,9 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
     # cached files not reused (changed or gone): usually few, so their rows are dropped by a small lookup
     stale = pa.array([rel for rel in cached_files["source_file"].to_pylist() if rel not in reused_set], pa.string())
     kept = IngestResult(
-        runs=_rows_kept(cache and cache.runs, stale, RUN_SCHEMA),
-        rejects=_rows_kept(cache and cache.rejects, stale, QUARANTINE_SCHEMA),
-        files=_rows_kept(cache and cache.files, stale, CACHE_FILE_SCHEMA).select(FILE_SCHEMA.names).cast(FILE_SCHEMA),
+        runs=_rows_kept(cache.runs, stale),
+        rejects=_rows_kept(cache.rejects, stale),
+        files=_rows_kept(cache.files, stale).select(FILE_SCHEMA.names).cast(FILE_SCHEMA),
     )
     return Lookup(to_parse=[rel for rel in listing.rel if rel not in reused_set], kept=kept, reused=len(reused_set),
                   hashed=hashed, removed=cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0))
@@ -174,10 +178,8 @@ def _sha256_file(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _rows_kept(table: pa.Table | None, stale: pa.Array, schema: pa.Schema) -> pa.Table:
-    """The rows of ``table`` whose file is not in ``stale`` (empty table of ``schema`` when there is no cache)."""
-    if table is None:
-        return schema.empty_table()
+def _rows_kept(table: pa.Table, stale: pa.Array) -> pa.Table:
+    """The rows of ``table`` whose file is not in ``stale``."""
     if len(stale) == 0:
         return table
     return table.filter(pc.invert(pc.is_in(table["source_file"], stale)))
@@ -191,6 +193,8 @@ def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listin
     def merged(cached: pa.Table, new: pa.Table) -> pa.Table:
         if new.num_rows == 0:
             return cached.cast(new.schema)
+        if cached.num_rows == 0:  # parse_files keeps scan order
+            return new
         return in_scan_order(pa.concat_tables([cached.cast(new.schema), new]), order)
 
     return IngestResult(**{name: merged(getattr(kept, name), getattr(fresh, name))

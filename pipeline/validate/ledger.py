@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from pipeline.ingest.scan import list_files
+from pipeline.ingest.scan import scan_folder
 
 
 @dataclass(frozen=True)
@@ -33,14 +33,14 @@ def account_for_files(raw_dir: Path, ledger: Sequence[tuple]) -> FileAccounting:
     """Hold the ledger to the raw folder as it is now.
 
     Args:
-        raw_dir: the raw folder (listed as ingest lists it, ``pipeline.ingest.scan.list_files``).
+        raw_dir: the raw folder (listed as ingest lists it, ``pipeline.ingest.scan.scan_folder``).
         ledger: ``(source_file, rows_read, accepted_rows, quarantined_rows, pending_rows)`` per ledger row;
             pending rows (their date not ingested yet) count as accounted for; paths relative to
             ``raw_dir``, POSIX.
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
     """
-    on_disk = {p.relative_to(raw_dir).as_posix() for p in list_files(Path(raw_dir))}
+    on_disk = set(scan_folder(Path(raw_dir)).rel)
     in_ledger = [row[0] for row in ledger]
     return FileAccounting(
         files_on_disk=len(on_disk),
