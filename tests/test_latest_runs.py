@@ -19,7 +19,7 @@ from scipy import stats
 
 from pipeline.comparisons.confidence import difference_significant, side_intervals
 from pipeline.comparisons.trends import build_trends
-from pipeline.frontiers.latest import frontier_runs, row_codes, t_intervals
+from pipeline.frontiers.latest import frontier_runs, t_intervals
 from pipeline.frontiers.points import build_frontiers
 from pipeline.frontiers.sides import Side, enumerate_comparisons
 from pipeline.ingest.keys import (
@@ -31,6 +31,7 @@ from pipeline.ingest.keys import (
 from pipeline.validate.lines import (
     current_sweeps_by_date,
     line_id,
+    row_codes,
     run_lineage,
     sweep_id,
     sweep_order_key,
@@ -393,3 +394,30 @@ def test_row_codes_number_combinations_in_order_of_first_appearance():
                                    pa.record_batch({"a": [None, "y", None], "b": [1, 3, 1]})])
     assert row_codes(table, ["a", "b"]).tolist() == [0, 1, 0, 2, 3, 2]  # null is a value of its own
     assert row_codes(table, ["b"]).tolist() == [0, 1, 0, 0, 2, 0]
+
+
+def _random_history(rng, rows):
+    """Rows that reach every branch of the latest rule: several lines, sweeps of every kind (gha ids of any
+    length, numeric and textual sweep ids with leading zeros, dates, undated), repeats, rows shared by two price
+    books, undated and pre-1970 runs, a null conc."""
+    sweeps = ["gha:9", "gha:10", "gha:0010", "gha:123456789012345678901234567890", "sweep:alpha", "sweep:007",
+              "sweep:7", "date:2026-07-01", "date:2026-07-02", "undated"]
+    days = [None, dt.date(1969, 12, 31), dt.date(2026, 7, 1), dt.date(2026, 7, 2), dt.date(2026, 7, 9)]
+    out = []
+    for i in range(rows):
+        run = f"r{rng.integers(0, rows)}"  # repeats of one run_id: one row per price book
+        out.append({"run_id": run, "line_id": f"L{rng.integers(0, 6)}", "sweep_id": sweeps[rng.integers(0, 10)],
+                    "conc": None if rng.random() < 0.05 else int(rng.choice([4, 8, 16])),
+                    "run_date": days[rng.integers(0, len(days))]})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lineage_as_column_work_equals_the_row_by_row_rule(seed):
+    from lineage_reference import reference_lineage
+
+    rng = np.random.default_rng(seed)
+    runs = _random_history(rng, 400)
+    for as_of in (None, dt.date(1969, 12, 31), dt.date(2026, 7, 1), dt.date(2026, 7, 5)):
+        assert run_lineage(runs, as_of).equals(reference_lineage(runs, as_of)), as_of
+    assert run_lineage(runs[:1]).equals(reference_lineage(runs[:1]))  # one row: no successor, alone

@@ -17,10 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.frontiers.latest import average_repeats, row_codes
+from pipeline.frontiers.latest import average_repeats
 from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers
 from pipeline.frontiers.spline import interpolate_frontiers, slices
-from pipeline.validate.lines import current_sweeps_by_date
+from pipeline.validate.lines import current_sweeps_by_date, row_codes
 
 DEFAULT_TARGET_INTVTY = 35.0
 GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type")

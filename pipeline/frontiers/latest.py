@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from scipy import stats
 
 from pipeline.frontiers.pareto import float_values
-from pipeline.validate.lines import run_lineage
+from pipeline.validate.lines import first_appearance_numbers, run_lineage
 
 # Columns frontier_runs needs besides the metrics: the line and the sweep of every run (run_metrics has them).
 LINEAGE_INPUT_COLUMNS = ("run_id", "price_book", "conc", "run_date", "line_id", "sweep_id")
@@ -134,32 +134,3 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
             out = out.append_column(name, column)
     return out
 
-
-def first_appearance_numbers(keys: np.ndarray) -> np.ndarray:
-    """Each row's key renumbered 0, 1, 2 … in order of the key's first appearance (int64, shape of ``keys``,
-    1-D integers)."""
-    if keys.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[inverse.reshape(-1)]
-
-
-def row_codes(table: pa.Table, names: Sequence[str]) -> np.ndarray:
-    """One integer per row for its combination of the ``names`` columns (int64, 0 … distinct − 1, numbered in
-    order of first appearance; a null is a value of its own): column work in place of a tuple per row."""
-    if table.num_rows == 0:
-        return np.zeros(0, dtype=np.int64)
-    combined = np.zeros(table.num_rows, dtype=np.int64)
-    span = 1  # combined < span
-    for name in names:
-        indices = pc.dictionary_encode(table[name].combine_chunks()).indices
-        codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64) + 1  # 0 is null
-        radix = int(codes.max()) + 1
-        if span * radix >= 2 ** 62:  # renumber densely before the product could overflow
-            combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
-            span = int(combined.max()) + 1
-        combined = combined * radix + codes
-        span *= radix
-    return first_appearance_numbers(combined)

@@ -15,8 +15,10 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 import duckdb
+import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -168,7 +170,9 @@ def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
         shutil.rmtree(legacy, ignore_errors=True)
     staging = base_dir.with_name(f".{base_dir.name}.staging-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    table = table.sort_by([("model", "ascending"), ("run_date", "ascending")])
+    order = pc.sort_indices(table, sort_keys=[("model", "ascending"), ("run_date", "ascending")]).to_numpy()
+    if (order != np.arange(order.size)).any():  # a caller's table in this order already is not copied (~1M rows)
+        table = table.take(order)
     groups = table.group_by(["model", "run_date"], use_threads=False).aggregate([([], "count_all")])
     files, offset = [], 0
     for model, run_date, n in zip(*(groups.column(i).to_pylist() for i in range(3))):

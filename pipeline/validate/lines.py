@@ -26,10 +26,12 @@ stages import it from here.
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, timedelta
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # Columns the line key reads (RUN_SCHEMA names).
 LINE_COLUMNS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "tp", "pp", "pcp", "ep",
@@ -49,6 +51,8 @@ LINEAGE_SCHEMA = pa.schema([
 ])
 _WORKFLOW_RUN = re.compile(r"/actions/runs/(\d+)")
 _KIND_RANK = {"undated": 0, "date": 1, "sweep": 2, "gha": 3}
+_EPOCH = date(1970, 1, 1)
+_UNDATED = np.iinfo(np.int64).min  # a sweep date older than every date
 
 
 def _flag(value: object) -> str:
@@ -106,17 +110,15 @@ def sweep_order_key(sweep_date: date | None, sweep: str) -> tuple:
 def line_and_sweep_ids(runs: pa.Table) -> tuple[list[str], list[str]]:
     """``line_id`` and ``sweep_id`` of every row of ``runs`` (``RUN_SCHEMA`` columns; absent ones read as null)."""
     def ids(names: Sequence[str], make) -> list[str]:
-        # many runs share a line (and a sweep): each distinct value tuple is formatted once (an Arrow column has
-        # one Python type, so equal tuples are the same values)
-        columns = [runs[name].to_pylist() if name in runs.column_names else [None] * runs.num_rows for name in names]
-        made: dict[tuple, str] = {}
-        out = []
-        for values in zip(*columns):
-            found = made.get(values)
-            if found is None:
-                found = made[values] = make(dict(zip(names, values)))
-            out.append(found)
-        return out
+        # many runs share a line (and a sweep): each distinct combination of values is formatted once
+        present = [name for name in names if name in runs.column_names]
+        if runs.num_rows == 0:
+            return []
+        codes = row_codes(runs, present) if present else np.zeros(runs.num_rows, dtype=np.int64)
+        count = int(codes.max()) + 1
+        distinct = runs.select(present).take(pa.array(_first_rows(codes, count))).to_pylist()
+        made = [make({**dict.fromkeys(names), **values}) for values in distinct]
+        return [made[code] for code in codes.tolist()]
 
     return ids(LINE_COLUMNS, line_id), ids(SWEEP_COLUMNS, sweep_id)
 
@@ -124,6 +126,9 @@ def line_and_sweep_ids(runs: pa.Table) -> tuple[list[str], list[str]]:
 def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None = None) -> pa.Table:
     """Supersession and repeats of every run (``LINEAGE_SCHEMA``, one row per input row, in order): the latest
     rule of this module's docstring.
+
+    Column work: a line's sweeps and a repeat group are integer codes; Python touches each distinct sweep once
+    (to order a line's sweeps by ``sweep_order_key``) and each distinct repeat group once (to name it).
 
     Args:
         runs: rows with ``run_id``, ``conc``, ``run_date``, ``line_id`` and ``sweep_id`` (as ``line_id`` and
@@ -133,45 +138,53 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
             ``superseded_by``); undated runs are always visible (nothing says they came later).
     Returns:
         ``line_id``, ``sweep_id`` as given; ``superseded_by``: the line's next newer visible sweep after this
-        run's own (null when the run is current or not visible; a chain of them leads to the current sweep); ``repeat_group`` =
-        ``<line_id>|<sweep_id>|conc=<conc>`` and ``repeat_n`` = distinct runs in it (1 when alone; counted among
-        visible runs); ``current``: visible and not superseded.
+        run's own (null when the run is current or not visible; a chain of them leads to the current sweep);
+        ``repeat_group`` = ``<line_id>|<sweep_id>|conc=<conc>`` and ``repeat_n`` = distinct runs in it (1 when
+        alone; counted among visible runs); ``current``: visible and not superseded.
     Raises:
         ValueError: ``line_id`` or ``sweep_id`` is null (the lineage was never computed for that row).
     """
     table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
-    run_ids, concs, dates = (table[name].to_pylist() for name in ("run_id", "conc", "run_date"))
-    lines, sweeps = table["line_id"].to_pylist(), table["sweep_id"].to_pylist()
-    if None in lines or None in sweeps:
+    if table["line_id"].null_count or table["sweep_id"].null_count:
         raise ValueError("run_lineage: a row without line_id or sweep_id (compute them with line_and_sweep_ids)")
-    visible = [as_of is None or day is None or day <= as_of for day in dates]
-    sweep_date: dict[tuple[str, str], date | None] = {}
-    members: dict[tuple[str, str, Any], set] = {}
-    for run, conc, day, line, sweep, seen in zip(run_ids, concs, dates, lines, sweeps, visible):
-        if not seen:
-            continue
-        known = sweep_date.get((line, sweep))
-        if (line, sweep) not in sweep_date or (day is not None and (known is None or day > known)):
-            sweep_date[(line, sweep)] = day
-        members.setdefault((line, sweep, conc), set()).add(run)
-    # each line's visible sweeps, oldest first: a sweep is superseded by the one right after it
-    ordered: dict[str, list[tuple[tuple, str]]] = {}
-    for (line, sweep), day in sweep_date.items():
-        ordered.setdefault(line, []).append((sweep_order_key(day, sweep), sweep))
-    successor: dict[tuple[str, str], str | None] = {}
-    for line, keyed in ordered.items():
+    n = table.num_rows
+    lines, sweeps = table["line_id"].to_pylist(), table["sweep_id"].to_pylist()
+    days = pc.cast(table["run_date"], pa.date32()).cast(pa.int32())
+    dated = days.is_valid().to_numpy(zero_copy_only=False)
+    day = pc.fill_null(days, 0).to_numpy().astype(np.int64)
+    visible = np.ones(n, dtype=bool) if as_of is None else ~dated | (day <= (as_of - _EPOCH).days)
+    sweep = row_codes(table, ("line_id", "sweep_id"))
+    group = row_codes(table, ("line_id", "sweep_id", "conc"))
+    run = row_codes(table, ("run_id",))
+    # a sweep's date: the newest date among its visible runs; undated when none of them has one
+    newest = np.full(int(sweep.max(initial=-1)) + 1, _UNDATED)
+    np.maximum.at(newest, sweep[visible & dated], day[visible & dated])
+    seen = np.bincount(sweep[visible], minlength=newest.size) > 0
+    first_row = _first_rows(sweep, newest.size)
+    ordered: dict[str, list[tuple[tuple, str, int]]] = {}
+    for s in np.flatnonzero(seen).tolist():
+        i = int(first_row[s])
+        sweep_day = None if newest[s] == _UNDATED else _EPOCH + timedelta(days=int(newest[s]))
+        ordered.setdefault(lines[i], []).append((sweep_order_key(sweep_day, sweeps[i]), sweeps[i], s))
+    successor = np.full(newest.size, None, dtype=object)
+    for keyed in ordered.values():  # a sweep is superseded by the one right after it
         keyed.sort()
-        for (_, sweep), (_, after) in zip(keyed, [*keyed[1:], (None, None)]):
-            successor[(line, sweep)] = after
-    superseded, groups, counts, current = [], [], [], []
-    for conc, line, sweep, seen in zip(concs, lines, sweeps, visible):
-        after = successor[(line, sweep)] if seen else None
-        superseded.append(after)
-        current.append(seen and after is None)
-        groups.append(f"{line}|{sweep}|conc={conc}")
-        counts.append(len(members[(line, sweep, conc)]) if seen else 1)
-    return pa.table({"run_id": run_ids, "line_id": lines, "sweep_id": sweeps, "superseded_by": superseded,
-                     "repeat_group": groups, "repeat_n": counts, "current": current}, schema=LINEAGE_SCHEMA)
+        for (_, _, s), (_, after, _) in zip(keyed, keyed[1:]):
+            successor[s] = after
+    superseded = np.where(visible, successor[sweep], None)
+    # distinct visible runs per repeat group
+    groups = int(group.max(initial=-1)) + 1
+    pairs = np.unique(group[visible] * (int(run.max(initial=-1)) + 1) + run[visible])
+    members = np.bincount(pairs // (int(run.max(initial=-1)) + 1), minlength=groups)
+    concs = table["conc"].to_pylist()
+    names = np.array([f"{lines[i]}|{sweeps[i]}|conc={concs[i]}" for i in _first_rows(group, groups).tolist()],
+                     dtype=object)
+    return pa.table({"run_id": table["run_id"], "line_id": table["line_id"], "sweep_id": table["sweep_id"],
+                     "superseded_by": pa.array(superseded.tolist(), pa.string()),
+                     "repeat_group": pa.array(names[group].tolist() if n else [], pa.string()),
+                     "repeat_n": pa.array(np.where(visible, members[group], 1), pa.int32()),
+                     "current": pa.array(visible & np.equal(superseded, None))},
+                    schema=LINEAGE_SCHEMA)
 
 
 def current_sweeps_by_date(runs: pa.Table, as_of_dates: Sequence[date]):
@@ -205,3 +218,40 @@ def current_sweeps_by_date(runs: pa.Table, as_of_dates: Sequence[date]):
                 newest[line] = (key, sweep)
             at += 1
         yield day, {line: members[(line, sweep)] for line, (_, sweep) in newest.items()}
+
+
+def first_appearance_numbers(keys: np.ndarray) -> np.ndarray:
+    """Each row's key renumbered 0, 1, 2 … in order of the key's first appearance (int64, shape of ``keys``,
+    1-D integers)."""
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
+
+
+def row_codes(table: pa.Table, names: Sequence[str]) -> np.ndarray:
+    """One integer per row for its combination of the ``names`` columns (int64, 0 … distinct − 1, numbered in
+    order of first appearance; a null is a value of its own): column work in place of a tuple per row."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    combined = np.zeros(table.num_rows, dtype=np.int64)
+    span = 1  # combined < span
+    for name in names:
+        indices = pc.dictionary_encode(table[name].combine_chunks()).indices
+        codes = pc.fill_null(indices, -1).to_numpy().astype(np.int64) + 1  # 0 is null
+        radix = int(codes.max()) + 1
+        if span * radix >= 2 ** 62:  # renumber densely before the product could overflow
+            combined = np.unique(combined, return_inverse=True)[1].reshape(-1)
+            span = int(combined.max()) + 1
+        combined = combined * radix + codes
+        span *= radix
+    return first_appearance_numbers(combined)
+
+
+def _first_rows(codes: np.ndarray, count: int) -> np.ndarray:
+    """The first row of each code 0 … count − 1 (``codes`` dense: every code occurs)."""
+    first = np.full(count, codes.size, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(codes.size, dtype=np.int64))
+    return first

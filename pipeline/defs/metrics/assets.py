@@ -106,8 +106,10 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         # a new sweep supersedes the sweep before it, whatever its date: those rows and runs/ files change too
         relined = refresh_lineage(conn, replaced | {row[1] for row in emptied if row[1] is not None})
         dates = sorted(set(keys) | {row[0] for row in emptied} | set(relined))
+        # in the mart's file order (model, run_date), so writing the files needs no copy to sort them
         table = conn.sql("select * from run_metrics where list_contains($dates, run_date_partition) "
-                         "order by price_book, source_file, source_row", params={"dates": dates}).to_arrow_table()
+                         "order by model, run_date nulls last, price_book, source_file, source_row",
+                         params={"dates": dates}).to_arrow_table()
         total = conn.execute("select count(*) from run_metrics").fetchone()[0]
         if set(keys) >= set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name)):
             # every run date refilled: a warehouse rebuilt after corruption is whole again
