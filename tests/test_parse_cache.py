@@ -74,6 +74,31 @@ def test_new_file_is_the_only_one_parsed(raw, tmp_path):
     assert _same(ingest_folder(raw), result)
 
 
+@pytest.mark.parametrize("max_splices", [64, 1], ids=["spliced", "sorted"])
+def test_new_and_changed_files_anywhere_land_where_a_full_parse_puts_them(raw, tmp_path, monkeypatch,
+                                                                          max_splices):
+    """Fresh rows go in between the cached ones at every place a new or changed file sits (first in the
+    folder, in the middle, last, a new sub-folder, a file of the root); with fewer places allowed than that, the
+    rows are sorted into place instead. Either way the rows and their order are a full parse's."""
+    import pipeline.ingest.parse_cache as parse_cache
+
+    monkeypatch.setattr(parse_cache, "MAX_SPLICES", max_splices)
+    ingest_folder_cached(raw, tmp_path / "cache")
+    doc = json.loads((raw / VLLM_RUN).read_text())
+    for n, rel in enumerate(["aaa_first.json", "vllm/mi355x/m_middle.json", "vllm/zzz_last.json",
+                             "sglang/new_night/run.json", "trtllm/0_first_in_folder.json"]):
+        doc["duration"] *= 1.01 + n / 100
+        (raw / rel).parent.mkdir(exist_ok=True)
+        (raw / rel).write_text(json.dumps(doc))
+    (raw / "vllm" / "mi355x" / "broken.json").write_text("{not json")  # a reject row, no run
+    changed = next((raw / "trtllm").glob("*.report.json"))
+    changed.write_text(changed.read_text().replace("{", "{ ", 1))
+    result, stats = ingest_folder_cached(raw, tmp_path / "cache")
+    assert stats.parsed == 7
+    assert _same(ingest_folder(raw), result)
+    assert (result.files["source_file"].num_chunks > 1) == (max_splices > 1)  # cached slices, or one sorted copy
+
+
 def test_changed_sidecar_reparses_its_run_with_the_new_metadata(raw, tmp_path):
     ingest_folder_cached(raw, tmp_path / "cache")
     sidecar = raw / (VLLM_RUN + ".meta.json")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,18 +188,69 @@ def _rows_kept(table: pa.Table, stale: pa.Array) -> pa.Table:
 
 def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listing) -> IngestResult:
     """Cached and freshly parsed rows together, in the order a full parse gives (``listing``'s). The cache is
-    saved in scan order, so cached rows alone need no sort; each file's rows come wholly from one side."""
-    order = pa.array(listing.rel, pa.string())
+    saved in scan order, so cached rows alone need no sort; each file's rows come wholly from one side.
 
-    def merged(cached: pa.Table, new: pa.Table) -> pa.Table:
+    The fresh rows are spliced in between slices of the cached ones (no copy of the cached rows: a night's few
+    thousand files onto a million cached runs): every listed file is either kept or fresh, so a fresh file's
+    place among the kept ones follows from its position in the listing, and the ledger's per-file counts
+    (``runs``, ``rejected``) give where its rows go. More than ``MAX_SPLICES`` places, or counts that do not add
+    up to the tables, and the rows are sorted by position instead (one copy).
+    """
+    order = pa.array(listing.rel, pa.string())
+    places = _fresh_places(kept, fresh, listing)
+
+    def merged(cached: pa.Table, new: pa.Table, count: str | None) -> pa.Table:
         if new.num_rows == 0:
             return cached.cast(new.schema)
         if cached.num_rows == 0:  # parse_files keeps scan order
             return new
-        return in_scan_order(pa.concat_tables([cached.cast(new.schema), new]), order)
+        cached = cached.cast(new.schema)
+        spliced = None if places is None else _splice(cached, new, places, kept.files, fresh.files, count)
+        return spliced if spliced is not None else in_scan_order(pa.concat_tables([cached, new]), order)
 
-    return IngestResult(**{name: merged(getattr(kept, name), getattr(fresh, name))
-                           for name in ("runs", "rejects", "files")})
+    return IngestResult(runs=merged(kept.runs, fresh.runs, "runs"),
+                        rejects=merged(kept.rejects, fresh.rejects, "rejected"),
+                        files=merged(kept.files, fresh.files, None))
+
+
+MAX_SPLICES = 64
+MAX_CACHE_CHUNKS = 32  # record batches a cache table may be saved in before it is rewritten as one
+
+
+def _fresh_places(kept: IngestResult, fresh: IngestResult, listing: Listing) -> list[int] | None:
+    """For each fresh file (in scan order), how many kept files come before it; None when the files do not
+    partition the listing as expected or there are too many places to splice at."""
+    fresh_files = fresh.files["source_file"].to_pylist()
+    wanted = set(fresh_files)
+    positions = [at for at, rel in enumerate(listing.rel) if rel in wanted]
+    if len(positions) != len(fresh_files) or kept.files.num_rows + len(fresh_files) != len(listing.rel):
+        return None
+    places = [position - j for j, position in enumerate(positions)]  # j fresh files precede the j-th
+    return places if len(set(places)) <= MAX_SPLICES else None
+
+
+def _splice(cached: pa.Table, new: pa.Table, places: list[int], kept_files: pa.Table, fresh_files: pa.Table,
+            count: str | None) -> pa.Table | None:
+    """``cached`` with ``new``'s rows of each fresh file inserted after the rows of the kept files before it
+    (``places``); ``count`` names the ledger column holding each file's rows in this table (None: one row per
+    file). None when those counts do not add up to the tables."""
+    def offsets(files: pa.Table) -> list[int]:
+        rows = [1] * files.num_rows if count is None else pc.fill_null(files[count], 0).to_pylist()
+        return [0, *itertools.accumulate(rows)]
+
+    kept_at, fresh_at = offsets(kept_files), offsets(fresh_files)
+    if kept_at[-1] != cached.num_rows or fresh_at[-1] != new.num_rows:
+        return None
+    pieces, taken, j = [], 0, 0
+    while j < len(places):
+        end = j
+        while end + 1 < len(places) and places[end + 1] == places[j]:
+            end += 1
+        upto = kept_at[places[j]]
+        pieces += [cached.slice(taken, upto - taken), new.slice(fresh_at[j], fresh_at[end + 1] - fresh_at[j])]
+        taken, j = upto, end + 1
+    pieces.append(cached.slice(taken))
+    return pa.concat_tables(pieces)
 
 
 def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
@@ -233,6 +285,8 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
     for name in ("mtime_ns", "sidecar_sha256", "manifest_sha256"):
         files = files.append_column(name, dependencies[name])
     for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files.cast(CACHE_FILE_SCHEMA))):
+        if table.num_columns and table.column(0).num_chunks > MAX_CACHE_CHUNKS:  # nights of splices, compacted
+            table = table.combine_chunks()
         write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
     if folders is not None:
         write_arrow_atomic(_stamp(pa.table({"rel": pa.array(listing.rel, pa.string()),
