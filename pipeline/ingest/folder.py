@@ -89,7 +89,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
     folders_moved = quick_scan and (previous is None or folders != previous[1])
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
-        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders)
+        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed)
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation)
     return result, stats

@@ -110,6 +110,7 @@ class Lookup:
     reused: int
     hashed: int
     removed: int
+    listed: pa.Table | None = None  # the listing as a table (``listing_table``), when it was built
 
 
 def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
@@ -129,37 +130,42 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
                              files=FILE_SCHEMA.empty_table())
         return Lookup(to_parse=list(listing.rel), kept=empty, reused=0, hashed=0, removed=0)
     cached_files = cache.files
+    listed_table = listing_table(listing)
     with duckdb.connect() as conn:
-        conn.register("listing", _listing_table(listing))
+        conn.register("listing", listed_table)
         conn.register("cached_files", cached_files)
         known = conn.sql(sql_text("parse_cache_stat"),
                          params={"racy_before": cache.scan_started_ns - RACY_WINDOW_NS}
                          ).to_arrow_table()
         # content now: from the cache when the stat is clean, by hashing when a cached file's stat moved
-        sha_now = known.column("cached_sha256").to_pylist()
         to_hash = pc.and_(pc.and_(known["cached"], known["regular_file"]), pc.invert(known["stat_clean"]))
-        hashed = 0
-        for index in pc.indices_nonzero(to_hash).to_pylist():
-            sha_now[index] = _sha256_file(raw_dir / listing.rel[index])
-            hashed += 1
-        unknown = pc.invert(pc.or_(known["stat_clean"], to_hash)).to_pylist()
-        sha_now = [_CHANGED if u or sha is None else sha for sha, u in zip(sha_now, unknown)]
-        conn.register("file_shas", pa.table({"source_file": pa.array(listing.rel, pa.string()), "sha256": sha_now}))
+        rehash = pc.indices_nonzero(to_hash).to_pylist()
+        sha_now = known["cached_sha256"].combine_chunks()
+        if rehash:
+            sha_now = pc.replace_with_mask(sha_now, to_hash.combine_chunks(), pa.array(
+                [_sha256_file(raw_dir / listing.rel[index]) for index in rehash], pa.string()))
+        unknown = pc.invert(pc.or_(known["stat_clean"], to_hash)).combine_chunks()
+        sha_now = pc.if_else(pc.or_(unknown, pc.is_null(sha_now)), _CHANGED, sha_now)
+        conn.register("file_shas", pa.table({"source_file": known["source_file"], "sha256": sha_now}))
         conn.execute(f"create temp view current_dependencies as {sql_text('parse_cache_dependencies')}")
-        reused = conn.sql(sql_text("parse_cache_reuse")).to_arrow_table().column("source_file")
-    reused_set = set(reused.to_pylist())
+        reused = conn.sql(sql_text("parse_cache_reuse")).to_arrow_table().column("source_file").combine_chunks()
     # cached files not reused (changed or gone): usually few, so their rows are dropped by a small lookup
-    stale = pa.array([rel for rel in cached_files["source_file"].to_pylist() if rel not in reused_set], pa.string())
+    stale = cached_files["source_file"].filter(
+        pc.invert(pc.is_in(cached_files["source_file"], value_set=reused))).combine_chunks()
     kept = IngestResult(
         runs=_rows_kept(cache.runs, stale),
         rejects=_rows_kept(cache.rejects, stale),
         files=_rows_kept(cache.files, stale).select(FILE_SCHEMA.names).cast(FILE_SCHEMA),
     )
-    return Lookup(to_parse=[rel for rel in listing.rel if rel not in reused_set], kept=kept, reused=len(reused_set),
-                  hashed=hashed, removed=cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0))
+    listed = known["source_file"]
+    return Lookup(to_parse=listed.filter(pc.invert(pc.is_in(listed, value_set=reused))).to_pylist(), kept=kept,
+                  reused=len(reused), hashed=len(rehash),
+                  removed=cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0), listed=listed_table)
 
 
-def _listing_table(listing: Listing) -> pa.Table:
+def listing_table(listing: Listing) -> pa.Table:
+    """A scan as a table: ``source_file`` (string), ``position`` (int64, scan order), ``size_bytes`` and
+    ``mtime_ns`` (int64, null for entries that are not regular files)."""
     return pa.table({
         "source_file": pa.array(listing.rel, pa.string()),
         "position": pa.array(range(len(listing.rel)), pa.int64()),
@@ -183,7 +189,7 @@ def _rows_kept(table: pa.Table, stale: pa.Array) -> pa.Table:
     """The rows of ``table`` whose file is not in ``stale``."""
     if len(stale) == 0:
         return table
-    return table.filter(pc.invert(pc.is_in(table["source_file"], stale)))
+    return table.filter(pc.invert(pc.is_in(table["source_file"], value_set=stale)))
 
 
 def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listing) -> IngestResult:
@@ -258,7 +264,7 @@ def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
 
 
 def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing,
-               folders: Folders | None = None) -> str:
+               folders: Folders | None = None, listed: pa.Table | None = None) -> str:
     """Write the three cache files, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
     (taken before parsing: a file changed meanwhile is caught by the next scan) and the sidecar and manifest
     sha256 it was parsed with; with ``folders``, also the scan itself (``listing.arrow``, ``folders.arrow``,
@@ -271,11 +277,13 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         result: the merged result of that scan (``merge_in_scan_order``).
         listing: that scan.
         folders: the folders that scan entered (``scan_tree``).
+        listed: ``listing_table(listing)`` when the caller has it (built otherwise).
     Returns:
         The generation id stamped on the files.
     """
+    listed = listed if listed is not None else listing_table(listing)
     with duckdb.connect() as conn:
-        conn.register("listing", _listing_table(listing))
+        conn.register("listing", listed)
         conn.register("file_shas", result.files.select(["source_file", "sha256"]))
         dependencies = conn.sql(f"select * from ({sql_text('parse_cache_dependencies')}) "
                                 "join listing using (source_file) order by position").to_arrow_table()
@@ -289,10 +297,8 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
             table = table.combine_chunks()
         write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
     if folders is not None:
-        write_arrow_atomic(_stamp(pa.table({"rel": pa.array(listing.rel, pa.string()),
-                                            "size": pa.array(listing.size, pa.int64()),
-                                            "mtime_ns": pa.array(listing.mtime_ns, pa.int64())}), stamp),
-                           cache_dir / "listing.arrow")
+        write_arrow_atomic(_stamp(listed.select(["source_file", "size_bytes", "mtime_ns"])
+                                  .rename_columns(["rel", "size", "mtime_ns"]), stamp), cache_dir / "listing.arrow")
         write_arrow_atomic(_stamp(pa.table({"rel": pa.array(folders.rel, pa.string()),
                                             "mtime_ns": pa.array(folders.mtime_ns, pa.int64()),
                                             "first": pa.array(folders.first, pa.int64()),
