@@ -122,7 +122,7 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
     intervals: dict[str, pa.Array] = {name: pa.nulls(groups, pa.float64()) for name in CI_COLUMNS}
     for metric in ("tput_per_gpu", "median_intvty") if np.any(counts > 1) else ():
         lo, hi = t_intervals(float_values(table[metric]), group, counts)
-        # null where n < 2; a NaN bound (a member without the value) stays NaN, as the mean of NaN is
+        # null where n < 2; NaN where a member lacks the value (its mean is NaN too)
         intervals[f"{metric}_ci_lo"] = pa.array(lo, mask=counts < 2)
         intervals[f"{metric}_ci_hi"] = pa.array(hi, mask=counts < 2)
     extra = {"repeat_n": pa.array(counts, pa.int32()),
@@ -133,4 +133,3 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
         else:
             out = out.append_column(name, column)
     return out
-

@@ -72,9 +72,9 @@ def grouped_steffen_tangents(x: Sequence[float], y: Sequence[float], sizes: Sequ
     sign = lambda v: np.where(v < 0, -1.0, 1.0)  # noqa: E731 — d3's sign: sgn(0) = +1
     m[interior] = (sign(s0) + sign(s1)) * np.minimum(np.minimum(np.abs(s0), np.abs(s1)), 0.5 * np.abs(p))
     ends = counts >= 2
-    f, l = first[ends], last[ends]
-    m[f] = (3 * s[f] - m[f + 1]) / 2
-    m[l] = (3 * s[l - 1] - m[l - 1]) / 2
+    heads, tails = first[ends], last[ends]
+    m[heads] = (3 * s[heads] - m[heads + 1]) / 2
+    m[tails] = (3 * s[tails - 1] - m[tails - 1]) / 2
     return m
 
 

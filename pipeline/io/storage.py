@@ -37,23 +37,31 @@ def write_table(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> 
         conn.unregister("_incoming")
 
 
-def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table, keys: list[str],
-                       key_column: str = "run_date_partition") -> None:
+def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table | duckdb.DuckDBPyRelation,
+                       keys: list[str], key_column: str = "run_date_partition") -> None:
     """Idempotent partition write: delete the rows of ``keys`` from warehouse table ``name``, insert ``table``
     (whose rows must all belong to ``keys``). Creates the table on first use; a table whose columns no longer
-    match (an upgrade changed the schema) is rebuilt from ``table`` alone, and the next full run refills it."""
-    conn.register("_incoming", table)
+    match (an upgrade changed the schema) is rebuilt from ``table`` alone, and the next full run refills it.
+
+    ``table`` is an Arrow table, or a DuckDB relation on ``conn`` (a query's rows go straight into the table,
+    without a round trip through Arrow: ~0.8 s of a 100,000-run ``run_metrics``)."""
+    relation = table if isinstance(table, duckdb.DuckDBPyRelation) else None
+    if relation is None:
+        conn.register("_incoming", table)
+        relation = conn.table("_incoming")
     try:
         existing = conn.execute(
             "select column_name from information_schema.columns where table_name = ? order by ordinal_position",
             [name]).fetchall()
-        if [c[0] for c in existing] != table.column_names:
-            conn.execute(f"create or replace table {name} as select * from _incoming")
+        if [c[0] for c in existing] != list(relation.columns):
+            conn.execute(f"drop table if exists {name}")
+            relation.create(name)
             return
         conn.execute(f"delete from {name} where list_contains($keys, {key_column})", {"keys": keys})
-        conn.execute(f"insert into {name} select * from _incoming")
+        relation.insert_into(name)
     finally:
-        conn.unregister("_incoming")
+        if relation is not table:
+            conn.unregister("_incoming")
 
 
 # What DuckDB says when a file is not a database it can open: garbage or zero bytes, a truncated file, a damaged

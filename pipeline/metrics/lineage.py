@@ -51,10 +51,13 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
                      "where run_metrics.run_id = i.run_id").fetchall()
     finally:
         conn.unregister("_ids")
-    touched = sorted(set(touched_lines) | set(lines))
-    runs = conn.sql("select distinct run_id, conc, run_date, line_id, sweep_id from run_metrics "
-                    "where list_contains($lines, line_id) order by run_id",
-                    params={"lines": touched}).to_arrow_table()
+    touched = pa.table({"line_id": pa.array(sorted(set(touched_lines) | set(lines)), pa.string())})
+    conn.register("_touched", touched)
+    try:  # a semi-join: list_contains over a list of every line would compare each row with each line
+        runs = conn.sql("select distinct run_id, conc, run_date, line_id, sweep_id from run_metrics "
+                        "where line_id in (select line_id from _touched) order by run_id").to_arrow_table()
+    finally:
+        conn.unregister("_touched")
     lineage = run_lineage(runs).select(["run_id", *LINEAGE_COLUMNS])
     conn.register("_lineage", lineage)
     # line_id and sweep_id were set above; a new row's repeat_group is still null, so it is among the changed too

@@ -93,7 +93,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
         conn.execute(sql_text("run_lengths"))
-        fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys}).to_arrow_table()
+        fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys})
         exists = conn.execute("select count(*) from information_schema.tables where table_name = 'run_metrics'")\
             .fetchall()[0][0]
         # lines whose runs these partitions held: a run that is gone from them changes its line's lineage
