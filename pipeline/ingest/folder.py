@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files, start_pool_server
+from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files
 from pipeline.ingest.parse_cache import (
     RACY_WINDOW_NS,
     CacheStats,
@@ -71,8 +71,6 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
         return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
                 CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))
-    if cache is None:  # every file will be parsed: the workers' fork server starts while the folder is scanned
-        start_pool_server()
     previous = load_scan(cache_dir, cache.generation) if quick_scan and cache is not None else None
     listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS)
     if previous is not None and listing == previous[0] and all(

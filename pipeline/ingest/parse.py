@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import multiprocessing
-import multiprocessing.forkserver
 import os
 import posixpath
 import stat
@@ -128,14 +127,6 @@ def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
         return table
     position = pc.index_in(table["source_file"], value_set=order)
     return table.take(pc.sort_indices(pa.table({"position": position}), sort_keys=[("position", "ascending")]))
-
-
-def start_pool_server() -> None:
-    """Start the fork server the parse pools fork their workers from, and let it import the parsers, without
-    waiting for it: a caller about to scan a folder it will parse in full calls this first, so the server's
-    start (~0.4 s of imports) overlaps the scan instead of following it."""
-    multiprocessing.get_context("forkserver").set_forkserver_preload([__name__])
-    multiprocessing.forkserver.ensure_running()
 
 
 @contextmanager
