@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from test_rule_values import _d3_tangents
 
 from pipeline.comparisons.band import (
     band_phrase,
@@ -134,22 +135,38 @@ def _random_frontiers(rng, count):
     return x, v, sizes
 
 
-def test_grouped_tangents_are_each_curves_tangents_exactly():
+def test_grouped_tangents_are_each_curves_d3_tangents():
+    """Against d3's tangents written point by point (tests/test_rule_values.py), curve by curve and column by
+    column: the grouped pass must not let one curve's points reach another's tangents."""
     rng = np.random.default_rng(7)
     x, v, sizes = _random_frontiers(rng, 300)
+    sizes[-1] = 1  # a last curve of one point, after a drop in x
+    x, v = x[:sizes.sum()], v[:sizes.sum()]
     grouped = grouped_steffen_tangents(x, v, sizes)
     start = 0
     for n in sizes:
-        alone = steffen_tangents(x[start:start + n], v[start:start + n]) if n >= 2 else np.zeros((1, 2))
-        assert np.array_equal(grouped[start:start + n], alone)
+        for column in range(2):
+            expected = _d3_tangents(list(x[start:start + n]), list(v[start:start + n, column])) if n >= 2 else [0.0]
+            np.testing.assert_allclose(grouped[start:start + n, column], expected, rtol=1e-12, atol=1e-12)
         start += n
 
 
-def test_grouped_tangents_reject_x_not_increasing_within_a_curve():
+def test_grouped_tangents_of_a_single_point_after_a_curve():
+    # the drop from 3.0 to 0.5 is where the second curve starts: not an error, and no tangent crosses it
+    m = grouped_steffen_tangents([1.0, 2.0, 3.0, 0.5], [1.0, 3.0, 4.0, 9.0], [3, 1])
+    np.testing.assert_allclose(m, _d3_tangents([1.0, 2.0, 3.0], [1.0, 3.0, 4.0]) + [0.0])
+    m = grouped_steffen_tangents([9.0, 1.0, 2.0, 4.0], [5.0, 1.0, 3.0, 4.0], [1, 3])  # and before one
+    np.testing.assert_allclose(m, [0.0] + _d3_tangents([1.0, 2.0, 4.0], [1.0, 3.0, 4.0]))
+
+
+def test_grouped_tangents_reject_bad_curves():
     with pytest.raises(ValueError, match="strictly increasing"):
         grouped_steffen_tangents([1.0, 2.0, 2.0, 0.5], [1.0, 2.0, 3.0, 4.0], [3, 1])
-    # a drop between two curves is where the next curve starts, not an error
-    assert grouped_steffen_tangents([1.0, 2.0, 0.5, 0.7], [1.0, 2.0, 3.0, 4.0], [2, 2]).shape == (4,)
+    for x, y, sizes in (([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [2, 2]),  # sizes add up to more than x
+                        ([1.0, 2.0, 3.0], [1.0, 2.0], [3]),  # y shorter than x
+                        ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [3, 0])):  # an empty curve
+        with pytest.raises(ValueError, match="bad curves"):
+            grouped_steffen_tangents(x, y, sizes)
 
 
 @pytest.mark.parametrize("target", [35.0, 120.25, 250.0])
@@ -175,13 +192,24 @@ def test_frontier_endpoints_read_exactly_and_single_points_only_at_their_x():
 
 
 def test_points_too_close_for_the_shared_axis_get_their_own_spline():
-    # 1e-12 tok/s/user apart: shifted past a 1e6-wide frontier the two points would merge
-    x = np.array([0.0, 1e6, 35.0, 35.0 + 1e-12, 36.0])
-    v = np.array([[1.0], [2.0], [30.0], [20.0], [10.0]])
-    out = interpolate_frontiers(x, v, [2, 3], 35.5)
-    expected = interpolate(x[2:], v[2:], [35.5], clamp=False)[0]
-    assert out[1, 0] == expected[0]
+    # 1e-12 tok/s/user apart: shifted past a 1e6-wide frontier the two points would merge; the frontier after
+    # them shares the axis with the first
+    x = np.array([0.0, 1e6, 35.0, 35.0 + 1e-12, 36.0, 30.0, 40.0])
+    v = np.array([[1.0], [2.0], [30.0], [20.0], [10.0], [8.0], [4.0]])
+    out = interpolate_frontiers(x, v, [2, 3, 2], 35.5)
+    assert out[1, 0] == interpolate(x[2:5], v[2:5], [35.5], clamp=False)[0, 0]
     np.testing.assert_allclose(out[0, 0], interpolate(x[:2], v[:2], [35.5], clamp=False)[0, 0], rtol=1e-9)
+    np.testing.assert_allclose(out[2, 0], interpolate(x[5:], v[5:], [35.5], clamp=False)[0, 0], rtol=1e-9)
+
+
+def test_a_missing_value_stays_in_its_own_frontier():
+    """A NaN or infinite metric (the caller masks that frontier's cell) must not reach the next frontier's value,
+    not even at its end point, where the shared spline evaluates the piece joining the two."""
+    x = np.array([10.0, 20.0, 30.0, 5.0, 35.0, 50.0])
+    v = np.array([[100.0, 1.0], [80.0, 2.0], [50.0, 3.0], [np.nan, np.inf], [70.0, -np.inf], [60.0, 6.0]])
+    out = interpolate_frontiers(x, v, [3, 3], 30.0)
+    assert out[0].tolist() == [50.0, 3.0]
+    assert np.isfinite(interpolate_frontiers(x, v, [3, 3], 40.0)[1]).all()
 
 
 def test_comparison_clamps_target_and_value():

@@ -160,9 +160,7 @@ def interpolate_frontiers(x: Sequence[float], v: Sequence[float], sizes: Sequenc
     collapsed[joins] = False
     alone = np.zeros(splined.size, dtype=bool)
     alone[np.unique(owner[np.flatnonzero(collapsed)])] = True
-    if alone.all():
-        keep = np.zeros(rows.size, dtype=bool)
-    else:
+    if not alone.all():
         keep = ~alone[owner]
         spline = CubicHermiteSpline(shifted[keep], vs[rows[keep]], tangents[rows[keep]], extrapolate=False)
         together = splined[~alone]
