@@ -142,18 +142,18 @@ def _lines_as_of_each_date(table: pa.Table, dates: Iterable[Any] | None) -> pa.T
         rows = np.flatnonzero(np.array([b == book for b in books], dtype=bool))
         book_codes = set(book_group[rows].tolist())
         sub = table.take(pa.array(rows, pa.int64())).select(["run_id", "run_date", "line_id", "sweep_id"])
-        for day, current in current_sweeps_by_date(sub, days):
+        for at, (day, current) in enumerate(current_sweeps_by_date(sub, days)):  # days in order, each once
             positions: list[int] = []
             for code in sorted(active[day] & book_codes):
                 for line in sorted(lines_of[code]):
                     positions.extend(current.get(line, ()))
             picked.append(rows[np.array(positions, dtype=np.int64)])
-            day_index.append(np.full(len(positions), days.index(day), dtype=np.int64))
+            day_index.append(np.full(len(positions), at, dtype=np.int64))
     chosen_rows = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
     chosen_days = np.concatenate(day_index) if day_index else np.zeros(0, dtype=np.int64)
     chosen = table.take(pa.array(chosen_rows, pa.int64()))
+    date_type = chosen.schema.field("run_date").type
     chosen = chosen.set_column(chosen.schema.get_field_index("run_date"), "run_date",
-                               pa.array([days[i] for i in chosen_days.tolist()],
-                                        chosen.schema.field("run_date").type))
+                               pa.array(days, date_type).take(pa.array(chosen_days, pa.int64())))
     keys = repeat_group[chosen_rows] * max(len(days), 1) + chosen_days
     return average_repeats(chosen, keys, [*(m for m in TREND_METRICS if m != "concurrency"), "x_intvty"])

@@ -13,6 +13,7 @@ from pathlib import Path
 from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files
 from pipeline.ingest.parse_cache import (
     RACY_WINDOW_NS,
+    Cache,
     CacheStats,
     load_cache,
     load_scan,
@@ -68,18 +69,13 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     scan_started_ns = time.time_ns()
     cache = load_cache(cache_dir, raw_dir)
     if snapshot and cache is not None and cache.generation == snapshot:
-        files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
-        return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
-                CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))
+        return _cache_as_result(cache)
     previous = load_scan(cache_dir, cache.generation) if quick_scan and cache is not None else None
     listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS)
-    if previous is not None and listing == previous[0] and all(
-            a is not None and a == b for a, b in zip(folders.mtime_ns, previous[1].mtime_ns)) \
-            and folders.rel == previous[1].rel:
-        # every folder was trusted and unchanged: the cache is this scan's result
-        files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
-        return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
-                CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))
+    if previous is not None and folders == previous[1] and None not in folders.mtime_ns:
+        # every folder was trusted and unchanged, so every one was taken from the cache's scan: the cache is
+        # this scan's result
+        return _cache_as_result(cache)
     lookup = look_up(cache, listing, raw_dir)
     fresh = parse_files(raw_dir, lookup.to_parse, workers, listed=listing.rel)
     result = merge_in_scan_order(lookup.kept, fresh, listing)
@@ -91,3 +87,10 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation)
     return result, stats
+
+
+def _cache_as_result(cache: Cache) -> tuple[IngestResult, CacheStats]:
+    """The cache's rows as the result of a scan that found the folder as the cache saw it: nothing parsed."""
+    files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
+    return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
+            CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))

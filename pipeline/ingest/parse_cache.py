@@ -202,7 +202,6 @@ def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listin
     (``runs``, ``rejected``) give where its rows go. More than ``MAX_SPLICES`` places, or counts that do not add
     up to the tables, and the rows are sorted by position instead (one copy).
     """
-    order = pa.array(listing.rel, pa.string())
     places = _fresh_places(kept, fresh, listing)
 
     def merged(cached: pa.Table, new: pa.Table, count: str | None) -> pa.Table:
@@ -212,7 +211,9 @@ def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listin
             return new
         cached = cached.cast(new.schema)
         spliced = None if places is None else _splice(cached, new, places, kept.files, fresh.files, count)
-        return spliced if spliced is not None else in_scan_order(pa.concat_tables([cached, new]), order)
+        if spliced is not None:
+            return spliced
+        return in_scan_order(pa.concat_tables([cached, new]), pa.array(listing.rel, pa.string()))
 
     return IngestResult(runs=merged(kept.runs, fresh.runs, "runs"),
                         rejects=merged(kept.rejects, fresh.rejects, "rejected"),
