@@ -395,8 +395,13 @@ def test_every_markdown_metadata_of_the_run_is_literal(hostile_run):
             if not isinstance(value, dg.MarkdownMetadataValue):
                 continue
             assert "<" not in value.md_str, key
-            if key in ("headline_charts", "frontier_charts"):
+            if key == "frontier_charts":
                 assert_literal_charts(value.md_str)
+                seen += 1
+                continue
+            if key == "headlines":  # headings and paragraphs only: a hostile name stays text
+                rendered = MarkdownIt("commonmark", {"html": True}).render(value.md_str)
+                assert set(re.findall(r"</?([a-zA-Z][a-zA-Z0-9]*)", rendered)) <= {"h3", "p", "code"}, rendered
                 seen += 1
                 continue
             for table in raw_tables(value.md_str):

@@ -36,24 +36,23 @@ def charts(markdown: str) -> list[tuple[str, bytes]]:
     return out
 
 
-def test_comparisons_asset_shows_the_headline_charts_with_full_titles(sample_run):
+def test_comparisons_asset_names_the_headlines_the_report_charts_first(sample_run):
+    """The comparisons asset lists each kind's headline comparison under its full title with its middle-target
+    sentences, as text; the same comparisons lead the HTML report's index and the report asset's charts."""
     rows = [r for r in sample_run.mart("comparisons").to_pylist() if r["price_book"] == DEFAULT_PRICE_BOOK]
     titles = {r["comparison_id"]: page_title(r) for r in rows}
     headlines = headline_comparison_ids(rows)
     kinds = [next(r["kind"] for r in rows if r["comparison_id"] == c) for c in headlines]
     assert len(headlines) >= 3 and kinds == [k for k in KIND_ORDER if k in kinds]  # one per kind, in kind order
-    metadata = materialization_metadata(sample_run, ["comparisons", "matched_comparisons"])
-    shown = charts(metadata["headline_charts"].value)
-    assert [heading for heading, _ in shown] == [titles[c] for c in headlines]
-    # the same comparisons the HTML report's index leads with
+    text = materialization_metadata(sample_run, ["comparisons", "matched_comparisons"])["headlines"].value
+    assert "data:image" not in text
+    listed = re.findall(r"^### (.+)$", text, flags=re.M)
+    assert listed == [titles[c] for c in headlines]
     index = (sample_run.out_dir / "report" / "index.html").read_text(encoding="utf-8")
     leads = re.findall(r"<li [^>]*class=headline><span class='kind'>[^<]*</span> <a href=\"[^\"]+\">([^<]+)</a>", index)
-    assert leads == [heading for heading, _ in shown]
-    for _, png in shown:
-        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
-        assert int.from_bytes(png[16:20], "big") == 691  # 9.6 in at 72 dpi
-    # each chart says its sentences at the middle target, as the mart has them
-    text = metadata["headline_charts"].value
+    assert leads == listed
+    charted = charts(materialization_metadata(sample_run, ["comparisons", "report"])["frontier_charts"].value)
+    assert [heading for heading, _ in charted[:len(listed)]] == listed
     for comparison_id in headlines:
         middle = next(r for r in rows if r["comparison_id"] == comparison_id and r["target_index"] == 2)
         assert f"at {middle['target_intvty']:g} tok/s/user: {middle['cost_sentence']}" in text
@@ -71,21 +70,3 @@ def test_report_asset_shows_every_comparison_chart_under_its_full_title(sample_r
     assert max(len(heading) for heading, _ in shown) > 40  # the old keys cut names at 40 characters
     assert order[:len(headline_comparison_ids(rows))] == headline_comparison_ids(rows)
     assert all(png.startswith(b"\x89PNG") for _, png in shown)
-
-
-def test_headline_charts_read_only_their_sides_runs_and_draw_the_same_points(sample_run):
-    """The comparisons asset reads only the runs of its headline comparisons' sides: each side gets exactly the
-    chart points (same runs, same order) that reading every run gives, and runs of other sides are not read."""
-    import duckdb
-
-    from pipeline.comparisons.report import _side_runs
-    from pipeline.defs.comparisons.assets import chart_runs
-
-    rows = [r for r in sample_run.mart("comparisons").to_pylist()
-            if r["slo"] == "none" and r["price_book"] == DEFAULT_PRICE_BOOK]
-    headline = [r for r in rows if r["comparison_id"] in headline_comparison_ids(rows)]
-    with duckdb.connect(str(sample_run.db_path), read_only=True) as conn:
-        every, narrowed = chart_runs(conn), chart_runs(conn, sides_of=headline)
-    assert 0 < len(narrowed) < len(every)
-    for row in headline:
-        assert _side_runs(row, narrowed) == _side_runs(row, every) != []

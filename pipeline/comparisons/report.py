@@ -310,18 +310,6 @@ def index_runs(runs: Sequence[Mapping[str, Any]]) -> dict[tuple, list[Mapping[st
     return index
 
 
-def side_keys_filter(rows: Sequence[Mapping[str, Any]]) -> tuple[pa.Table, str]:
-    """What narrows a ``run_metrics`` read to the runs of some comparison rows' sides: a table of their
-    ``sides.FIXED_KEYS`` values (typed as ``RUN_SCHEMA``), to register as ``s``, and the SQL condition a
-    ``run_metrics`` row ``r`` meets when one row of it holds its keys (a null ``benchmark_type`` read as
-    ``fixed_seq``, as ``Side.matches`` does). Spec decoding and framework, which a side may pool, are left to
-    ``_side_runs``."""
-    keys = pa.Table.from_pylist([{k: row[k] for k in FIXED_KEYS} for row in rows],
-                                schema=pa.schema([RUN_SCHEMA.field(k) for k in FIXED_KEYS]))
-    run_value = {k: f"r.{k}" for k in FIXED_KEYS} | {"benchmark_type": f"coalesce(r.benchmark_type, '{FIXED_SEQ}')"}
-    return keys, " and ".join(f"s.{k} is not distinct from {run_value[k]}" for k in FIXED_KEYS)
-
-
 def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
                index: Mapping[tuple, Sequence[Mapping[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """The raw runs of a comparison side as chart points: x (``x_intvty``), y (``tput_per_gpu``), file, date,
@@ -413,26 +401,47 @@ def charts_markdown(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mappi
     """
     import base64
 
+    parts = []
+    for comparison_id, mine in _comparison_rows(rows, comparison_ids):
+        png = frontier_png(mine, frontiers, runs, tmp_dir / f"{slug(mine[0])}.png", dpi=dpi)
+        encoded = base64.b64encode(png.read_bytes()).decode()
+        parts.append(f"{_comparison_heading(mine)}\n"
+                     f"![{markdown_text(page_title(mine[0]))}](data:image/png;base64,{encoded})\n")
+    return "\n".join(parts)
+
+
+def headlines_markdown(rows: Sequence[Mapping[str, Any]], comparison_ids: Sequence[str]) -> str:
+    """``charts_markdown`` without the charts: per comparison in ``comparison_ids`` its heading (full page title)
+    and the line with model, workload, band and the sentences at the middle target. For the comparisons asset,
+    whose charts the report asset draws (``frontier_charts``, the headline comparisons first).
+
+    Raises:
+        KeyError: an id that has no row in ``rows``.
+    """
+    return "\n".join(_comparison_heading(mine) for _, mine in _comparison_rows(rows, comparison_ids))
+
+
+def _comparison_rows(rows: Sequence[Mapping[str, Any]], comparison_ids: Sequence[str]):
+    """(id, that comparison's rows by target then side) for each of ``comparison_ids``; KeyError for an id
+    with no row."""
     by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         by_id[row["comparison_id"]].append(row)
-    parts = []
     for comparison_id in comparison_ids:
         mine = sorted(by_id.get(comparison_id, []), key=lambda r: (r["target_index"], r["side"]))
         if not mine:
             raise KeyError(comparison_id)
-        first = mine[0]
-        targets = sorted({r["target_index"] for r in mine})
-        middle = next(r for r in mine if r["target_index"] == targets[len(targets) // 2])
-        png = frontier_png(mine, frontiers, runs, tmp_dir / f"{slug(first)}.png", dpi=dpi)
-        encoded = base64.b64encode(png.read_bytes()).decode()
-        title = markdown_text(page_title(first))
-        parts.append(
-            f"### {title}\n\n{markdown_text(first['model'])} · {markdown_text(workload(first))} · band "
-            f"{first['band_display_min']}–{first['band_display_max']} tok/s/user · at "
-            f"{middle['target_intvty']:g} tok/s/user: {markdown_text(headline(middle))}\n\n"
-            f"![{title}](data:image/png;base64,{encoded})\n")
-    return "\n".join(parts)
+        yield comparison_id, mine
+
+
+def _comparison_heading(mine: Sequence[Mapping[str, Any]]) -> str:
+    """A comparison's Markdown heading and summary line (every text from the runs through ``markdown_text``)."""
+    first = mine[0]
+    targets = sorted({r["target_index"] for r in mine})
+    middle = next(r for r in mine if r["target_index"] == targets[len(targets) // 2])
+    return (f"### {markdown_text(page_title(first))}\n\n{markdown_text(first['model'])} · "
+            f"{markdown_text(workload(first))} · band {first['band_display_min']}–{first['band_display_max']} "
+            f"tok/s/user · at {middle['target_intvty']:g} tok/s/user: {markdown_text(headline(middle))}\n")
 
 
 _METRIC_ROWS = (("Throughput (tok/s/GPU)", "tput_per_gpu", "{:,.1f}"),

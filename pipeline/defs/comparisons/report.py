@@ -3,8 +3,10 @@
 import datetime as dt
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
+import duckdb
 from dagster_duckdb import DuckDBResource
 
 from pipeline.comparisons.report import (
@@ -21,7 +23,7 @@ from pipeline.comparisons.trends import (
     TREND_METRICS,
     build_trends,
 )
-from pipeline.defs.comparisons.assets import COMPARISONS_KEY, chart_runs
+from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
@@ -98,6 +100,22 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         **table_metadata(table, path=folder, mart="trends", preview_columns=["run_date", "hw", "framework", "precision",
                                                               "spec_decoding", "in_range", "tput_per_gpu"]),
         "target_intvty": config.target_intvty, "rows_in_range_in_these_dates": in_range})
+
+
+def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_BOOK) -> list[dict[str, Any]]:
+    """The ``run_metrics`` rows of ``price_book`` a comparison chart draws (side keys, ``x_intvty`` tok/s/user,
+    ``tput_per_gpu`` tok/s/GPU) and its hover text needs (``source_file``, ``run_date``, ``conc``, ``tp``, ``ep``,
+    ``num_gpus``, ``length_off_nominal``, each where the table has it): one dict per run.
+
+    Raises:
+        duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
+    """
+    names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
+    optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
+                if c in names]
+    return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
+                    f"tput_per_gpu, {', '.join(optional)} from run_metrics r where price_book = $book",
+                    params={"book": price_book}).to_arrow_table().to_pylist()
 
 
 @dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
