@@ -115,3 +115,62 @@ def test_a_run_ingest_after_a_quick_tick_scans_in_full(tmp_path):
     assert tick.parsed == 0
     _, run = ingest_folder_cached(raw, cache)
     assert run.parsed == 1
+
+
+def _replace(path, text: str) -> None:
+    """Rewrite ``path`` as writers that publish atomically do (new file, rename over): its folder's mtime moves."""
+    staged = path.with_name(path.name + ".tmp")
+    staged.write_text(text)
+    os.replace(staged, path)
+
+
+def test_a_busy_tick_digests_only_the_touched_dates_and_equals_a_full_state(tmp_path, monkeypatch):
+    """Night after night (a new run, a run rewritten, a run removed, a sidecar, a runs.csv and a power log
+    changed, a non-run file added), the tick that updates the last state gives exactly the state a tick
+    without a last state computes from every run, and digests only the dates the change touched."""
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    state = raw_dir_state(raw, cache)
+    assert state[automation.FILES_KEY].startswith(automation.FILES_DIGEST)
+    digested: list[list[str]] = []
+    real_sql = automation.sql_text
+    monkeypatch.setattr(automation, "sql_text", lambda name: digested.append(name) or real_sql(name))
+    h200 = raw / "vllm" / "h200"
+    vllm_run = next(h200.glob("*_conc16.json"))
+    sidecar = next((raw / "trtllm").glob("*.meta.json"))
+    nights = [
+        lambda: shutil.copy(vllm_run, h200 / "copy_conc16.json"),
+        lambda: _replace(vllm_run, vllm_run.read_text().replace("{", "{ ", 1)),
+        lambda: (h200 / "copy_conc16.json").unlink(),
+        lambda: _replace(sidecar, sidecar.read_text().replace('"conc": ', '"conc":  ')),
+        lambda: _replace(h200 / "runs.csv", (h200 / "runs.csv").read_text() + "\n"),
+        lambda: _replace(next((h200 / "power").glob("*_conc16.nvidia-smi.csv")),
+                         next((h200 / "power").glob("*_conc16.nvidia-smi.csv")).read_text() + "\n"),
+        lambda: (raw / "NOTES.txt").write_text("a note, not a run"),
+    ]
+    for night, change in enumerate(nights):
+        change()
+        digested.clear()
+        updated = raw_dir_state(raw, cache, state)
+        assert "raw_partitions_touched" in digested, night  # the update, not a full digest
+        full = raw_dir_state(raw, tmp_path / f"full_{night}")
+        assert {k: v for k, v in updated.items() if k != SNAPSHOT_KEY} == \
+               {k: v for k, v in full.items() if k != SNAPSHOT_KEY}, night
+        assert updated != state, night
+        state = updated
+
+
+def test_a_tick_after_another_writer_saved_the_cache_digests_everything(tmp_path, monkeypatch):
+    """A run's own ingest saved the cache between two ticks: the changes since the last state are not the
+    changes since the cache's state, so the tick computes the state in full (and sees the run's change)."""
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    state = raw_dir_state(raw, cache)
+    shutil.copy(next((raw / "vllm" / "h200").glob("*_conc16.json")), raw / "vllm" / "h200" / "copy_conc16.json")
+    ingest_folder_cached(raw, cache)  # the other writer
+    digested: list[str] = []
+    real_sql = automation.sql_text
+    monkeypatch.setattr(automation, "sql_text", lambda name: digested.append(name) or real_sql(name))
+    after = raw_dir_state(raw, cache, state)
+    assert digested == ["raw_partition_digests"]
+    assert after != state

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.defs.jobs import refresh_all
 from pipeline.defs.partitions import (
@@ -18,34 +20,74 @@ from pipeline.ingest.folder import ingest_folder_cached
 from pipeline.ingest.schema import UNDATED
 from pipeline.io.paths import sql_text
 
-FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included)
+FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included): FILES_DIGEST
 SNAPSHOT_KEY = "_snapshot"  # the parse cache's generation the state was read from (not compared)
+
+
+FILES_DIGEST = "xor-md5:"  # prefix of ``_files``: XOR of md5(path, sha256) over the files, updatable per file
 
 
 def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | None = None) -> dict[str, str]:
     """What the sensor remembers (``sql/raw_partition_digests.sql``): per run-date partition, a digest of its runs'
     content and resolved metadata (so a changed sidecar or runs.csv counts) and of their power logs; plus
-    ``_files``, a digest of every file's path and sha256. Content hashes only: a file that is touched but not
-    changed changes nothing. Parses only files changed since the parse cache was written (and updates it).
+    ``_files``, a digest of every file's path and sha256 (``FILES_DIGEST``: the XOR of each file's
+    md5(path, NUL, sha256) as 128 bits, so one file's change updates it without the others). Content hashes
+    only: a file that is touched but not changed changes nothing. Parses only files changed since the parse
+    cache was written (and updates it).
 
     The folder is scanned quickly (``ingest_folder_cached(quick_scan=True)``: only folders whose mtime moved are
     listed again); when nothing moved and the parse cache is still the generation ``previous`` was read from,
-    ``previous`` is the state, without reading a run.
+    ``previous`` is the state, without reading a run. When the cache moved on from exactly that generation
+    (``CacheStats.changes``), only the partitions the changed files touch are digested again and ``_files`` is
+    updated by those files (``sql/raw_partitions_touched.sql``); the state is the one a full computation gives
+    (tested), at the cost of the night's files instead of the history's.
     """
     result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True)
     if previous and stats.parsed == stats.hashed == stats.removed == 0 \
             and stats.generation and previous.get(SNAPSHOT_KEY) == stats.generation:
         return dict(previous)
+    changes = stats.changes
+    since_previous = bool(previous) and changes is not None \
+        and previous.get(SNAPSHOT_KEY) == changes.base_generation \
+        and str(previous.get(FILES_KEY, "")).startswith(FILES_DIGEST)
     with duckdb.connect() as conn:
-        conn.register("runs", result.runs)
         conn.register("files", result.files)
-        state = dict(conn.execute(sql_text("raw_partition_digests")).fetchall())
-        state[FILES_KEY] = conn.execute(
-            "select sha256(string_agg(source_file || chr(0) || coalesce(sha256, ''), chr(10) order by source_file)) "
-            "from files").fetchone()[0]
+        if since_previous:
+            conn.register("touched", pa.table({"source_file": changes.touched}))
+            conn.register("runs", result.runs)
+            touched = sorted(changes.old_partitions | {row[0] for row in conn.execute(
+                sql_text("raw_partitions_touched")).fetchall()})
+            conn.unregister("runs")
+            conn.register("runs", result.runs.filter(pc.is_in(result.runs["run_date_partition"],
+                                                               value_set=pa.array(touched, pa.string()))))
+            state = {k: v for k, v in previous.items() if k not in touched}
+            state.update(conn.execute(sql_text("raw_partition_digests")).fetchall())
+            conn.register("old_files", changes.old_files)
+            files_now = "(select * from files where source_file in (select source_file from touched))"
+            state[FILES_KEY] = _xor_digests(int(previous[FILES_KEY].removeprefix(FILES_DIGEST), 16),
+                                            *(_files_xor(conn, t) for t in ("old_files", files_now)))
+        else:
+            conn.register("runs", result.runs)
+            state = dict(conn.execute(sql_text("raw_partition_digests")).fetchall())
+            state[FILES_KEY] = _xor_digests(_files_xor(conn, "files"))
     if stats.generation:
         state[SNAPSHOT_KEY] = stats.generation
     return state
+
+
+def _files_xor(conn: duckdb.DuckDBPyConnection, files: str) -> int:
+    """XOR of md5(source_file, NUL, sha256) over the rows of ``files`` (a table name or subquery), as an int."""
+    value = conn.execute(f"select bit_xor(md5_number(source_file || chr(0) || coalesce(sha256, ''))) "
+                         f"from {files}").fetchone()[0]
+    return int(value or 0)
+
+
+def _xor_digests(*values: int) -> str:
+    """``_files`` from XOR terms: a removed file's term cancels it, an added file's term adds it."""
+    combined = 0
+    for value in values:
+        combined ^= value
+    return f"{FILES_DIGEST}{combined:032x}"
 
 
 @dg.sensor(job=refresh_all, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,

@@ -15,6 +15,7 @@ from pipeline.ingest.parse_cache import (
     RACY_WINDOW_NS,
     Cache,
     CacheStats,
+    cache_changes,
     load_cache,
     load_scan,
     look_up,
@@ -60,7 +61,8 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
             scans in full.
     Returns:
         (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)`` (of the folder
-        as the snapshot saw it, when one is used).
+        as the snapshot saw it, when one is used); ``stats.changes`` says what changed since the cache's state
+        when the folder was looked up against a cache (None otherwise).
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
         RuntimeError: a parse worker failed.
@@ -85,7 +87,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
         generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed)
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
-                       cache is not None, generation)
+                       cache is not None, generation, cache_changes(cache, lookup) if cache is not None else None)
     return result, stats
 
 

@@ -84,6 +84,22 @@ class CacheStats:
     removed: int
     cache_used: bool
     generation: str | None = None
+    changes: CacheChanges | None = None
+
+
+@dataclass(frozen=True)
+class CacheChanges:
+    """What a cached scan changed relative to the cache state it started from (generation ``base_generation``),
+    so a reader that knew that state can update what it derived from it instead of recomputing it.
+
+    ``touched``: every file parsed again, new or gone (string, relative paths); ``old_files``: the cached
+    ``source_file``/``sha256`` rows of the touched files that were cached; ``old_partitions``: the
+    ``run_date_partition`` values of their cached runs. A file not touched has the same rows as in that state."""
+
+    base_generation: str
+    touched: pa.Array
+    old_files: pa.Table
+    old_partitions: frozenset[str]
 
 
 @dataclass
@@ -111,6 +127,7 @@ class Lookup:
     hashed: int
     removed: int
     listed: pa.Table | None = None  # the listing as a table (``listing_table``), when it was built
+    stale: pa.Array | None = None  # cached files not reused (changed or gone), when there was a cache
 
 
 def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
@@ -160,7 +177,22 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
     listed = known["source_file"]
     return Lookup(to_parse=listed.filter(pc.invert(pc.is_in(listed, value_set=reused))).to_pylist(), kept=kept,
                   reused=len(reused), hashed=len(rehash),
-                  removed=cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0), listed=listed_table)
+                  removed=cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0), listed=listed_table,
+                  stale=stale)
+
+
+def cache_changes(cache: Cache, lookup: Lookup) -> CacheChanges:
+    """``CacheChanges`` of a look-up against ``cache``: the files it sends to parsing and the stale cached
+    ones, with their cached rows' shas and run dates."""
+    stale = lookup.stale if lookup.stale is not None else pa.array([], pa.string())
+    touched = pc.unique(pa.concat_arrays([pa.array(lookup.to_parse, pa.string()), stale]))
+    old_files = cache.files.select(["source_file", "sha256"])
+    if len(stale) == 0:  # the usual night: only new files
+        return CacheChanges(cache.generation, touched, old_files.slice(0, 0), frozenset())
+    old_runs = cache.runs.filter(pc.is_in(cache.runs["source_file"], value_set=stale))
+    return CacheChanges(cache.generation, touched,
+                        old_files.filter(pc.is_in(old_files["source_file"], value_set=stale)),
+                        frozenset(pc.unique(old_runs["run_date_partition"]).to_pylist()))
 
 
 def listing_table(listing: Listing) -> pa.Table:
