@@ -175,3 +175,32 @@ def test_cli_report_and_ui_tables_say_a_cell_is_not_measured():
     assert "| 30 | MTP | 465.6 |" in ui and "| sparse |" in ui and "| clamped |" in ui and note in ui
     page = sentences(rows[2:4])
     assert "(not measured at this target)" in page[1] and page[2].endswith(f"({note}).")
+
+
+def test_a_side_splined_once_gives_the_rows_of_a_side_splined_per_comparison(sample_run):
+    """``compare_all`` splines each side once and reads it at every comparison's targets: every row equals what
+    ``compare`` gives building the side's spline for that comparison alone (every price book, every SLO)."""
+    from pipeline.comparisons.compare import compare_all_slos
+    import duckdb
+
+    with duckdb.connect(str(sample_run.db_path), read_only=True) as conn:
+        sides = conn.sql("select distinct model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type "
+                         "from run_metrics").to_arrow_table().to_pylist()
+        frontier_rows = conn.sql("select * from frontiers").to_arrow_table().to_pylist()
+    # a second price book: same points, other costs, so a spline kept per side alone would give wrong costs
+    frontier_rows += [{**r, "price_book": "zz-discount", **{k: v / 2 for k, v in r.items()
+                                                            if k.startswith("cost_per_mtok") and v is not None}}
+                      for r in frontier_rows if r["price_book"] == frontier_rows[0]["price_book"]]
+    shared = compare_all_slos(sides, frontier_rows).to_pylist()
+    alone = []
+    by_book_slo: dict = {}
+    for row in frontier_rows:
+        by_book_slo.setdefault((row["slo"], row["price_book"]), []).append(row)
+    comparisons = enumerate_comparisons(sides)
+    slos = ["none"] + sorted({slo for slo, _ in by_book_slo} - {"none"})
+    for slo in slos:
+        for book in sorted(book for s, book in by_book_slo if s == slo):
+            by_side = frontiers_by_side(by_book_slo[(slo, book)])
+            alone += [{**row, "slo": slo} for c in comparisons for row in compare(c, by_side)]
+    assert len(shared) > 100 and len({r["side_id"] for r in shared}) < len(shared) / 6  # sides recur
+    assert shared == alone

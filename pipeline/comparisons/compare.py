@@ -11,7 +11,8 @@ E2E-normalized interactivity for agentic-trace sides; both sides of a comparison
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +37,7 @@ from pipeline.frontiers.points import (
     with_slo,
 )
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
-from pipeline.frontiers.spline import interpolate
+from pipeline.frontiers.spline import monotone_spline
 
 # Engine families whose acceptance-length conventions agree; points of two families on one comparison are
 # flagged cross_engine (the seed pages warn acceptance rates are not comparable across engines).
@@ -98,7 +99,8 @@ COMPARISON_SCHEMA = pa.schema(
 
 
 def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str, Any]]],
-            targets: Sequence[float] | None = None) -> list[dict[str, Any]]:
+            targets: Sequence[float] | None = None,
+            curves: dict[tuple[str, str], SideCurve] | None = None) -> list[dict[str, Any]]:
     """Rows of one comparison (``COMPARISON_SCHEMA``): for each target, side a then side b.
 
     ``measured_tok_s_per_mw`` is splined only when every frontier point of the side has telemetry
@@ -119,6 +121,8 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
         comparison: the two sides.
         frontiers: frontier rows of one price book by ``side_id`` (``FRONTIER_SCHEMA`` rows, in point order).
         targets: interactivities (tok/s/user); default: the band's three default targets.
+        curves: splines already built, by (price book, ``side_id``), filled with this comparison's: a side in
+            several comparisons is splined once (``compare_all``); the values are the same without it.
     Returns:
         [] when a side has no frontier.
     """
@@ -130,7 +134,8 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     )
     targets = list(targets) if targets is not None else default_targets(lo, hi)
     d_lo, d_hi = displayed_band(lo, hi)
-    values = {key: _evaluate(points, targets) for key, points in (("a", fa), ("b", fb))}
+    values = {key: _evaluate(points, targets, _curve(curves, side.side_id, points))
+              for key, side, points in (("a", comparison.a, fa), ("b", comparison.b, fb))}
     labels = {"a": comparison.label_a, "b": comparison.label_b}
     intervals = {key: side_intervals(points, targets) for key, points in (("a", fa), ("b", fb))}
     families = {ENGINE_FAMILY.get(p["point_framework"], p["point_framework"])
@@ -180,8 +185,9 @@ def compare_all(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[
     for row in frontier_rows:
         books.setdefault(row["price_book"], []).append(row)
     comparisons = enumerate_comparisons(side_keys)
+    curves: dict[tuple[str, str], SideCurve] = {}  # a side is in several comparisons: splined once
     rows = [row for book in sorted(books) for by_side in [frontiers_by_side(books[book])]
-            for comparison in comparisons for row in compare(comparison, by_side)]
+            for comparison in comparisons for row in compare(comparison, by_side, curves=curves)]
     return pa.Table.from_pylist(rows, schema=COMPARISON_SCHEMA)
 
 
@@ -202,21 +208,50 @@ def compare_all_slos(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iter
     return pa.concat_tables([with_slo(compare_all(side_keys, by_slo[slo]), slo) for slo in order])
 
 
-def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float]) -> tuple[list[float], list[dict]]:
-    """Per target: the clamped interactivity and every metric splined along one side's frontier (one spline
-    object for all metrics; an optional metric with a hole is None), with the cell's bracket and sparse flag.
+@dataclass(frozen=True)
+class SideCurve:
+    """One side's frontier ready to be read at any targets: its interactivities ``x`` (tok/s/user), the metrics
+    it splines (``SPLINED_METRICS`` plus the ``OPTIONAL_METRICS`` every point has) and their spline ``at``
+    (``monotone_spline``)."""
+
+    x: np.ndarray
+    splined: list[str]
+    at: Callable[..., np.ndarray]
+
+    @classmethod
+    def of(cls, points: Sequence[Mapping[str, Any]]) -> SideCurve:
+        x = np.array([p["x_intvty"] for p in points], dtype=float)
+        splined = list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
+        return cls(x, splined, monotone_spline(x, np.array([[p[m] for m in splined] for p in points], dtype=float)))
+
+
+def _curve(curves: dict[tuple[str, str], SideCurve] | None, side_id: str,
+           points: Sequence[Mapping[str, Any]]) -> SideCurve:
+    """The side's ``SideCurve``, from ``curves`` when it was built before (and kept there)."""
+    if curves is None:
+        return SideCurve.of(points)
+    key = (points[0]["price_book"], side_id)
+    if key not in curves:
+        curves[key] = SideCurve.of(points)
+    return curves[key]
+
+
+def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float],
+              curve: SideCurve) -> tuple[list[float], list[dict]]:
+    """Per target: the clamped interactivity and every metric splined along one side's frontier (``curve``, one
+    spline object for all metrics; an optional metric with a hole is None), with the cell's bracket and sparse
+    flag.
 
     The side's $/GPU-h (hyperscaler) is recovered as cost × tok/s/GPU × 3600 / 1e6 at its first frontier point (the
     product is the same at every point of one GPU and price book), so the implied cost at a target is that price
     over the splined tok/s/GPU."""
-    x = np.array([p["x_intvty"] for p in points], dtype=float)
+    x = curve.x
     evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
-    splined = list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
-    values = interpolate(x, np.array([[p[m] for m in splined] for p in points], dtype=float), targets, clamp=True)
+    values = curve.at(targets, clamp=True)
     price_per_mtok = points[0]["cost_per_mtok_hyperscaler"] * points[0]["tput_per_gpu"]  # = $/GPU-h / 0.0036
     rows = [dict.fromkeys(SPLINED_METRICS + OPTIONAL_METRICS) for _ in targets]
     for row, target, at_target in zip(rows, targets, values):
-        row.update(zip(splined, map(float, at_target)))
+        row.update(zip(curve.splined, map(float, at_target)))
         row.update(_bracket(x, float(target)))
         implied = price_per_mtok / row["tput_per_gpu"]
         splined_cost = row["cost_per_mtok_hyperscaler"]

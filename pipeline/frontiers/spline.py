@@ -7,7 +7,7 @@ the frontier; trend tables return NaN outside the range (no extrapolation).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy.interpolate import CubicHermiteSpline
@@ -93,21 +93,32 @@ def interpolate(x: Sequence[float], v: Sequence[float], targets: Sequence[float]
     Raises:
         ValueError: empty frontier or shape mismatch.
     """
+    return monotone_spline(x, v)(targets, clamp=clamp)
+
+
+def monotone_spline(x: Sequence[float], v: Sequence[float]) -> Callable[..., np.ndarray]:
+    """``interpolate``'s spline, built once (Steffen tangents, one scipy ``CubicHermiteSpline``) to be read at
+    several target sets: ``monotone_spline(x, v)(targets, clamp=c)`` is ``interpolate(x, v, targets, clamp=c)``.
+    Arguments, shapes and errors as ``interpolate``'s (raised here, when the spline is built)."""
     xs = np.asarray(x, dtype=float)
     vs = np.asarray(v, dtype=float)
-    ts = np.asarray(targets, dtype=float)
     if xs.size == 0 or vs.ndim not in (1, 2) or xs.shape[0] != vs.shape[0]:
         raise ValueError(f"bad frontier: x {xs.shape}, v {vs.shape}")
-    inside = (ts >= xs[0]) & (ts <= xs[-1])
-    evaluated = np.clip(ts, xs[0], xs[-1])
-    if xs.size == 1:
-        out = np.broadcast_to(vs[0], ts.shape + vs.shape[1:]).copy()
-    else:
-        spline = CubicHermiteSpline(xs, vs, steffen_tangents(xs, vs), extrapolate=False)
-        out = spline(evaluated)
-    if clamp:
-        return np.clip(out, vs.min(axis=0), vs.max(axis=0))
-    return np.where(inside if vs.ndim == 1 else inside[:, None], out, np.nan)
+    spline = None if xs.size == 1 else CubicHermiteSpline(xs, vs, steffen_tangents(xs, vs), extrapolate=False)
+
+    def at(targets: Sequence[float], *, clamp: bool) -> np.ndarray:
+        ts = np.asarray(targets, dtype=float)
+        inside = (ts >= xs[0]) & (ts <= xs[-1])
+        evaluated = np.clip(ts, xs[0], xs[-1])
+        if spline is None:
+            out = np.broadcast_to(vs[0], ts.shape + vs.shape[1:]).copy()
+        else:
+            out = spline(evaluated)
+        if clamp:
+            return np.clip(out, vs.min(axis=0), vs.max(axis=0))
+        return np.where(inside if vs.ndim == 1 else inside[:, None], out, np.nan)
+
+    return at
 
 
 def interpolate_frontiers(x: Sequence[float], v: Sequence[float], sizes: Sequence[int], target: float) -> np.ndarray:

@@ -82,7 +82,9 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
         f"{result.runs.num_rows} runs in {keys[:3]}{'…' if len(keys) > 3 else ''}, "
         f"{result.rejects.num_rows} rejected rows")
     formats = Counter(result.runs.column("source_format").to_pylist())
-    kinds = Counter(result.files.column("kind").to_pylist())
+    # counted in Arrow: one Python string per file was ~0.3 s of a night's run onto a million files
+    kind_counts = pc.value_counts(result.files["kind"]).to_pylist()
+    kinds = {item["values"]: item["counts"] for item in kind_counts}
     return dg.MaterializeResult(
         metadata={
             **table_metadata(result.runs, preview_columns=["source_file", "source_format", "model", "hw",
