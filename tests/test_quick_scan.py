@@ -174,3 +174,50 @@ def test_a_tick_after_another_writer_saved_the_cache_digests_everything(tmp_path
     after = raw_dir_state(raw, cache, state)
     assert digested == ["raw_partition_digests"]
     assert after != state
+
+
+def test_a_quick_look_up_reads_only_moved_folders_and_answers_as_a_full_one(tmp_path, monkeypatch):
+    """Night after night, the quick scan's look-up sends only the files of folders listed again to the cache's
+    SQL, and the rows it gives (runs, rejects, files, in scan order) are those of parsing every file."""
+    import pipeline.ingest.parse_cache as parse_cache
+    from pipeline.ingest.folder import ingest_folder
+    from pipeline.io.storage import content_hash
+
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    ingest_folder_cached(raw, cache, quick_scan=True)
+    looked_up: list[list[str]] = []
+    real = parse_cache.moved_entries
+
+    def spy(listing, *rest):
+        positions, before = real(listing, *rest)
+        looked_up.append(sorted({listing.rel[p].rpartition("/")[0] for p in positions}))
+        return positions, before
+
+    monkeypatch.setattr(parse_cache, "moved_entries", spy)
+    h200, trtllm = raw / "vllm" / "h200", raw / "trtllm"
+    vllm_run = next(h200.glob("*_conc16.json"))
+    nights = [
+        (lambda: shutil.copy(vllm_run, h200 / "copy_conc16.json"), ["vllm/h200"]),
+        (lambda: _replace(vllm_run, vllm_run.read_text()), ["vllm/h200"]),  # touched, same bytes: hashed only
+        (lambda: _replace(h200 / "runs.csv", (h200 / "runs.csv").read_text() + "\n"), ["vllm/h200"]),
+        (lambda: (raw / "sglang" / "new-night").mkdir() or shutil.copy(vllm_run, raw / "sglang" / "new-night" / "a.json"),
+         ["sglang", "sglang/new-night"]),
+        (lambda: shutil.rmtree(raw / "sglang" / "new-night"), ["sglang"]),
+        (lambda: next(trtllm.glob("*.meta.json")).unlink(), ["trtllm"]),
+    ]
+    for night, (change, moved) in enumerate(nights):
+        time.sleep(0.01)
+        change()
+        looked_up.clear()
+        quick, stats = ingest_folder_cached(raw, cache, quick_scan=True)
+        full = ingest_folder(raw)
+        assert looked_up and set(moved) <= set(looked_up[0]), (night, looked_up)
+        assert "inferencex" not in looked_up[0] and "vllm/mi355x" not in looked_up[0], night  # taken as saved
+        for name in ("runs", "rejects", "files"):
+            assert content_hash(getattr(quick, name)) == content_hash(getattr(full, name)), (night, name)
+            assert getattr(quick, name)["source_file"].equals(getattr(full, name)["source_file"]), (night, name)
+        if night == 1:
+            assert stats.parsed == 0 and stats.hashed >= 1  # the night-0 copy is racy-recent too
+        if night == 4:
+            assert stats.removed == 1

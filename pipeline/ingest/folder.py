@@ -78,7 +78,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         # every folder was trusted and unchanged, so every one was taken from the cache's scan: the cache is
         # this scan's result
         return _cache_as_result(cache)
-    lookup = look_up(cache, listing, raw_dir)
+    lookup = look_up(cache, listing, raw_dir, quick=(*previous, folders) if previous is not None else None)
     fresh = parse_files(raw_dir, lookup.to_parse, workers, listed=listing.rel)
     result = merge_in_scan_order(lookup.kept, fresh, listing)
     generation = cache.generation if cache is not None else None

@@ -130,7 +130,8 @@ class Lookup:
     stale: pa.Array | None = None  # cached files not reused (changed or gone), when there was a cache
 
 
-def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
+def look_up(cache: Cache | None, listing: Listing, raw_dir: Path,
+            quick: tuple[Listing, Folders, Folders] | None = None) -> Lookup:
     """Decide, per listed file, whether the cached rows can be reused: the file, its sidecar and its folder's
     ``runs.csv`` must have the content they had when it was parsed.
 
@@ -141,15 +142,27 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
         cache: ``load_cache``'s answer (None: parse everything).
         listing: this scan (``scan_folder``).
         raw_dir: the folder ``listing`` is relative to.
+        quick: for a quick scan (``scan_tree`` with the scan saved with ``cache``): (that saved listing, its
+            folders, this scan's folders). Only the files of folders listed again are looked up
+            (``moved_entries``): a folder taken from the saved scan holds the files, stats, sidecars and
+            ``runs.csv`` the cache was saved with, all trusted then, so its files are reused as they are. The
+            answer is the one a look-up of every file gives (tested).
     """
     if cache is None:  # nothing to reuse: parse every file
         empty = IngestResult(runs=RUN_SCHEMA.empty_table(), rejects=QUARANTINE_SCHEMA.empty_table(),
                              files=FILE_SCHEMA.empty_table())
         return Lookup(to_parse=list(listing.rel), kept=empty, reused=0, hashed=0, removed=0)
-    cached_files = cache.files
     listed_table = listing_table(listing)
+    if quick is None:
+        looked_at, cached_files, gone = listed_table, cache.files, None
+    else:
+        positions, before = moved_entries(listing, *quick)
+        looked_at = listed_table.take(pa.array(positions, pa.int64()))
+        candidates = pa.array(before, pa.string())
+        cached_files = cache.files.filter(pc.is_in(cache.files["source_file"], value_set=candidates))
+        gone = pc.invert(pc.is_in(candidates, value_set=looked_at["source_file"]))
     with duckdb.connect() as conn:
-        conn.register("listing", listed_table)
+        conn.register("listing", looked_at)
         conn.register("cached_files", cached_files)
         known = conn.sql(sql_text("parse_cache_stat"),
                          params={"racy_before": cache.scan_started_ns - RACY_WINDOW_NS}
@@ -159,8 +172,9 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
         rehash = pc.indices_nonzero(to_hash).to_pylist()
         sha_now = known["cached_sha256"].combine_chunks()
         if rehash:
+            paths = known["source_file"].take(pa.array(rehash, pa.int64())).to_pylist()
             sha_now = pc.replace_with_mask(sha_now, to_hash.combine_chunks(), pa.array(
-                [_sha256_file(raw_dir / listing.rel[index]) for index in rehash], pa.string()))
+                [_sha256_file(raw_dir / rel) for rel in paths], pa.string()))
         unknown = pc.invert(pc.or_(known["stat_clean"], to_hash)).combine_chunks()
         sha_now = pc.if_else(pc.or_(unknown, pc.is_null(sha_now)), _CHANGED, sha_now)
         conn.register("file_shas", pa.table({"source_file": known["source_file"], "sha256": sha_now}))
@@ -174,11 +188,34 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path) -> Lookup:
         rejects=_rows_kept(cache.rejects, stale),
         files=_rows_kept(cache.files, stale).select(FILE_SCHEMA.names).cast(FILE_SCHEMA),
     )
-    listed = known["source_file"]
-    return Lookup(to_parse=listed.filter(pc.invert(pc.is_in(listed, value_set=reused))).to_pylist(), kept=kept,
-                  reused=len(reused), hashed=len(rehash),
-                  removed=cached_files.num_rows - int(pc.sum(known["cached"]).as_py() or 0), listed=listed_table,
-                  stale=stale)
+    looked = known["source_file"]
+    in_cache = int(pc.sum(known["cached"]).as_py() or 0)
+    removed = cached_files.num_rows - in_cache if gone is None else int(pc.sum(gone).as_py() or 0)
+    to_parse = looked.filter(pc.invert(pc.is_in(looked, value_set=reused))).to_pylist()
+    return Lookup(to_parse=to_parse, kept=kept, reused=len(listing.rel) - len(to_parse), hashed=len(rehash),
+                  removed=removed, listed=listed_table, stale=stale)
+
+
+def moved_entries(listing: Listing, saved: Listing, saved_folders: Folders,
+                  folders: Folders) -> tuple[list[int], list[str]]:
+    """What a quick scan has to look up: the positions in ``listing`` of the entries of folders it listed again
+    (new folders, folders whose mtime moved or was not trusted), and the saved scan's entries of folders that
+    were not taken from it (listed again, or gone), which may have changed or left.
+
+    A folder was taken from the saved scan exactly when the saved scan recorded it with a trusted mtime and this
+    scan recorded the same one (``scan_tree``: a folder listed again records its own mtime only when the saved
+    one differed or was untrusted)."""
+    saved_mtime = {rel: mtime for rel, mtime in zip(saved_folders.rel, saved_folders.mtime_ns) if mtime is not None}
+    taken = set()
+    positions: list[int] = []
+    for rel, mtime, first, count in zip(folders.rel, folders.mtime_ns, folders.first, folders.count):
+        if mtime is not None and saved_mtime.get(rel) == mtime:
+            taken.add(rel)
+        else:
+            positions.extend(range(first, first + count))
+    before = [rel for folder, first, count in zip(saved_folders.rel, saved_folders.first, saved_folders.count)
+              if folder not in taken for rel in saved.rel[first:first + count]]
+    return positions, before
 
 
 def cache_changes(cache: Cache, lookup: Lookup) -> CacheChanges:
