@@ -99,6 +99,25 @@ def test_new_and_changed_files_anywhere_land_where_a_full_parse_puts_them(raw, t
     assert (result.files["source_file"].num_chunks > 1) == (max_splices > 1)  # cached slices, or one sorted copy
 
 
+def test_the_look_ups_positions_are_checked_not_trusted(raw, tmp_path):
+    """The merge takes the fresh files' places from the look-up; places that do not name those files (off by
+    one, too few) are found again by walking the listing, with the same rows."""
+    from pipeline.ingest.parse import parse_files
+    from pipeline.ingest.parse_cache import load_cache, look_up, merge_in_scan_order
+    from pipeline.ingest.scan import scan_folder
+
+    ingest_folder_cached(raw, tmp_path / "cache")
+    for rel in ("aaa_first.json", "vllm/zzz_last.json"):
+        (raw / rel).write_text((raw / VLLM_RUN).read_text().replace("{", "{ ", 1))
+    listing = scan_folder(raw)
+    lookup = look_up(load_cache(tmp_path / "cache", raw), listing, raw)
+    fresh = parse_files(raw, lookup.to_parse, listed=listing.rel)
+    assert [listing.rel[at] for at in lookup.positions] == lookup.to_parse == ["aaa_first.json", "vllm/zzz_last.json"]
+    full = ingest_folder(raw)
+    for positions in (lookup.positions, [at + 1 for at in lookup.positions], lookup.positions[:1], None):
+        assert _same(merge_in_scan_order(lookup.kept, fresh, listing, positions), full), positions
+
+
 def test_changed_sidecar_reparses_its_run_with_the_new_metadata(raw, tmp_path):
     ingest_folder_cached(raw, tmp_path / "cache")
     sidecar = raw / (VLLM_RUN + ".meta.json")

@@ -80,7 +80,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         return _cache_as_result(cache)
     lookup = look_up(cache, listing, raw_dir, quick=(*previous, folders) if previous is not None else None)
     fresh = parse_files(raw_dir, lookup.to_parse, workers, listed=listing.rel)
-    result = merge_in_scan_order(lookup.kept, fresh, listing)
+    result = merge_in_scan_order(lookup.kept, fresh, listing, lookup.positions)
     generation = cache.generation if cache is not None else None
     # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
     folders_moved = quick_scan and (previous is None or folders != previous[1])

@@ -103,7 +103,8 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
         RuntimeError: the worker pool could not be started, or broke twice in a row without a file in flight (so
             no file can be blamed).
     """
-    sidecars = None if listed is None else {rel for rel in listed if rel.endswith(SIDECAR_SUFFIX)}
+    # only the sidecars of these files are ever asked for: a night's few files need not walk a million names
+    sidecars = None if listed is None else {rel + SIDECAR_SUFFIX for rel in rels}.intersection(listed)
     if workers is None:
         workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(rels) < 2:

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -128,6 +128,7 @@ class Lookup:
     removed: int
     listed: pa.Table | None = None  # the listing as a table (``listing_table``), when it was built
     stale: pa.Array | None = None  # cached files not reused (changed or gone), when there was a cache
+    positions: list[int] | None = None  # where each of ``to_parse`` is in the listing
 
 
 def look_up(cache: Cache | None, listing: Listing, raw_dir: Path,
@@ -191,9 +192,11 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path,
     looked = known["source_file"]
     in_cache = int(pc.sum(known["cached"]).as_py() or 0)
     removed = cached_files.num_rows - in_cache if gone is None else int(pc.sum(gone).as_py() or 0)
-    to_parse = looked.filter(pc.invert(pc.is_in(looked, value_set=reused))).to_pylist()
+    parse = pc.invert(pc.is_in(looked, value_set=reused))
+    to_parse = looked.filter(parse).to_pylist()
     return Lookup(to_parse=to_parse, kept=kept, reused=len(listing.rel) - len(to_parse), hashed=len(rehash),
-                  removed=removed, listed=listed_table, stale=stale)
+                  removed=removed, listed=listed_table, stale=stale,
+                  positions=known["position"].filter(parse).to_pylist())
 
 
 def moved_entries(listing: Listing, saved: Listing, saved_folders: Folders,
@@ -261,7 +264,8 @@ def _rows_kept(table: pa.Table, stale: pa.Array) -> pa.Table:
     return table.filter(pc.invert(pc.is_in(table["source_file"], value_set=stale)))
 
 
-def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listing) -> IngestResult:
+def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listing,
+                        fresh_positions: list[int] | None = None) -> IngestResult:
     """Cached and freshly parsed rows together, in the order a full parse gives (``listing``'s). The cache is
     saved in scan order, so cached rows alone need no sort; each file's rows come wholly from one side.
 
@@ -269,9 +273,10 @@ def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listin
     thousand files onto a million cached runs): every listed file is either kept or fresh, so a fresh file's
     place among the kept ones follows from its position in the listing, and the ledger's per-file counts
     (``runs``, ``rejected``) give where its rows go. More than ``MAX_SPLICES`` places, or counts that do not add
-    up to the tables, and the rows are sorted by position instead (one copy).
+    up to the tables, and the rows are sorted by position instead (one copy). ``fresh_positions``: where the
+    fresh files are in ``listing`` (``Lookup.positions``), to spare a walk of the whole listing.
     """
-    places = _fresh_places(kept, fresh, listing)
+    places = _fresh_places(kept, fresh, listing, fresh_positions)
 
     def merged(cached: pa.Table, new: pa.Table, count: str | None) -> pa.Table:
         if new.num_rows == 0:
@@ -293,13 +298,19 @@ MAX_SPLICES = 64
 MAX_CACHE_CHUNKS = 32  # record batches a cache table may be saved in before it is rewritten as one
 
 
-def _fresh_places(kept: IngestResult, fresh: IngestResult, listing: Listing) -> list[int] | None:
+def _fresh_places(kept: IngestResult, fresh: IngestResult, listing: Listing,
+                  positions: list[int] | None = None) -> list[int] | None:
     """For each fresh file (in scan order), how many kept files come before it; None when the files do not
-    partition the listing as expected or there are too many places to splice at."""
+    partition the listing as expected or there are too many places to splice at. ``positions``: the fresh
+    files' places in the listing when the caller knows them (checked, not trusted; found by a walk of the
+    listing otherwise)."""
     fresh_files = fresh.files["source_file"].to_pylist()
-    wanted = set(fresh_files)
-    positions = [at for at, rel in enumerate(listing.rel) if rel in wanted]
-    if len(positions) != len(fresh_files) or kept.files.num_rows + len(fresh_files) != len(listing.rel):
+    if kept.files.num_rows + len(fresh_files) != len(listing.rel):
+        return None
+    if positions is None or len(positions) != len(fresh_files):
+        wanted = set(fresh_files)
+        positions = [at for at, rel in enumerate(listing.rel) if rel in wanted]
+    if len(positions) != len(fresh_files) or any(listing.rel[at] != rel for at, rel in zip(positions, fresh_files)):
         return None
     places = [position - j for j, position in enumerate(positions)]  # j fresh files precede the j-th
     return places if len(set(places)) <= MAX_SPLICES else None
@@ -310,9 +321,11 @@ def _splice(cached: pa.Table, new: pa.Table, places: list[int], kept_files: pa.T
     """``cached`` with ``new``'s rows of each fresh file inserted after the rows of the kept files before it
     (``places``); ``count`` names the ledger column holding each file's rows in this table (None: one row per
     file). None when those counts do not add up to the tables."""
-    def offsets(files: pa.Table) -> list[int]:
-        rows = [1] * files.num_rows if count is None else pc.fill_null(files[count], 0).to_pylist()
-        return [0, *itertools.accumulate(rows)]
+    def offsets(files: pa.Table) -> np.ndarray:
+        if count is None:
+            return np.arange(files.num_rows + 1)
+        rows = pc.fill_null(files[count], 0).to_numpy(zero_copy_only=False)
+        return np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
 
     kept_at, fresh_at = offsets(kept_files), offsets(fresh_files)
     if kept_at[-1] != cached.num_rows or fresh_at[-1] != new.num_rows:
