@@ -62,6 +62,12 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
 
     # night by night: the sensor ticks after each night's drop and each run it requests is executed
     raw, out, db = _env(monkeypatch, tmp_path, "batches")
+    import pipeline.defs.ingest.assets as ingest_assets
+
+    rewritten: list[int] = []  # per-file writes of raw_rejects / raw_files: how many files each rewrote
+    real_rows = ingest_assets.replace_file_rows
+    monkeypatch.setattr(ingest_assets, "replace_file_rows",
+                        lambda conn, name, table, files: rewritten.append(len(files)) or real_rows(conn, name, table, files))
     instance = dg.DagsterInstance.ephemeral()
     job = defs().resolve_job_def("refresh_all")
     paths = PipelinePaths(raw_dir=str(raw), out_dir=str(out), cache_dir=f"{db}.parse_cache")
@@ -90,6 +96,9 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
                 assert all(r["pending_rows"] == r["rows_read"] for r in ledger if r["source_file"] in pending)
     # one run per affected date: each new night, and the first night again when one of its logs went
     assert requested == [NIGHTS[0], NIGHTS[1], NIGHTS[0], NIGHTS[2]]
+    # the second and third nights' runs rewrote only their own files' rows (the first built the tables whole;
+    # the last night's second run found the tables already at its snapshot)
+    assert len(rewritten) == 4 and all(0 < n < 200 for n in rewritten), rewritten
     batches = _marts(out)
 
     # one full refresh over the final folder

@@ -47,7 +47,7 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
             and stats.generation and previous.get(SNAPSHOT_KEY) == stats.generation:
         return dict(previous)
     changes = stats.changes
-    since_previous = bool(previous) and changes is not None \
+    since_previous = bool(previous) and changes is not None and changes.old_files is not None \
         and previous.get(SNAPSHOT_KEY) == changes.base_generation \
         and str(previous.get(FILES_KEY, "")).startswith(FILES_DIGEST)
     with duckdb.connect() as conn:

@@ -14,9 +14,11 @@ from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files
 from pipeline.ingest.parse_cache import (
     RACY_WINDOW_NS,
     Cache,
+    CacheChanges,
     CacheStats,
     cache_changes,
     load_cache,
+    load_changes,
     load_scan,
     look_up,
     merge_in_scan_order,
@@ -62,7 +64,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     Returns:
         (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)`` (of the folder
         as the snapshot saw it, when one is used); ``stats.changes`` says what changed since the cache's state
-        when the folder was looked up against a cache (None otherwise).
+        when the folder was looked up against a cache, or what the snapshot's own save changed (None otherwise).
     Raises:
         FileNotFoundError: ``raw_dir`` is missing.
         RuntimeError: a parse worker failed.
@@ -71,7 +73,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     scan_started_ns = time.time_ns()
     cache = load_cache(cache_dir, raw_dir)
     if snapshot and cache is not None and cache.generation == snapshot:
-        return _cache_as_result(cache)
+        return _cache_as_result(cache, load_changes(cache_dir, cache.generation))
     previous = load_scan(cache_dir, cache.generation) if quick_scan and cache is not None else None
     listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS)
     if previous is not None and folders == previous[1] and None not in folders.mtime_ns:
@@ -84,15 +86,18 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     generation = cache.generation if cache is not None else None
     # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
     folders_moved = quick_scan and (previous is None or folders != previous[1])
+    changes = cache_changes(cache, lookup) if cache is not None else None
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
-        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed)
+        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
+                                changes)
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
-                       cache is not None, generation, cache_changes(cache, lookup) if cache is not None else None)
+                       cache is not None, generation, changes)
     return result, stats
 
 
-def _cache_as_result(cache: Cache) -> tuple[IngestResult, CacheStats]:
-    """The cache's rows as the result of a scan that found the folder as the cache saw it: nothing parsed."""
+def _cache_as_result(cache: Cache, changes: CacheChanges | None = None) -> tuple[IngestResult, CacheStats]:
+    """The cache's rows as the result of a scan that found the folder as the cache saw it: nothing parsed.
+    ``changes``: what the cache's own save changed (``load_changes``), when the caller has it."""
     files = cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)
     return (IngestResult(runs=cache.runs, rejects=cache.rejects, files=files),
-            CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation))
+            CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, cache.generation, changes))

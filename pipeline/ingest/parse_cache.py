@@ -94,12 +94,13 @@ class CacheChanges:
 
     ``touched``: every file parsed again, new or gone (string, relative paths); ``old_files``: the cached
     ``source_file``/``sha256`` rows of the touched files that were cached; ``old_partitions``: the
-    ``run_date_partition`` values of their cached runs. A file not touched has the same rows as in that state."""
+    ``run_date_partition`` values of their cached runs. A file not touched has the same rows as in that state.
+    Read back from the cache's folder (``load_changes``), only ``touched`` is known: ``old_*`` are None."""
 
     base_generation: str
     touched: pa.Array
-    old_files: pa.Table
-    old_partitions: frozenset[str]
+    old_files: pa.Table | None
+    old_partitions: frozenset[str] | None
 
 
 @dataclass
@@ -347,7 +348,8 @@ def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
 
 
 def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing,
-               folders: Folders | None = None, listed: pa.Table | None = None) -> str:
+               folders: Folders | None = None, listed: pa.Table | None = None,
+               changes: CacheChanges | None = None) -> str:
     """Write the three cache files, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
     (taken before parsing: a file changed meanwhile is caught by the next scan) and the sidecar and manifest
     sha256 it was parsed with; with ``folders``, also the scan itself (``listing.arrow``, ``folders.arrow``,
@@ -361,6 +363,8 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         listing: that scan.
         folders: the folders that scan entered (``scan_tree``).
         listed: ``listing_table(listing)`` when the caller has it (built otherwise).
+        changes: what changed since the state this one was built from: its touched files are saved
+            (``changes.arrow``, same generation) for a reader of this generation (``load_changes``).
     Returns:
         The generation id stamped on the files.
     """
@@ -390,6 +394,11 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
     else:
         for name in ("listing", "folders"):
             (cache_dir / f"{name}.arrow").unlink(missing_ok=True)
+    if changes is not None:
+        write_arrow_atomic(_stamp(pa.table({"source_file": changes.touched}),
+                                  {**stamp, "base_generation": changes.base_generation}), cache_dir / "changes.arrow")
+    else:
+        (cache_dir / "changes.arrow").unlink(missing_ok=True)
     for name in ("runs", "rejects", "files"):  # the Parquet cache of earlier versions
         (cache_dir / f"{name}.parquet").unlink(missing_ok=True)
     return stamp["generation"]
@@ -411,6 +420,19 @@ def load_scan(cache_dir: Path, generation: str) -> tuple[Listing, Folders] | Non
     listing, folders = tables["listing"], tables["folders"]
     return (Listing(*(listing[name].to_pylist() for name in ("rel", "size", "mtime_ns"))),
             Folders(*(folders[name].to_pylist() for name in ("rel", "mtime_ns", "first", "count"))))
+
+
+def load_changes(cache_dir: Path, generation: str) -> CacheChanges | None:
+    """The changes saved with cache ``generation`` (``save_cache``'s ``changes``; only ``touched`` is kept), or
+    None when there are none, they are unreadable or of another generation."""
+    try:
+        table = read_arrow(cache_dir / "changes.arrow")
+        stamp = orjson.loads((table.schema.metadata or {})[_METADATA_KEY])
+    except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
+        return None
+    if stamp.get("generation") != generation or not stamp.get("base_generation"):
+        return None
+    return CacheChanges(stamp["base_generation"], table["source_file"].combine_chunks(), None, None)
 
 
 def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:

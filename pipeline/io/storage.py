@@ -37,6 +37,31 @@ def write_table(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> 
         conn.unregister("_incoming")
 
 
+def replace_file_rows(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table, files: pa.Array) -> bool:
+    """Per-file write: delete the rows of ``files`` (``source_file`` values) from warehouse table ``name`` and
+    insert ``table``'s rows of those files (``table`` holds every file's rows; the rest are already stored).
+    Rows of one file stay together, in ``table``'s order; readers order by ``source_file``.
+
+    Returns:
+        False, writing nothing, when ``name`` does not exist or its columns are not ``table``'s (the caller
+        then writes the whole table, ``write_table``).
+    """
+    existing = conn.execute(
+        "select column_name from information_schema.columns where table_name = ? order by ordinal_position",
+        [name]).fetchall()
+    if [c[0] for c in existing] != table.column_names:
+        return False
+    conn.register("_files", pa.table({"source_file": files}))
+    conn.register("_incoming", table.filter(pc.is_in(table["source_file"], value_set=files)))
+    try:
+        conn.execute(f"delete from {name} where source_file in (select source_file from _files)")
+        conn.execute(f"insert into {name} select * from _incoming")
+    finally:
+        conn.unregister("_files")
+        conn.unregister("_incoming")
+    return True
+
+
 def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table | duckdb.DuckDBPyRelation,
                        keys: list[str], key_column: str = "run_date_partition") -> None:
     """Idempotent partition write: delete the rows of ``keys`` from warehouse table ``name``, insert ``table``
