@@ -175,3 +175,27 @@ def test_a_kill_after_every_step_leaves_the_previous_generation(sample_run_copy,
     after = _hashes(run.out_dir)
     assert after["runs"] != before["runs"] and after["frontiers"] != before["frontiers"]
     _consistent(run.out_dir)
+
+
+def test_directly_invoked_assets_with_one_generation_tag_publish_together(tmp_path):
+    """Assets invoked directly (the benchmark) with a ``pipeline/generation`` tag stage into that generation and
+    publish nothing themselves; ``published_marts`` publishes them at once. Without the tag, each call publishes."""
+    import dagster as dg
+
+    from pipeline.defs.comparisons.publish import published_marts
+    from pipeline.defs.resources import GENERATION_TAG, PipelinePaths, Warehouse
+
+    out = tmp_path / "marts"
+    paths = PipelinePaths(raw_dir=str(tmp_path), out_dir=str(out), cache_dir=str(tmp_path / "cache"))
+    tagged = dg.build_asset_context(run_tags={GENERATION_TAG: "bench-1"})
+    for name, value in (("a", 1), ("b", 2)):
+        _write(paths.mart(tagged, name), value)
+        paths.publish_unless_later(tagged)
+        assert not (out / CURRENT).exists()  # staged, not published
+    published_marts(tagged, warehouse=Warehouse(database=str(tmp_path / "wh.duckdb")), paths=paths)
+    assert sorted(p.name for p in published_dir(out).glob("*.parquet")) == ["a.parquet", "b.parquet"]
+    first = published_dir(out)
+    untagged = dg.build_asset_context()
+    _write(paths.mart(untagged, "c"), 3)
+    paths.publish_unless_later(untagged)
+    assert published_dir(out) != first and (published_dir(out) / "c.parquet").exists()

@@ -58,10 +58,10 @@ def run_tag(context: dg.AssetExecutionContext, name: str) -> str | None:
 
 def generation_id(context: dg.AssetExecutionContext) -> str:
     """The generation a run's marts are staged into: its ``pipeline/generation`` tag, else its run id; for a
-    direct invocation (no run), one per process."""
+    direct invocation (no run), the tag its context was built with, else one per process."""
     run = _run(context)
     if run is None:
-        return f"direct-{os.getpid()}"
+        return run_tag(context, GENERATION_TAG) or f"direct-{os.getpid()}"
     return run.tags.get(GENERATION_TAG) or run.run_id
 
 
@@ -109,11 +109,13 @@ class PipelinePaths(dg.ConfigurableResource):
     def publish_unless_later(self, context: dg.AssetExecutionContext) -> None:
         """Publish this run's staged marts now when no later step will: the run selected some assets but not
         ``published_marts`` (e.g. one asset materialized from the UI) and is not one stage of a CLI run (no
-        ``pipeline/generation`` tag), or the asset was invoked directly. A run that includes ``published_marts``
-        publishes once, at its end."""
+        ``pipeline/generation`` tag), or the asset was invoked directly without that tag (with it, the caller
+        stages several assets into one generation and publishes it, as the benchmark does). A run that includes
+        ``published_marts`` publishes once, at its end."""
         run = _run(context)
-        if run is None:  # invoked directly: the call is its own run
-            publish(Path(self.out_dir), generation_id(context))
+        if run is None:  # invoked directly: the call is its own run, unless it is one stage of a tagged set
+            if GENERATION_TAG not in context.op_execution_context.run_tags:
+                publish(Path(self.out_dir), generation_id(context))
             return
         selection = run.asset_selection  # None or empty: the whole job, which includes published_marts
         if selection and PUBLISHED_MARTS_KEY not in selection and GENERATION_TAG not in run.tags:
