@@ -6,7 +6,9 @@
 -- once every requested run has finished.
 -- length_off_nominal_rows: accepted runs whose measured ISL/OSL is > 10 % off nominal (sql/run_lengths.sql); they
 -- are kept, flagged, and left off frontiers.
-create or replace table ingest_ledger as
+-- A view of every file's row; the ingest_ledger asset stores it whole, or rebuilds only the files that
+-- raw_changes names (pipeline/defs/validate/ledger.py).
+create or replace temp view ingest_ledger_rows as
 with accepted as (
     select
         v.source_file,
@@ -49,4 +51,3 @@ from raw_files as f
 left join accepted as a using (source_file)
 left join quarantined as q using (source_file)
 left join ingested as i using (source_file)
-order by f.source_file

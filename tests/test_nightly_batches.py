@@ -68,6 +68,12 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     real_rows = ingest_assets.replace_file_rows
     monkeypatch.setattr(ingest_assets, "replace_file_rows",
                         lambda conn, name, table, files: rewritten.append(len(files)) or real_rows(conn, name, table, files))
+    import pipeline.defs.validate.ledger as ledger_asset
+
+    ledger_updates: list[str] = []  # what each run did to the stored ledger
+    real_update = ledger_asset.update_ledger
+    monkeypatch.setattr(ledger_asset, "update_ledger",
+                        lambda conn: ledger_updates.append(real_update(conn)) or ledger_updates[-1])
     instance = dg.DagsterInstance.ephemeral()
     job = defs().resolve_job_def("refresh_all")
     paths = PipelinePaths(raw_dir=str(raw), out_dir=str(out), cache_dir=f"{db}.parse_cache")
@@ -99,6 +105,9 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     # the second and third nights' runs rewrote only their own files' rows (the first built the tables whole;
     # the last night's second run found the tables already at its snapshot)
     assert len(rewritten) == 4 and all(0 < n < 200 for n in rewritten), rewritten
+    # the ledger was built whole once, then rebuilt file by file for each night's files and dates
+    assert ledger_updates[0] == "rebuilt whole" and len(ledger_updates) == 4, ledger_updates
+    assert all(u.endswith(" files rebuilt") and 0 < int(u.split()[0]) < 400 for u in ledger_updates[1:]), ledger_updates
     batches = _marts(out)
 
     # one full refresh over the final folder

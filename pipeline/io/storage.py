@@ -11,7 +11,7 @@ import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
 import duckdb
@@ -26,6 +26,26 @@ from pipeline.io.generations import published_dir
 
 _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32(): "int32", pa.int64(): "int64",
                        pa.bool_(): "bool", pa.date32(): "date"}
+
+
+RAW_CHANGES = "raw_changes"  # what the per-file marts (the ingest ledger) have not read yet
+
+
+def note_raw_changes(conn: duckdb.DuckDBPyConnection, kind: str, values: Sequence[str] | pa.Array = ()) -> None:
+    """Record in warehouse table ``raw_changes(kind, value)`` what a run rewrote, for the ingest ledger, which
+    rebuilds only the files concerned and then empties the table: ``kind`` ``file`` (``values``: files whose
+    ``raw_rejects``/``raw_files`` rows were rewritten), ``partition`` (``values``: run dates whose ``raw_runs``
+    or ``validated_runs``/``validation_rejects`` rows were rewritten) or ``all`` (a whole table was rewritten:
+    the ledger is rebuilt whole)."""
+    conn.execute(f"create table if not exists {RAW_CHANGES} (kind varchar, value varchar)")
+    if kind == "all":
+        conn.execute(f"insert into {RAW_CHANGES} values ('all', null)")
+        return
+    conn.register("_noted", pa.table({"value": pa.array(values, pa.string())}))
+    try:
+        conn.execute(f"insert into {RAW_CHANGES} select ?, value from _noted", [kind])
+    finally:
+        conn.unregister("_noted")
 
 
 def write_table(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:

@@ -18,7 +18,7 @@ from pipeline.ingest.parse import IngestResult
 from pipeline.ingest.parse_cache import CacheStats
 from pipeline.ingest.requests import requests_tables
 from pipeline.io.paths import check_writable_folder
-from pipeline.io.storage import replace_file_rows, replace_partitions, write_table
+from pipeline.io.storage import note_raw_changes, replace_file_rows, replace_partitions, write_table
 
 
 class IngestConfig(dg.Config):
@@ -73,6 +73,7 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
         check_input_loss(Path(paths.raw_dir), result, previous, config.max_run_loss_share, config.allow_shrink)
         replace_partitions(conn, "raw_runs", mine, keys)
         write_file_tables(conn, result, cache)
+        note_raw_changes(conn, "partition", keys)
     result = IngestResult(runs=mine, rejects=result.rejects, files=result.files)
     context.log.info(
         f"{result.files.num_rows} files ({cache.parsed} parsed, {cache.reused} from the parse cache): "
@@ -102,7 +103,8 @@ def write_file_tables(conn, result: IngestResult, cache: CacheStats) -> None:
     ``raw_runs`` rows of files that are gone. Table ``raw_generation`` records which parse-cache generation the
     tables hold: when that is the state ``cache.changes`` started from, only the touched files' rows are
     rewritten (a night's files, not the history's: 1.4 s of a run onto a million files); when it is already
-    ``cache.generation``, nothing is; otherwise both tables are rewritten whole.
+    ``cache.generation``, nothing is; otherwise both tables are rewritten whole. What was rewritten is noted
+    for the ingest ledger (``note_raw_changes``).
     """
     conn.execute("create table if not exists raw_generation (generation varchar)")
     stored = conn.execute("select max(generation) from raw_generation").fetchall()[0][0]
@@ -117,10 +119,12 @@ def write_file_tables(conn, result: IngestResult, cache: CacheStats) -> None:
         conn.execute("delete from raw_runs where source_file in (select source_file from _touched) "
                      "and source_file not in (select source_file from raw_files)")
         conn.unregister("_touched")
+        note_raw_changes(conn, "file", changes.touched)
     else:
         write_table(conn, "raw_rejects", result.rejects)
         write_table(conn, "raw_files", result.files)
         conn.execute("delete from raw_runs where source_file not in (select source_file from raw_files)")
+        note_raw_changes(conn, "all")
     conn.execute("delete from raw_generation")
     if cache.generation:
         conn.execute("insert into raw_generation values (?)", [cache.generation])

@@ -10,6 +10,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, rejections_first, table_metadata
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
+    note_raw_changes,
     read_table,
     replace_partitions,
     write_parquet_atomic,
@@ -67,6 +68,7 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         # runs whose files vanished since (ingest dropped them) leave every partition
         for table in ("validated_runs", "validation_rejects"):
             conn.execute(f"delete from {table} where source_file not in (select source_file from raw_files)")
+        note_raw_changes(conn, "partition", keys)  # the ledger's accepted/quarantined counts of these dates
     context.log.info(f"{validated.num_rows} runs accepted, {rejects.num_rows} rejected by the rules in "
                      f"{keys[:3]}{'…' if len(keys) > 3 else ''} ({len(keys)} dates)")
     return dg.MaterializeResult(

@@ -1,15 +1,17 @@
 """The ingest ledger: one row per input file and what became of it."""
 
-from collections import Counter
+import hashlib
 
 import dagster as dg
+import duckdb
+import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.defs.validate.assets import QUARANTINE_KEY, VALIDATED_KEY
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import read_table, write_parquet_atomic
+from pipeline.io.storage import RAW_CHANGES, write_parquet_atomic
 
 LEDGER_KEY = dg.AssetKey(["validate", "ingest_ledger"])
 
@@ -26,18 +28,62 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
     (list<string>), ``pending_rows`` (runs dated in a run date no run has ingested yet: the sensor runs one date
     at a time), ``outcome`` (accepted | partially_accepted | quarantined | not_a_run_log | pending). Invariant:
     rows_read = accepted_rows + quarantined_rows + pending_rows.
-    Mart: ``ingest_ledger.parquet``.
+    Mart: ``ingest_ledger.parquet``, ordered by ``source_file``.
+
+    Stored in the warehouse and brought up to date per file (``update_ledger``): a night rebuilds the rows of
+    the files it touched and of the run dates it refreshed, not every file's.
     """
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_lengths"))
         conn.execute(sql_text("ingest_ledger"))
-        table = read_table(conn, "ingest_ledger")
+        rebuilt = update_ledger(conn)
+        table = conn.sql("select * from ingest_ledger order by source_file").to_arrow_table()
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "ingest_ledger")))
     paths.publish_unless_later(context)
-    outcomes = Counter(table.column("outcome").to_pylist())
-    context.log.info(f"ledger: {table.num_rows} files -> {path}")
+    outcomes = {item["values"]: item["counts"] for item in pc.value_counts(table["outcome"]).to_pylist()}
+    context.log.info(f"ledger: {table.num_rows} files ({rebuilt}) -> {path}")
     return dg.MaterializeResult(metadata={
         **table_metadata(table, path=path, mart="ingest_ledger", preview_columns=["source_file", "kind", "rows_read", "accepted_rows",
                                                             "quarantined_rows", "outcome"]),
         "files_by_outcome": counts_markdown(dict(outcomes), "outcome"),
     })
+
+
+def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
+    """Bring warehouse table ``ingest_ledger`` to the view ``ingest_ledger_rows`` (``sql/ingest_ledger.sql``):
+    when ``raw_changes`` (``pipeline.io.storage.note_raw_changes``) names files and run dates only, delete and
+    rebuild the rows of those files, of the files with runs or quarantined rows in those dates, and of files no
+    longer on disk; otherwise (a table rewritten whole, no ledger yet, other ledger SQL) rebuild every row.
+    Then empty ``raw_changes``. Returns what was done, for the log ("3 files rebuilt", "rebuilt whole").
+
+    Every row the view would give for an untouched file is the stored one: a file's row depends on its own
+    ``raw_files``, ``raw_runs``, ``raw_rejects``, ``validated_runs`` and ``quarantine`` rows, which change only
+    for the files a run rewrote and the dates it refreshed (tests/test_nightly_batches.py holds the mart equal to
+    a full refresh's, pending rows included).
+    """
+    version = hashlib.md5((sql_text("run_lengths") + sql_text("ingest_ledger")).encode()).hexdigest()
+    tables = {r[0] for r in conn.execute("select table_name from information_schema.tables").fetchall()}
+    stored = conn.execute("select max(version) from ingest_ledger_version").fetchall()[0][0] \
+        if "ingest_ledger_version" in tables else None
+    whole = RAW_CHANGES not in tables or "ingest_ledger" not in tables or stored != version \
+        or conn.execute(f"select count(*) from {RAW_CHANGES} where kind = 'all'").fetchall()[0][0] > 0
+    if whole:
+        conn.execute("create or replace table ingest_ledger as select * from ingest_ledger_rows")
+        done = "rebuilt whole"
+    else:
+        conn.execute(f"""
+            create or replace temp table _ledger_affected as
+            select value as source_file from {RAW_CHANGES} where kind = 'file'
+            union select source_file from raw_runs
+                where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')
+            union select source_file from quarantine
+                where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')""")
+        conn.execute("delete from ingest_ledger where source_file in (select source_file from _ledger_affected) "
+                     "or source_file not in (select source_file from raw_files)")
+        conn.execute("insert into ingest_ledger select * from ingest_ledger_rows "
+                     "where source_file in (select source_file from _ledger_affected)")
+        done = f"{conn.execute('select count(*) from _ledger_affected').fetchall()[0][0]} files rebuilt"
+    conn.execute(f"create table if not exists {RAW_CHANGES} (kind varchar, value varchar)")
+    conn.execute(f"delete from {RAW_CHANGES}")
+    conn.execute("create or replace table ingest_ledger_version as select ? as version", [version])
+    return done
