@@ -78,7 +78,7 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
 def _files_xor(conn: duckdb.DuckDBPyConnection, files: str) -> int:
     """XOR of md5(source_file, NUL, sha256) over the rows of ``files`` (a table name or subquery), as an int."""
     value = conn.execute(f"select bit_xor(md5_number(source_file || chr(0) || coalesce(sha256, ''))) "
-                         f"from {files}").fetchone()[0]
+                         f"from {files}").fetchall()[0][0]
     return int(value or 0)
 
 

@@ -5,6 +5,7 @@ from collections import Counter
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
@@ -98,13 +99,18 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     )
 
 
-def write_file_tables(conn, result: IngestResult, cache: CacheStats) -> None:
+def write_file_tables(conn: duckdb.DuckDBPyConnection, result: IngestResult, cache: CacheStats) -> None:
     """Bring ``raw_rejects`` and ``raw_files`` (per file, every date) to ``result``'s folder state and drop the
     ``raw_runs`` rows of files that are gone. Table ``raw_generation`` records which parse-cache generation the
     tables hold: when that is the state ``cache.changes`` started from, only the touched files' rows are
     rewritten (a night's files, not the history's: 1.4 s of a run onto a million files); when it is already
     ``cache.generation``, nothing is; otherwise both tables are rewritten whole. What was rewritten is noted
     for the ingest ledger (``note_raw_changes``).
+
+    Args:
+        conn: the warehouse connection of the ingest asset (``raw_runs`` already written for its dates).
+        result: the folder's rows (``ingest_folder_cached``).
+        cache: that call's stats: ``generation`` the rows are, ``changes`` since which generation.
     """
     conn.execute("create table if not exists raw_generation (generation varchar)")
     stored = conn.execute("select max(generation) from raw_generation").fetchall()[0][0]
@@ -130,7 +136,7 @@ def write_file_tables(conn, result: IngestResult, cache: CacheStats) -> None:
         conn.execute("insert into raw_generation values (?)", [cache.generation])
 
 
-def _tables_exist(conn, *names: str) -> bool:
+def _tables_exist(conn: duckdb.DuckDBPyConnection, *names: str) -> bool:
     found = {r[0] for r in conn.execute("select table_name from information_schema.tables").fetchall()}
     return set(names) <= found
 
