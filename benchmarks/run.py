@@ -9,12 +9,13 @@ The assets are the real ones (``pipeline/defs``), invoked directly with a DuckDB
 
 Rows:
 - full refresh (empty warehouse, no parse cache): every partition, every asset but the HTML report (its charts
-  take ~0.14 s each, one per comparison: a presentation cost, not a data one), then the asset checks;
+  take ~0.14 s each, one per comparison: a presentation cost, not a data one), staged into one mart generation
+  that ``published_marts`` publishes last, as in a run; then the asset checks;
 - sensor tick with nothing new: the quick scan finds no folder moved and keeps its last state (not in the batch);
 - nightly batch: ``--batch`` new runs on one new date added to the folder; the sensor's tick (a quick scan that
   lists again only the folders whose mtime moved, then the changed dates), then its run: the partitioned assets
   for those dates only, the cross-date marts in full, the ingest taking the tick's snapshot from the run tags as
-  a sensor run does;
+  a sensor run does, published as one generation;
 - the reference: DuckDB ``read_json_objects`` over every JSON file, each document parsed.
 """
 
