@@ -26,13 +26,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import pyarrow as pa
-
 from pipeline.comparisons.compare import SPARSE_RATIO, TIE_RATIO, headline
 from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
-from pipeline.frontiers.sides import FIXED_KEYS, Side, run_fixed_key
-from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, RUN_SCHEMA
+from pipeline.frontiers.sides import Side, run_fixed_key
+from pipeline.ingest.schema import AGENTIC_TRACES
 from pipeline.io.storage import markdown_text
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 

@@ -41,6 +41,14 @@ def counts_markdown(counts: dict[str, int], key_header: str) -> dg.MetadataValue
     return dg.MetadataValue.md("\n".join(lines))
 
 
+def value_counts(column: pa.Array | pa.ChunkedArray) -> dict[str | None, int]:
+    """{value: rows} of a column, counted in Arrow (for ``counts_markdown``): a Python object per row was ~0.3 s
+    of a run onto a million files."""
+    import pyarrow.compute as pc
+
+    return {item["values"]: item["counts"] for item in pc.value_counts(column).to_pylist()}
+
+
 def rejections_first(table: pa.Table) -> pa.Table:
     """The quarantine with real rejections first and ``not_a_run_log:*`` rows (sidecars, telemetry, docs) after,
     each part in its original order, so a preview of the first rows shows what was refused, not the sidecars."""

@@ -31,6 +31,18 @@ _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32()
 RAW_CHANGES = "raw_changes"  # what the per-file marts (the ingest ledger) have not read yet
 
 
+def table_names(conn: duckdb.DuckDBPyConnection) -> set[str]:
+    """The names of the warehouse's tables and views."""
+    return {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
+
+
+def column_names(conn: duckdb.DuckDBPyConnection, name: str) -> list[str]:
+    """The columns of warehouse table ``name`` in order ([] when there is no such table)."""
+    return [row[0] for row in conn.execute(
+        "select column_name from information_schema.columns where table_name = ? order by ordinal_position",
+        [name]).fetchall()]
+
+
 def note_raw_changes(conn: duckdb.DuckDBPyConnection, kind: str, values: Sequence[str] | pa.Array = ()) -> None:
     """Record in warehouse table ``raw_changes(kind, value)`` what a run rewrote, for the ingest ledger, which
     rebuilds only the files concerned and then empties the table: ``kind`` ``file`` (``values``: files whose
@@ -66,10 +78,7 @@ def replace_file_rows(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tabl
         False, writing nothing, when ``name`` does not exist or its columns are not ``table``'s (the caller
         then writes the whole table, ``write_table``).
     """
-    existing = conn.execute(
-        "select column_name from information_schema.columns where table_name = ? order by ordinal_position",
-        [name]).fetchall()
-    if [c[0] for c in existing] != table.column_names:
+    if column_names(conn, name) != table.column_names:
         return False
     conn.register("_files", pa.table({"source_file": files}))
     conn.register("_incoming", table.filter(pc.is_in(table["source_file"], value_set=files)))
@@ -95,10 +104,7 @@ def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tab
         conn.register("_incoming", table)
         relation = conn.table("_incoming")
     try:
-        existing = conn.execute(
-            "select column_name from information_schema.columns where table_name = ? order by ordinal_position",
-            [name]).fetchall()
-        if [c[0] for c in existing] != list(relation.columns):
+        if column_names(conn, name) != list(relation.columns):
             conn.execute(f"drop table if exists {name}")
             relation.create(name)
             return

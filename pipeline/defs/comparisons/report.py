@@ -27,7 +27,7 @@ from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import table_metadata
-from pipeline.io.storage import replace_mart_partitions, replace_partitions
+from pipeline.io.storage import replace_mart_partitions, replace_partitions, table_names
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
@@ -165,7 +165,7 @@ def _per_request_data(conn) -> tuple[list[dict], list[dict]]:
     """(runs, requests) for ``build_request_pages``: validated runs with rows in ``raw_requests`` (with their SLO
     outcomes as text) and those requests' ``run_id``, ``ttft_s``, ``tpot_s``, ``error``; ([], []) before the
     per-request assets ever ran."""
-    tables = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
+    tables = table_names(conn)
     if not {"raw_requests", "run_slo"} <= tables:
         return [], []
     runs = conn.sql("""

@@ -15,7 +15,7 @@ from pipeline.frontiers.points import (
     with_slo,
 )
 from pipeline.frontiers.sides import enumerate_comparisons
-from pipeline.io.storage import write_parquet_atomic, write_table
+from pipeline.io.storage import table_names, write_parquet_atomic, write_table
 
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 
@@ -23,7 +23,7 @@ FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 def met_runs_by_slo(conn) -> dict[str, list[str]]:
     """{SLO name: run_ids that meet it} from the warehouse's ``run_slo`` (``slo_met`` true), every SLO of the
     ``slos`` table listed (an SLO no run meets maps to []); {} before ``metrics/run_slo`` ever ran."""
-    tables = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
+    tables = table_names(conn)
     if not {"slos", "run_slo"} <= tables:
         return {}
     met: dict[str, list[str]] = {row[0]: [] for row in conn.execute("select name from slos order by name").fetchall()}

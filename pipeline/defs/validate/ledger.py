@@ -4,14 +4,13 @@ import hashlib
 
 import dagster as dg
 import duckdb
-import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
-from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.defs.ui import counts_markdown, table_metadata, value_counts
 from pipeline.defs.validate.assets import QUARANTINE_KEY, VALIDATED_KEY
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import RAW_CHANGES, write_parquet_atomic
+from pipeline.io.storage import RAW_CHANGES, table_names, write_parquet_atomic
 
 LEDGER_KEY = dg.AssetKey(["validate", "ingest_ledger"])
 
@@ -40,7 +39,7 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
         table = conn.sql("select * from ingest_ledger order by source_file").to_arrow_table()
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "ingest_ledger")))
     paths.publish_unless_later(context)
-    outcomes = {item["values"]: item["counts"] for item in pc.value_counts(table["outcome"]).to_pylist()}
+    outcomes = value_counts(table["outcome"])
     context.log.info(f"ledger: {table.num_rows} files ({rebuilt}) -> {path}")
     return dg.MaterializeResult(metadata={
         **table_metadata(table, path=path, mart="ingest_ledger", preview_columns=["source_file", "kind", "rows_read", "accepted_rows",
@@ -62,7 +61,7 @@ def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
     a full refresh's, pending rows included).
     """
     version = hashlib.md5((sql_text("run_lengths") + sql_text("ingest_ledger")).encode()).hexdigest()
-    tables = {r[0] for r in conn.execute("select table_name from information_schema.tables").fetchall()}
+    tables = table_names(conn)
     stored = conn.execute("select max(version) from ingest_ledger_version").fetchall()[0][0] \
         if "ingest_ledger_version" in tables else None
     whole = RAW_CHANGES not in tables or "ingest_ledger" not in tables or stored != version \
