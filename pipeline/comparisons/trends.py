@@ -11,6 +11,7 @@ the frontier x-axis ``x_intvty`` (E2E-normalized for agentic-trace groups).
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -20,9 +21,10 @@ import pyarrow.compute as pc
 from pipeline.frontiers.latest import average_repeats
 from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers
 from pipeline.frontiers.spline import interpolate_frontiers, slices
-from pipeline.validate.lines import current_sweeps_by_date, row_codes
+from pipeline.validate.lines import current_sweeps_by_date, first_rows, row_codes
 
 DEFAULT_TARGET_INTVTY = 35.0
+_EPOCH = dt.date(1970, 1, 1)
 GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type")
 TREND_METRICS = ("tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
                  "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")
@@ -124,29 +126,35 @@ def _lines_as_of_each_date(table: pa.Table, dates: Iterable[Any] | None) -> pa.T
     codes (``row_codes``), and a picked run's repeat key is its repeat group's code and the date's index."""
     book_group = row_codes(table, ("price_book", *GROUP_KEYS))
     repeat_group = row_codes(table, ("price_book", "line_id", "sweep_id", "conc"))
-    run_dates = table["run_date"].to_pylist()
-    lines = table["line_id"].to_pylist()
-    wanted = None if dates is None else set(dates)
-    active: dict[Any, set[int]] = {}  # date -> the (book, group) codes with runs that day
-    lines_of: dict[int, set[str]] = {}
-    for code, day, line in zip(book_group.tolist(), run_dates, lines):
-        if wanted is None or day in wanted:
-            active.setdefault(day, set()).add(code)
-        lines_of.setdefault(code, set()).add(line)
-    days = sorted(active)
-    books = table["price_book"].to_pylist()
+    day_number = pc.cast(table["run_date"], pa.date32()).cast(pa.int32()).to_numpy().astype(np.int64)  # no nulls
+    groups = int(book_group.max(initial=-1)) + 1
+    # the (date, book and group) pairs with runs, within ``dates``
+    in_dates = np.ones(table.num_rows, dtype=bool) if dates is None else np.isin(
+        day_number, [(day - _EPOCH).days for day in dates])
+    active: dict[int, set[int]] = {}  # day number -> the (book, group) codes with runs that day
+    for pair in np.unique(day_number[in_dates] * groups + book_group[in_dates]).tolist():
+        active.setdefault(pair // groups, set()).add(pair % groups)
+    # each (book, group)'s lines, sorted once
+    line = row_codes(table, ("line_id",))
+    line_names = table["line_id"].take(pa.array(first_rows(line, int(line.max(initial=-1)) + 1), pa.int64())).to_pylist()
+    lines_of: dict[int, list[str]] = {}
+    for pair in np.unique(book_group * (len(line_names) or 1) + line).tolist():
+        lines_of.setdefault(pair // (len(line_names) or 1), []).append(line_names[pair % (len(line_names) or 1)])
+    for names in lines_of.values():
+        names.sort()
+    days = [_EPOCH + dt.timedelta(days=day) for day in sorted(active)]
     # lineage per price book keeps each row's own book (the lines are the same in every book)
     picked: list[np.ndarray] = []
     day_index: list[np.ndarray] = []
-    for book in sorted(set(books)):
-        rows = np.flatnonzero(np.array([b == book for b in books], dtype=bool))
+    for book in sorted(pc.unique(table["price_book"]).to_pylist()):
+        rows = np.flatnonzero(pc.equal(table["price_book"], book).to_numpy(zero_copy_only=False))
         book_codes = set(book_group[rows].tolist())
-        sub = table.take(pa.array(rows, pa.int64())).select(["run_id", "run_date", "line_id", "sweep_id"])
+        sub = table.select(["run_date", "line_id", "sweep_id"]).take(pa.array(rows, pa.int64()))
         for at, (day, current) in enumerate(current_sweeps_by_date(sub, days)):  # days in order, each once
             positions: list[int] = []
-            for code in sorted(active[day] & book_codes):
-                for line in sorted(lines_of[code]):
-                    positions.extend(current.get(line, ()))
+            for code in sorted(active[(day - _EPOCH).days] & book_codes):
+                for name in lines_of[code]:
+                    positions.extend(current.get(name, ()))
             picked.append(rows[np.array(positions, dtype=np.int64)])
             day_index.append(np.full(len(positions), at, dtype=np.int64))
     chosen_rows = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)

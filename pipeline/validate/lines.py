@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
-from typing import Any, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -116,7 +117,7 @@ def line_and_sweep_ids(runs: pa.Table) -> tuple[list[str], list[str]]:
             return []
         codes = row_codes(runs, present) if present else np.zeros(runs.num_rows, dtype=np.int64)
         count = int(codes.max()) + 1
-        distinct = runs.select(present).take(pa.array(_first_rows(codes, count))).to_pylist()
+        distinct = runs.select(present).take(pa.array(first_rows(codes, count))).to_pylist()
         made = [make({**dict.fromkeys(names), **values}) for values in distinct]
         return [made[code] for code in codes.tolist()]
 
@@ -160,7 +161,7 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     newest = np.full(int(sweep.max(initial=-1)) + 1, _UNDATED)
     np.maximum.at(newest, sweep[visible & dated], day[visible & dated])
     seen = np.bincount(sweep[visible], minlength=newest.size) > 0
-    first_row = _first_rows(sweep, newest.size)
+    first_row = first_rows(sweep, newest.size)
     ordered: dict[str, list[tuple[tuple, str, int]]] = {}
     for s in np.flatnonzero(seen).tolist():
         i = int(first_row[s])
@@ -177,7 +178,7 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     pairs = np.unique(group[visible] * (int(run.max(initial=-1)) + 1) + run[visible])
     members = np.bincount(pairs // (int(run.max(initial=-1)) + 1), minlength=groups)
     concs = table["conc"].to_pylist()
-    names = np.array([f"{lines[i]}|{sweeps[i]}|conc={concs[i]}" for i in _first_rows(group, groups).tolist()],
+    names = np.array([f"{lines[i]}|{sweeps[i]}|conc={concs[i]}" for i in first_rows(group, groups).tolist()],
                      dtype=object)
     return pa.table({"run_id": table["run_id"], "line_id": table["line_id"], "sweep_id": table["sweep_id"],
                      "superseded_by": pa.array(superseded.tolist(), pa.string()),
@@ -187,37 +188,80 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
                     schema=LINEAGE_SCHEMA)
 
 
-def current_sweeps_by_date(runs: pa.Table, as_of_dates: Sequence[date]):
+def current_sweeps_by_date(runs: pa.Table, as_of_dates: Sequence[date]) -> Iterator[tuple[date, Mapping[str, list[int]]]]:
     """For each date of ``as_of_dates`` in ascending order, each line's current sweep as of that day: the same
-    rule as ``run_lineage(runs, as_of=day)``, in one pass over the runs in date order (trends need it for every
-    date; calling ``run_lineage`` per date would read the whole history once per date).
+    rule as ``run_lineage(runs, as_of=day)``, in one pass over the history (trends need it for every date;
+    calling ``run_lineage`` per date would read the whole history once per date).
+
+    Column work except for one step per (sweep, run date) the history holds, in date order: a sweep's order key
+    only changes when a newer run date of it becomes visible, and a line's current sweep is the one with the
+    largest key (keys of a line's sweeps never tie: they end with the sweep id). ``current`` is a live view of
+    that state, so a day costs its new sweeps, not the history's lines.
 
     Args:
-        runs: rows with ``run_id``, ``run_date``, ``line_id`` and ``sweep_id``.
+        runs: rows with ``run_date`` (date), ``line_id`` and ``sweep_id``.
         as_of_dates: the days to report.
     Yields:
         (day, current): ``current`` maps each line visible that day to the row positions of its current sweep's
-        visible runs. The mapping is rebuilt per day; consume it before the next one.
+        visible runs (undated ones first, then by date, then in table order). It changes as the pass moves on:
+        read it before asking for the next day.
     """
-    dates, lines, sweeps = (runs[name].to_pylist() for name in ("run_date", "line_id", "sweep_id"))
-    order = sorted(range(len(dates)), key=lambda i: (dates[i] is not None, dates[i] or date.min))
-    sweep_date: dict[tuple[str, str], date | None] = {}
-    members: dict[tuple[str, str], list[int]] = {}
-    newest: dict[str, tuple[tuple, str]] = {}
+    n = runs.num_rows
+    days = pc.cast(runs["run_date"], pa.date32()).cast(pa.int32())
+    dated = days.is_valid().to_numpy(zero_copy_only=False)
+    # the day a row becomes visible: undated rows always are (before any date)
+    visible_from = np.where(dated, pc.fill_null(days, 0).to_numpy().astype(np.int64), _UNDATED)
+    sweep = row_codes(runs, ("line_id", "sweep_id"))
+    # rows grouped by sweep, each sweep's rows in the order they become visible (ties: table order)
+    by_sweep = np.lexsort((visible_from, sweep))
+    sweeps = int(sweep.max(initial=-1)) + 1
+    first = np.searchsorted(sweep[by_sweep], np.arange(sweeps))
+    # one event per (sweep, day it gains runs): where that pair changes along by_sweep
+    s_sorted, v_sorted = sweep[by_sweep], visible_from[by_sweep]
+    starts = np.flatnonzero(np.concatenate(([True], (s_sorted[1:] != s_sorted[:-1]) | (v_sorted[1:] != v_sorted[:-1]))))
+    sizes = np.diff(np.append(starts, n))
+    event_order = np.argsort(v_sorted[starts], kind="stable")
+    ev_sweep, ev_day, ev_size = (s_sorted[starts][event_order].tolist(), v_sorted[starts][event_order].tolist(),
+                                 sizes[event_order].tolist())
+    firsts = pa.array(first_rows(sweep, sweeps), pa.int64())
+    line_of, sweep_of = runs["line_id"].take(firsts).to_pylist(), runs["sweep_id"].take(firsts).to_pylist()
+    newest_day: dict[int, int | None] = {}
+    visible = np.zeros(sweeps, dtype=np.int64)  # each sweep's rows visible so far (a prefix of its by_sweep rows)
+    newest: dict[str, tuple[tuple, int]] = {}  # line -> (key, sweep) of its current sweep
+    current = _CurrentSweeps(newest, by_sweep, first, visible)
     at = 0
     for day in sorted(set(as_of_dates)):
-        while at < len(order) and (dates[order[at]] is None or dates[order[at]] <= day):
-            i = order[at]
-            line, sweep, run_day = lines[i], sweeps[i], dates[i]
-            known = sweep_date.get((line, sweep))
-            if (line, sweep) not in sweep_date or (run_day is not None and (known is None or run_day > known)):
-                sweep_date[(line, sweep)] = run_day
-            members.setdefault((line, sweep), []).append(i)
-            key = sweep_order_key(sweep_date[(line, sweep)], sweep)
-            if line not in newest or key >= newest[line][0]:
-                newest[line] = (key, sweep)
+        limit = (day - _EPOCH).days
+        while at < len(ev_day) and ev_day[at] <= limit:
+            s, from_day = ev_sweep[at], ev_day[at]
+            visible[s] += ev_size[at]
+            dated_day = None if from_day == _UNDATED else from_day
+            if s not in newest_day or (dated_day is not None and (newest_day[s] is None or dated_day > newest_day[s])):
+                newest_day[s] = dated_day
+                key = sweep_order_key(None if dated_day is None else _EPOCH + timedelta(days=dated_day), sweep_of[s])
+                held = newest.get(line_of[s])
+                if held is None or key >= held[0]:
+                    newest[line_of[s]] = (key, s)
             at += 1
-        yield day, {line: members[(line, sweep)] for line, (_, sweep) in newest.items()}
+        yield day, current
+
+
+class _CurrentSweeps(Mapping):
+    """Line → row positions of its current sweep's visible runs, read from ``current_sweeps_by_date``'s state."""
+
+    def __init__(self, newest: dict[str, tuple[tuple, int]], by_sweep: np.ndarray, first: np.ndarray,
+                 visible: np.ndarray):
+        self._newest, self._by_sweep, self._first, self._visible = newest, by_sweep, first, visible
+
+    def __getitem__(self, line: str) -> list[int]:
+        s = self._newest[line][1]
+        return self._by_sweep[self._first[s]:self._first[s] + self._visible[s]].tolist()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._newest)
+
+    def __len__(self) -> int:
+        return len(self._newest)
 
 
 def first_appearance_numbers(keys: np.ndarray) -> np.ndarray:
@@ -250,7 +294,7 @@ def row_codes(table: pa.Table, names: Sequence[str]) -> np.ndarray:
     return first_appearance_numbers(combined)
 
 
-def _first_rows(codes: np.ndarray, count: int) -> np.ndarray:
+def first_rows(codes: np.ndarray, count: int) -> np.ndarray:
     """The first row of each code 0 … count − 1 (``codes`` dense: every code occurs)."""
     first = np.full(count, codes.size, dtype=np.int64)
     np.minimum.at(first, codes, np.arange(codes.size, dtype=np.int64))
