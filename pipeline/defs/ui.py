@@ -11,6 +11,27 @@ from pipeline.io.columns import describe
 from pipeline.io.storage import markdown_preview, markdown_text, type_name
 
 
+def _compile_dagster_records() -> None:
+    """Make one instance of each Dagster metadata record this module builds, at import.
+
+    Dagster compiles a record class's checked constructor on its first instantiation and keeps a copy of that
+    caller's local variables to resolve type names (``dagster_shared.record.JitCheckedNew``). Made first inside
+    ``column_schema`` or ``table_metadata``, the table an asset describes (and, one frame up, every Arrow table
+    of the asset) stayed alive for the rest of the process: ~1 GB after the ingest of a million runs. Made here,
+    the copy holds this module's names only. ``tests/test_ui_metadata.py`` checks it in a fresh interpreter.
+    """
+    dg.MetadataValue.table_schema(dg.TableSchema(columns=[dg.TableColumn(name="_", type="string")]))
+    dg.MetadataValue.md("")
+    dg.MetadataValue.path(".")
+    dg.MetadataValue.json({})
+    dg.MetadataValue.int(0)
+    dg.MetadataValue.float(0.0)
+    dg.MetadataValue.text("")
+
+
+_compile_dagster_records()
+
+
 def column_schema(table: pa.Table, mart: str | None = None) -> dg.TableSchema:
     """``dagster/column_schema`` of ``table``: every column's name, type and its description with unit from
     ``pipeline.io.columns`` (the same text as docs/marts.md; ``mart`` picks mart-specific notes)."""
