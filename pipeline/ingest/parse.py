@@ -115,10 +115,29 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
                                sidecars, Path(tmp))
     # every part is the rows of a run of consecutive files of rels, no two overlapping (a block, what is left of
     # one after a crash, a suspect file alone): ordered by their first file, they are in scan order
-    position = {rel: at for at, rel in enumerate(rels)}
+    firsts = {first for first, _ in parts}
+    position = {rel: at for at, rel in enumerate(rels) if rel in firsts}
     parts.sort(key=lambda part: position[part[0]])
-    return IngestResult(**{name: pa.concat_tables([getattr(result, name) for _, result in parts]).combine_chunks()
-                           for name in ("runs", "rejects", "files")})
+    results = [result for _, result in parts]
+    parts.clear()
+    return _concatenated(results)
+
+
+RESULT_CHUNKS = 16  # record batches per table of a parallel parse (a parse cache table is compacted past 32)
+
+
+def _concatenated(parts: list[IngestResult]) -> IngestResult:
+    """``parts`` as one result, each table in at most ``RESULT_CHUNKS`` record batches. Parts are copied in group
+    by group and dropped from ``parts`` as they are, so the parts and the result are never both whole in memory
+    (onto a million runs the runs table alone is ~1 GB)."""
+    group = max(1, -(-len(parts) // RESULT_CHUNKS))
+    chunks: dict[str, list[pa.Table]] = {"runs": [], "rejects": [], "files": []}
+    while parts:
+        taken, parts[:group] = parts[:group], []
+        for name, tables in chunks.items():
+            tables.append(pa.concat_tables([getattr(result, name) for result in taken]).combine_chunks())
+        del taken
+    return IngestResult(**{name: pa.concat_tables(tables) for name, tables in chunks.items()})
 
 
 def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
