@@ -472,7 +472,9 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
         if finding is not None:
             rejected.append(_quarantine_row(run, *finding))
             failed[at] = True
-    passing = runs.filter(pa.array(~failed))
+    # one copy of the history at a time: onto a million runs each is ~1.4 GB
+    passing_rows = np.flatnonzero(~failed)
+    passing = runs.take(pa.array(passing_rows, pa.int64())) if failed.any() else runs
 
     candidates, duplicates = duplicates_in_table(passing)
     if accepted_elsewhere is not None and accepted_elsewhere.num_rows:
@@ -484,10 +486,12 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
             if at >= prior.num_rows:
                 candidates[ours[at - prior.num_rows]] = rows[at]
                 duplicates[ours[at - prior.num_rows]] = finding
-    duplicate = np.zeros(passing.num_rows, dtype=bool)
-    duplicate[list(duplicates)] = True
     rejected += [_quarantine_row(candidates[at], *finding) for at, finding in sorted(duplicates.items())]
-    return passing.filter(pa.array(~duplicate)), pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
+    del passing
+    accepted = ~failed
+    accepted[passing_rows[np.array(sorted(duplicates), dtype=np.int64)]] = False
+    return (runs.filter(pa.array(accepted)) if not accepted.all() else runs,
+            pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA))
 
 
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
