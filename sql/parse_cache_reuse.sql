@@ -1,6 +1,6 @@
 -- Files whose cached rows are still what parsing them would give (pipeline/ingest/parse_cache.py): the file, its
 -- sidecar and its runs.csv have the content they had when it was parsed. Inputs: current_dependencies
--- (sql/parse_cache_dependencies.sql over today's known contents), cached_files (CACHE_FILE_SCHEMA).
+-- (parse_cache.file_dependencies over today's known contents), cached_files (CACHE_FILE_SCHEMA).
 select d.source_file
 from current_dependencies d
 join cached_files c using (source_file)
