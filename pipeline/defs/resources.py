@@ -24,7 +24,7 @@ from pydantic import field_validator
 
 from pipeline.io.generations import publish, staging_dir, staging_path
 from pipeline.io.paths import env_path, parse_cache_dir
-from pipeline.io.storage import is_corrupt_warehouse_error, set_aside_corrupt_warehouse
+from pipeline.io.storage import is_corrupt_warehouse_error, release_arrow_memory, set_aside_corrupt_warehouse
 
 # Every asset that writes the warehouse runs in this pool; dagster.yaml limits it to 1 (DuckDB has one writer).
 WAREHOUSE_POOL = "duckdb_warehouse"
@@ -172,6 +172,7 @@ class Warehouse(DuckDBResource):
             yield conn
         finally:
             conn.close()
+            release_arrow_memory()  # what the asset's DuckDB results and copies freed, before the next asset
 
 
 def rebuild_corrupt_warehouse(database: str, error: BaseException) -> str:

@@ -25,6 +25,7 @@ from pipeline.ingest.parse_cache import (
     save_cache,
 )
 from pipeline.ingest.scan import scan_folder, scan_tree
+from pipeline.io.storage import release_arrow_memory
 
 
 def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
@@ -92,6 +93,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
                                 changes)
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation, changes)
+    release_arrow_memory()  # the parse's parts, the look-up's and the save's intermediates
     return result, stats
 
 

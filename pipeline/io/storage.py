@@ -31,6 +31,17 @@ _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32()
 RAW_CHANGES = "raw_changes"  # what the per-file marts (the ingest ledger) have not read yet
 
 
+def release_arrow_memory() -> None:
+    """Hand the pages Arrow's memory pool freed back to the OS now.
+
+    The pool's allocator (mimalloc in the pyarrow wheels) keeps freed pages for reuse, so a process that held the
+    history as Arrow (~1 GB per copy onto a million runs) stayed that large after the tables were gone: 1.9 GiB
+    resident after the parse of a million runs with no Arrow bytes allocated, 0.6 GiB after this call. Matters
+    where several assets share a process (``python -m pipeline run`` runs in process); costs milliseconds.
+    """
+    pa.default_memory_pool().release_unused()
+
+
 def table_names(conn: duckdb.DuckDBPyConnection) -> set[str]:
     """The names of the warehouse's tables and views."""
     return {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
