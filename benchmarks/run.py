@@ -11,6 +11,8 @@ Rows:
 - full refresh (empty warehouse, no parse cache): every partition, every asset but the HTML report (its charts
   take ~0.14 s each, one per comparison: a presentation cost, not a data one), staged into one mart generation
   that ``published_marts`` publishes last, as in a run; then the asset checks;
+- again: every date once more onto the same warehouse with nothing new, as the nightly schedule's run and
+  ``python -m pipeline run`` do (partition discovery from the parse cache, then every asset);
 - sensor tick with nothing new: the quick scan finds no folder moved and keeps its last state (not in the batch);
 - nightly batch: ``--batch`` new runs on one new date added to the folder; the sensor's tick (a quick scan that
   lists again only the folders whose mtime moved, then the changed dates), then its run: the partitioned assets
