@@ -421,3 +421,22 @@ def test_lineage_as_column_work_equals_the_row_by_row_rule(seed):
     for as_of in (None, dt.date(1969, 12, 31), dt.date(2026, 7, 1), dt.date(2026, 7, 5)):
         assert run_lineage(runs, as_of).equals(reference_lineage(runs, as_of)), as_of
     assert run_lineage(runs[:1]).equals(reference_lineage(runs[:1]))  # one row: no successor, alone
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_current_sweeps_by_date_equals_the_lineage_as_of_each_day(seed):
+    """The one-pass state trends read (one step per sweep and date) against ``run_lineage(as_of=day)`` on random
+    histories: the same current rows every day, each line's rows in pass order (undated first, then by date,
+    then table order), and only rows of that line."""
+    runs = pa.Table.from_pylist(_random_history(np.random.default_rng(seed), 400))
+    days = [dt.date(1969, 12, 31), dt.date(2026, 7, 1), dt.date(2026, 7, 2), dt.date(2026, 7, 5), dt.date(2026, 7, 9)]
+    dates, lines = runs["run_date"].to_pylist(), runs["line_id"].to_pylist()
+    seen = 0
+    for day, current in current_sweeps_by_date(runs, days):
+        flags = run_lineage(runs, as_of=day)["current"].to_pylist()
+        assert sorted(i for rows in current.values() for i in rows) == [i for i, c in enumerate(flags) if c], day
+        for line, rows in current.items():
+            assert rows == sorted(rows, key=lambda i: (dates[i] is not None, dates[i] or dt.date.min, i))
+            assert {lines[i] for i in rows} == {line}
+        seen += 1
+    assert seen == len(days)
