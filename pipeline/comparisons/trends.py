@@ -136,10 +136,11 @@ def _lines_as_of_each_date(table: pa.Table, dates: Iterable[Any] | None) -> pa.T
         active.setdefault(pair // groups, set()).add(pair % groups)
     # each (book, group)'s lines, sorted once
     line = row_codes(table, ("line_id",))
-    line_names = table["line_id"].take(pa.array(first_rows(line, int(line.max(initial=-1)) + 1), pa.int64())).to_pylist()
+    line_count = int(line.max(initial=-1)) + 1
+    line_names = table["line_id"].take(pa.array(first_rows(line, line_count), pa.int64())).to_pylist()
     lines_of: dict[int, list[str]] = {}
-    for pair in np.unique(book_group * (len(line_names) or 1) + line).tolist():
-        lines_of.setdefault(pair // (len(line_names) or 1), []).append(line_names[pair % (len(line_names) or 1)])
+    for pair in np.unique(book_group * max(line_count, 1) + line).tolist():
+        lines_of.setdefault(pair // max(line_count, 1), []).append(line_names[pair % max(line_count, 1)])
     for names in lines_of.values():
         names.sort()
     days = [_EPOCH + dt.timedelta(days=day) for day in sorted(active)]

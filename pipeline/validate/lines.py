@@ -188,7 +188,8 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
                     schema=LINEAGE_SCHEMA)
 
 
-def current_sweeps_by_date(runs: pa.Table, as_of_dates: Sequence[date]) -> Iterator[tuple[date, Mapping[str, list[int]]]]:
+def current_sweeps_by_date(runs: pa.Table,
+                           as_of_dates: Sequence[date]) -> Iterator[tuple[date, Mapping[str, list[int]]]]:
     """For each date of ``as_of_dates`` in ascending order, each line's current sweep as of that day: the same
     rule as ``run_lineage(runs, as_of=day)``, in one pass over the history (trends need it for every date;
     calling ``run_lineage`` per date would read the whole history once per date).
