@@ -14,6 +14,7 @@ from pipeline.defs.resources import (
     generation_id,
 )
 from pipeline.io.generations import CURRENT, publish
+from pipeline.io.storage import table_names
 
 # Every asset that writes a mart into the run's staging folder.
 MART_KEYS = [dg.AssetKey(["validate", "quarantine"]), dg.AssetKey(["validate", "ingest_ledger"]),
@@ -42,8 +43,7 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource
             no run has refilled every run date yet; nothing is published.
     """
     with warehouse.get_connection() as conn:
-        rebuilt = conn.execute("select count(*) from information_schema.tables where table_name = ?",
-                               [REBUILD_MARKER_TABLE]).fetchone()[0]
+        rebuilt = REBUILD_MARKER_TABLE in table_names(conn)
         moved_to = conn.execute(f"select moved_to from {REBUILD_MARKER_TABLE}").fetchone()[0] if rebuilt else None
     if rebuilt:
         raise WarehouseNotRefilledError(

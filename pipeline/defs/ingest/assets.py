@@ -71,8 +71,8 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     # a run of every date (the nightly schedule, the CLI) takes the table as it is: a copy onto a million runs is ~1 GB
     mine = result.runs if pc.all(ours).as_py() is not False else result.runs.filter(ours)
     with warehouse.get_connection() as conn:
-        known = conn.execute("select count(*) from information_schema.tables where table_name = 'raw_runs'").fetchall()
-        previous = conn.execute("select count(*) from raw_runs").fetchall()[0][0] if known[0][0] else None
+        previous = conn.execute("select count(*) from raw_runs").fetchall()[0][0] \
+            if "raw_runs" in table_names(conn) else None
         check_input_loss(Path(paths.raw_dir), result, previous, config.max_run_loss_share, config.allow_shrink)
         replace_partitions(conn, "raw_runs", mine, keys)
         write_file_tables(conn, result, cache)

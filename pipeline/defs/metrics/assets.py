@@ -13,7 +13,7 @@ from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import replace_mart_partitions, replace_partitions, write_table
+from pipeline.io.storage import replace_mart_partitions, replace_partitions, table_names, write_table
 from pipeline.metrics.lineage import refresh_lineage
 from pipeline.metrics.power import POWER_SCHEMA, measure_runs
 from pipeline.metrics.slo import load_slos
@@ -94,8 +94,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         conn.execute(sql_text("run_gpu_counts"))
         conn.execute(sql_text("run_lengths"))
         fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys})
-        exists = conn.execute("select count(*) from information_schema.tables where table_name = 'run_metrics'")\
-            .fetchall()[0][0]
+        exists = "run_metrics" in table_names(conn)
         # lines whose runs these partitions held: a run that is gone from them changes its line's lineage
         replaced = {row[0] for row in conn.execute(
             "select distinct line_id from run_metrics where list_contains($keys, run_date_partition) "

@@ -13,6 +13,7 @@ from pipeline.io.storage import (
     note_raw_changes,
     read_table,
     replace_partitions,
+    table_names,
     write_parquet_atomic,
     write_table,
 )
@@ -50,8 +51,7 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
         # the same measurement can sit in two partitions (a dated raw result, its undated agg row): only the
         # other partitions' runs that could be a duplicate of this batch's are read (sql/duplicate_candidates.sql)
-        exists = conn.execute("select count(*) from information_schema.tables "
-                              "where table_name = 'validated_runs'").fetchall()[0][0]
+        exists = "validated_runs" in table_names(conn)
         elsewhere = None
         if exists:
             conn.register("_batch", raw)
