@@ -2,9 +2,11 @@
 written out by hand."""
 
 import math
+from datetime import datetime
 
 import pytest
 
+from pipeline.ingest.keys import to_date, vllm_timestamp
 from pipeline.ingest.parsers.base import (
     FieldError,
     input_throughput,
@@ -67,3 +69,45 @@ def test_section_absent_null_or_object():
                                                      (1.0, None, None), (None, None, None)])
 def test_input_throughput_is_total_minus_output(total, output, expected):
     assert input_throughput(total, output) == expected
+
+
+# The fast paths of the date readers (exact-width digits read with ``datetime`` directly) must agree with the
+# standard library's strptime on every input, valid or not: the grid covers out-of-range months, days, hours,
+# minutes and seconds (60 and 61, which strptime's pattern accepts and datetime refuses), padding and other forms.
+def _strptime_date(text: str):
+    text = text.strip()
+    for fmt in ("%Y-%m-%d", "%Y%m%d-%H%M%S", "%Y%m%d"):
+        try:
+            return datetime.strptime(text, fmt).date()
+        except ValueError:
+            pass
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+
+
+def _outcome(read, text):
+    try:
+        return "ok", read(text)
+    except ValueError:
+        return "ValueError", None
+
+
+_DATE_GRID = [f"{y}-{m}-{d}" for y in ("2024", "0001", "9999") for m in ("00", "01", "02", "12", "13")
+              for d in ("00", "01", "29", "30", "31", "32")] + [
+    f"{y}{m}{d}-{hms}" for y in ("2024", "0001") for m in ("00", "02", "12", "13") for d in ("00", "29", "31")
+    for hms in ("000000", "235959", "240000", "236000", "235960", "235961")] + [
+    " 2024-01-05 ", "2024-1-5", "20240105", "2024-01-05T10:00:00Z", "2024-01-05T23:30:00-05:00", "٢٠٢٤-٠١-٠٥",
+    "20240105-1234567", "2024-01-055"]
+
+
+def test_to_date_agrees_with_strptime():
+    differ = [t for t in _DATE_GRID if _outcome(to_date, t) != _outcome(_strptime_date, t)]
+    assert not differ, differ
+
+
+def test_vllm_timestamp_agrees_with_strptime():
+    def reference(text):
+        return datetime.strptime(text, "%Y%m%d-%H%M%S")
+
+    differ = [t for t in _DATE_GRID if _outcome(vllm_timestamp, t) != _outcome(reference, t)]
+    assert not differ, differ
+    assert vllm_timestamp("20240105-123456") == datetime(2024, 1, 5, 12, 34, 56)

@@ -10,7 +10,7 @@ from pipeline.ingest.keys import (
     normalize_precision,
     normalize_spec,
 )
-from pipeline.ingest.metadata import MetadataError, resolve
+from pipeline.ingest.metadata import MetadataError, load_manifest, resolve
 from pipeline.metrics.reference import load_gpu_reference
 from pipeline.validate.rules import check_run, rules
 
@@ -132,3 +132,42 @@ def test_text_keys_are_bounded_in_length_and_characters(key):
             normalize({key: bad}, "the sidecar")
         assert caught.value.reason_code == f"invalid_metadata:{key}"
         assert len(caught.value.detail) < 200  # the value is quoted shortened, not whole
+
+
+# load_manifest reads runs.csv with csv.reader; csv.DictReader's rows are the reference (what it read before):
+# blank lines, short and long rows, empty and repeated header names, padding, a BOM, quoted newlines.
+_MANIFESTS = [
+    "file,hw,conc\na.json,h100,8\n",
+    "\ufefffile,hw,conc\r\na.json, H200 ,16\r\n\r\nb.json,,32\r\n",
+    "file,hw\na.json\nb.json,b200,extra,cells\n",
+    "file,,hw,hw\na.json,x,mi300x,mi355x\n",
+    "hw,file\nh100,\n,c.json\n",
+    " file ,hw\n a.json ,h100\n",
+    'file,model\n"a.json","deepseek\nr1"\n',
+    "\nfile,hw\na.json,h100\n",
+    "",
+]
+
+
+def _dictreader_manifest(text: str) -> dict:
+    import csv
+    import io
+
+    rows = {}
+    for row in csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline="")):
+        name = (row.get("file") or "").strip()
+        if name:
+            rows[name] = {k.strip(): v.strip() for k, v in row.items()
+                          if isinstance(k, str) and k and isinstance(v, str) and v.strip() != ""}
+    return rows
+
+
+@pytest.mark.parametrize("text", _MANIFESTS)
+def test_runs_csv_reads_as_csv_dictreader_would(tmp_path, text):
+    (tmp_path / "runs.csv").write_text(text, encoding="utf-8")
+    assert load_manifest(tmp_path) == _dictreader_manifest(text)
+
+
+def test_runs_csv_absent_is_no_rows(tmp_path):
+    assert load_manifest(tmp_path) == {}
+    assert load_manifest(tmp_path / "missing") == {}

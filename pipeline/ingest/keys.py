@@ -299,6 +299,28 @@ def to_int(value: object) -> int | None:
     return int(number)
 
 
+# The two date forms nearly every log writes, digit for digit: read with ``datetime`` directly, ~10x faster than
+# ``strptime`` (which stays the reader of every other form, and of these when the fields are out of range).
+_ISO_DAY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_VLLM_STAMP = re.compile(r"([0-9]{4})([0-9]{2})([0-9]{2})-([0-9]{2})([0-9]{2})([0-9]{2})")
+
+
+def vllm_timestamp(text: str) -> datetime:
+    """vLLM's ``date`` field, ``YYYYMMDD-HHMMSS`` (local time, taken after the run; vllm/benchmarks/serve.py), as a
+    naive datetime: ``datetime.strptime(text, "%Y%m%d-%H%M%S")``, with a fast path for the exact 8-6 digit form.
+
+    Raises:
+        ValueError: ``text`` is not in that form, or a field is out of range (month 13, second 60).
+    """
+    match = _VLLM_STAMP.fullmatch(text)
+    if match:
+        try:
+            return datetime(*map(int, match.groups()))
+        except ValueError:
+            pass  # strptime raises its own message
+    return datetime.strptime(text, "%Y%m%d-%H%M%S")
+
+
 def to_date(value: object) -> date | None:
     """Run date from ``YYYY-MM-DD``, vLLM's ``YYYYMMDD-HHMMSS``, or an ISO 8601 timestamp; empty → None.
 
@@ -310,6 +332,13 @@ def to_date(value: object) -> date | None:
     text = str(value).strip()
     if not text:
         return None
+    for fast in (_ISO_DAY, _VLLM_STAMP):  # the first two formats below, when the digits fit
+        match = fast.fullmatch(text)
+        if match:
+            try:
+                return datetime(*map(int, match.groups())).date()
+            except ValueError:
+                break
     for fmt in ("%Y-%m-%d", "%Y%m%d-%H%M%S", "%Y%m%d"):
         try:
             return datetime.strptime(text, fmt).date()

@@ -30,6 +30,7 @@ from pipeline.ingest.keys import (
     to_date,
     to_int,
 )
+from pipeline.ingest.parsers.base import read_whole
 from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
 from pipeline.ingest.schema import METADATA_KEYS
 
@@ -104,6 +105,8 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
             and the source.
     """
     out: dict[str, Any] = {}
+    if not raw:  # most runs lack one source or another
+        return out
     for key in METADATA_KEYS:
         if key not in raw:
             continue
@@ -146,8 +149,7 @@ def load_sidecar(path: Path | str) -> dict[str, Any] | None:
             ``MAX_DEPTH``); ``duplicate_key:<key>`` when it gives a key twice (the last would win unseen).
     """
     try:  # one open instead of a stat then an open: most runs have no sidecar
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_whole(os.fspath(path))[1]
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
     try:
@@ -180,23 +182,26 @@ def load_manifest(folder: Path) -> dict[str, dict[str, str]]:
             characters (``cell_too_long``) or is not CSV the reader accepts (``invalid_csv``); the message names
             the byte offset or line.
     """
-    path = folder / "runs.csv"
-    if not path.is_file():
+    try:  # one open instead of a stat then an open: the parse asks for every folder's
+        data = read_whole(os.fspath(folder / "runs.csv"))[1]
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return {}
-    data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ManifestError("invalid_encoding", f"runs.csv is not UTF-8: byte {data[exc.start]:#04x} at offset "
                                                 f"{exc.start}") from None
     rows: dict[str, dict[str, str]] = {}
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        for row in reader:
+        header = next(reader, [])
+        for cells in reader:  # csv.DictReader's rows, without its per-row Python: blank lines skipped, cells
+            if not cells:     # beyond the header and header names without a cell dropped, the last of a repeated
+                continue      # header name kept
+            row = dict(zip(header, cells))
             name = (row.get("file") or "").strip()
             if name:
-                rows[name] = {k.strip(): v.strip() for k, v in row.items()
-                              if isinstance(k, str) and k and isinstance(v, str) and v.strip() != ""}
+                rows[name] = {k.strip(): v.strip() for k, v in row.items() if k and v.strip() != ""}
     except csv.Error as exc:
         line = reader.line_num
         if "field larger than field limit" in str(exc):

@@ -410,12 +410,14 @@ def _read(path: str, root: str) -> FileReadout:
         path: the file, under ``root``.
         root: the raw folder with every symlink resolved (``os.path.realpath``).
     """
-    try:
-        mode = os.stat(path).st_mode
+    try:  # lstat first: one call for the common case, a regular file that is not a link
+        link_mode = os.lstat(path).st_mode
+        is_link = stat.S_ISLNK(link_mode)
+        mode = os.stat(path).st_mode if is_link else link_mode
     except OSError as exc:  # a broken symlink, a file removed since the scan
         return _unreadable(exc)
     if stat.S_ISDIR(mode):
-        if os.path.islink(path):
+        if is_link:
             return FileReadout("symlinked_folder", rejects=[Reject(
                 None, "symlink_not_followed",
                 f"symlink to folder {os.readlink(path)!r} not followed (loops and double counting)")])
@@ -430,7 +432,7 @@ def _read(path: str, root: str) -> FileReadout:
     if not stat.S_ISREG(mode):
         return FileReadout("refused", rejects=[Reject(
             None, "not_a_regular_file", f"a {_special_kind(mode)}, not a regular file: not opened")])
-    if os.path.islink(path) and os.path.commonpath([root, os.path.realpath(path)]) != root:
+    if is_link and os.path.commonpath([root, os.path.realpath(path)]) != root:
         return FileReadout("refused", rejects=[Reject(
             None, "symlink_outside_raw_dir", "symlink to a file outside the raw folder: not followed, not read")])
     try:

@@ -33,7 +33,7 @@ from pipeline.ingest.parsers import (  # harness exports, detected last
     trtllm_console,
     vllm,
 )
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, read_whole
 from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
 from pipeline.ingest.parsers.non_run import classify_text
 
@@ -98,9 +98,7 @@ def read_path(path: str | os.PathLike) -> FileReadout:
         OSError: the file cannot be opened (the caller records ``unreadable_file``).
     """
     path = os.fspath(path)
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        data = handle.read() if size <= LARGE_FILE_BYTES else b""
+    size, data = read_whole(path, LARGE_FILE_BYTES)
     if size <= LARGE_FILE_BYTES:
         readout = read_file(os.path.basename(path), data)
         readout.sha256, readout.size_bytes = hashlib.sha256(data).hexdigest(), len(data)

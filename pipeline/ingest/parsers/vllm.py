@@ -11,10 +11,9 @@ One object per run. Latency keys ``{mean,median,std,p<P>}_{ttft,tpot,itl,e2el}_m
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Mapping
 
-from pipeline.ingest.keys import model_key_from_id, to_date, to_int
+from pipeline.ingest.keys import model_key_from_id, to_date, to_int, vllm_timestamp
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
@@ -100,7 +99,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     run.values["bench_end_unix"] = number(doc, "benchmark_end_time_unix")
     if doc.get("date"):
         try:
-            run.values["bench_end_local"] = datetime.strptime(str(doc["date"]), "%Y%m%d-%H%M%S")
+            run.values["bench_end_local"] = vllm_timestamp(str(doc["date"]))
         except ValueError as exc:
             raise FieldError("invalid_date", "date", f"expected YYYYMMDD-HHMMSS, got {doc['date']!r}") from exc
     _spec_metrics(doc, run)
