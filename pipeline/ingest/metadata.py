@@ -68,6 +68,7 @@ DEFAULTS: dict[str, Any] = {"spec_decoding": "none", "dp_attention": False, "dis
 # Text keys become partition folder names (model), file names and chart labels: bounded in length (a path
 # component has 255 bytes) and free of control characters, or the run is quarantined as invalid_metadata:<key>.
 MAX_TEXT_CHARS = 120
+_KEY_ORDER = {key: at for at, key in enumerate(METADATA_KEYS)}
 _CONTROL = frozenset(chr(c) for c in (*range(32), 127))
 # Keys whose in-file value may legitimately differ from a manifest (vLLM's `date` is local time after the run).
 _NO_CONFLICT_KEYS = ("run_date",)
@@ -105,11 +106,11 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
             and the source.
     """
     out: dict[str, Any] = {}
-    if not raw:  # most runs lack one source or another
-        return out
-    for key in METADATA_KEYS:
-        if key not in raw:
-            continue
+    # the keys ``raw`` has, in METADATA_KEYS order (a source gives a handful of the 29 keys)
+    present = [key for key in raw if key in _KEY_ORDER]
+    if len(present) > 1:
+        present.sort(key=_KEY_ORDER.__getitem__)
+    for key in present:
         given = raw[key]
         try:
             value = _normalize_text(key, given) if type(given) is str else _NORMALIZERS[key](given)

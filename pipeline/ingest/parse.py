@@ -7,6 +7,7 @@ folder's ``runs.csv`` (``pipeline.ingest.metadata.resolve``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import multiprocessing
@@ -457,9 +458,9 @@ def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dic
     record = dict.fromkeys(RUN_COLUMNS)
     record["benchmark_type"] = FIXED_SEQ  # parsers of agentic formats say so (schema.BENCHMARK_TYPES)
     record.update(parsed.values)
-    for which in INTVTY_STATS:  # formats that give TPOT in seconds: 1 / tpot_s is the file's own arithmetic
-        if record[f"{which}_intvty"] is None and record[f"{which}_tpot_s"] is not None:
-            record[f"{which}_intvty"] = interactivity(record[f"{which}_tpot_s"], "s")
+    for intvty, tpot_s in _INTVTY_FROM_TPOT:  # formats that give TPOT in seconds: 1 / tpot_s is the file's own
+        if record[intvty] is None and record[tpot_s] is not None:  # arithmetic
+            record[intvty] = interactivity(record[tpot_s], "s")
     record.update(meta)
     record.update(
         source_file=rel,
@@ -467,11 +468,21 @@ def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dic
         source_row=row,
         run_id=hashlib.sha1(f"{rel}#{row}".encode()).hexdigest()[:16],
         run_date_partition=partition_key(meta.get("run_date")),
-        metadata_sources=";".join(f"{k}={v}" for k, v in sorted(sources.items())),
+        metadata_sources=_sources_text(tuple(sources.items())),
         metadata_conflicts="; ".join(conflicts) or None,
         derivations="; ".join(parsed.derivations) or None,
     )
     return record
+
+
+_INTVTY_FROM_TPOT = tuple((f"{which}_intvty", f"{which}_tpot_s") for which in INTVTY_STATS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sources_text(sources: tuple[tuple[str, str], ...]) -> str:
+    """``metadata_sources``: ``key=source`` pairs sorted by key, ``;``-joined (a fleet's runs share a few dozen
+    patterns, so each is built once)."""
+    return ";".join(f"{key}={source}" for key, source in sorted(sources))
 
 
 def _reject_row(rel: str, fmt: str | None, row: int | None, code: str, detail: str) -> dict:

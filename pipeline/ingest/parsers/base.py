@@ -189,7 +189,13 @@ def interactivity_block(doc: Mapping[str, Any], pattern: str, unit: str) -> dict
     Raises:
         FieldError: a present TPOT that is not a number.
     """
-    return {f"{stat}_intvty": interactivity(number(doc, pattern.format(stat=stat)), unit) for stat in INTVTY_STATS}
+    return {column: interactivity(number(doc, key), unit) for column, key in _intvty_keys(pattern)}
+
+
+@functools.lru_cache(maxsize=None)
+def _intvty_keys(pattern: str) -> tuple[tuple[str, str], ...]:
+    """(column, engine TPOT key) pairs of one naming pattern, built once per pattern rather than once per run."""
+    return tuple((f"{stat}_intvty", pattern.format(stat=stat)) for stat in INTVTY_STATS)
 
 
 def input_throughput(total: float | None, output: float | None) -> float | None:
