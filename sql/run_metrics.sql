@@ -18,6 +18,8 @@
 --                       replaces the metadata key of that name
 -- Grain: one row per (run, price book); price_books holds each scenario's power and $/GPU-h per GPU.
 -- Parameter $partition_keys: the run-date partitions to compute (the asset deletes them, then inserts this).
+-- Unordered: the table's row order is not kept anyway (a batch's rows go after the history's); every reader that
+-- needs an order asks for it, and the runs/ mart is written sorted.
 with gpus as (
     select v.*, c.num_gpus
     from validated_runs as v
@@ -90,4 +92,3 @@ from per_gpu as p
 join price_books as r on r.hw = p.hw
 left join run_power as w using (run_id)
 join run_lengths as l using (run_id)
-order by r.price_book, p.source_file, p.source_row
