@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files
+from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files, start_fork_server
 from pipeline.ingest.parse_cache import (
     RACY_WINDOW_NS,
     Cache,
@@ -75,6 +75,8 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     cache = load_cache(cache_dir, raw_dir)
     if snapshot and cache is not None and cache.generation == snapshot:
         return _cache_as_result(cache, load_changes(cache_dir, cache.generation))
+    if cache is None:  # every file will be parsed: start the workers' fork server while the folder is listed
+        start_fork_server()
     previous = load_scan(cache_dir, cache.generation) if quick_scan and cache is not None else None
     listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS)
     if previous is not None and folders == previous[1] and None not in folders.mtime_ns:
