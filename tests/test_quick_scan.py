@@ -221,3 +221,31 @@ def test_a_quick_look_up_reads_only_moved_folders_and_answers_as_a_full_one(tmp_
             assert stats.parsed == 0 and stats.hashed >= 1  # the night-0 copy is racy-recent too
         if night == 4:
             assert stats.removed == 1
+
+
+def test_on_many_fires_once_when_the_listing_reaches_its_count(tmp_path):
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+        for i in range(4):
+            (tmp_path / folder / f"run_{i}.json").write_text("{}")
+    calls = []
+    listing, _ = scan_tree(tmp_path, on_many=(5, lambda: calls.append("started")))
+    assert calls == ["started"] and len(listing.rel) == 12
+    assert scan_tree(tmp_path, on_many=(12, lambda: calls.append("at twelve")))[0].rel == listing.rel
+    assert calls == ["started", "at twelve"]
+    scan_tree(tmp_path, on_many=(13, lambda: calls.append("never")))  # fewer files than the count
+    assert calls == ["started", "at twelve"]
+
+
+def test_a_small_folder_with_no_cache_starts_no_fork_server(tmp_path, monkeypatch):
+    import pipeline.ingest.folder as folder
+
+    started = []
+    monkeypatch.setattr(folder, "start_fork_server", lambda: started.append(True))
+    ingest_folder_cached(SAMPLE_DIR, tmp_path / "cache")
+    assert started == []
+    monkeypatch.setattr(folder, "PARALLEL_MIN_FILES", 10)  # the sample as a "large" folder: started once, mid-scan
+    ingest_folder_cached(SAMPLE_DIR, tmp_path / "cache2")
+    assert started == [True]
+    ingest_folder_cached(SAMPLE_DIR, tmp_path / "cache2")  # a cache exists: nothing is started
+    assert started == [True]

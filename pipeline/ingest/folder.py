@@ -10,7 +10,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, parse_files, start_fork_server
+from pipeline.ingest.parse import (
+    FILE_SCHEMA,
+    PARALLEL_MIN_FILES,
+    IngestResult,
+    parse_files,
+    start_fork_server,
+)
 from pipeline.ingest.parse_cache import (
     RACY_WINDOW_NS,
     Cache,
@@ -75,10 +81,11 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     cache = load_cache(cache_dir, raw_dir)
     if snapshot and cache is not None and cache.generation == snapshot:
         return _cache_as_result(cache, load_changes(cache_dir, cache.generation))
-    if cache is None:  # every file will be parsed: start the workers' fork server while the folder is listed
-        start_fork_server()
     previous = load_scan(cache_dir, cache.generation) if quick_scan and cache is not None else None
-    listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS)
+    # with no cache every file is parsed: once the scan has listed enough files for a parallel parse, the workers'
+    # fork server is started, so its imports overlap the rest of the scan (a small folder never starts one)
+    listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS,
+                                 on_many=(PARALLEL_MIN_FILES, start_fork_server) if cache is None else None)
     if previous is not None and folders == previous[1] and None not in folders.mtime_ns:
         # every folder was trusted and unchanged, so every one was taken from the cache's scan: the cache is
         # this scan's result

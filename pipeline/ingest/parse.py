@@ -160,8 +160,9 @@ _PRELOAD = [__name__, *(["pandas"] if importlib.util.find_spec("pandas") is not 
 def start_fork_server() -> None:
     """Start the fork server the parse's workers are forked from (``_pool``) now, in the background, so that its
     imports (~0.3-0.5 s) overlap with the caller's own work (the folder's scan) instead of delaying the first
-    block. Returns at once; a no-op when it runs already. Only worth calling when a parallel parse is likely (no
-    parse cache yet): otherwise it starts an idle process."""
+    block. Returns at once; a no-op when it runs already. Only worth calling once a parallel parse is certain
+    (``ingest_folder_cached`` calls it mid-scan, when a folder with no parse cache has ``PARALLEL_MIN_FILES``
+    files): otherwise it starts an idle process (~300 MiB resident with pyarrow and pandas imported)."""
     multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
     multiprocessing.forkserver.ensure_running()
 

@@ -11,6 +11,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 MANIFEST_NAME = "runs.csv"
 # A byte of a file name that is not UTF-8 is listed as ``\xNN`` (backslash, x, two lowercase hex digits): the
@@ -75,8 +76,8 @@ def scan_folder(raw_dir: Path) -> Listing:
     return scan_tree(raw_dir)[0]
 
 
-def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None,
-              trusted_before_ns: int = 0) -> tuple[Listing, Folders]:
+def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None, trusted_before_ns: int = 0,
+              on_many: tuple[int, Callable[[], None]] | None = None) -> tuple[Listing, Folders]:
     """``scan_folder``, and the folders it entered; given the ``previous`` scan, a folder whose mtime is the one
     recorded then is not listed again: its entries and their stats are taken from that scan.
 
@@ -90,6 +91,8 @@ def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None,
         raw_dir: the folder to scan.
         previous: an earlier ``scan_tree`` of the same folder, or None for a full scan.
         trusted_before_ns: mtimes at or after this instant (ns since the epoch) are not trusted next time.
+        on_many: (n, callback): ``callback()`` is called once, mid-scan, as soon as n entries are listed (the
+            caller starts work a large folder needs while the rest is listed).
     Returns:
         (listing, folders).
     Raises:
@@ -98,7 +101,7 @@ def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None,
     """
     if not Path(raw_dir).is_dir():
         raise FileNotFoundError(f"raw folder {raw_dir} does not exist (set PIPELINE_RAW_DIR)")
-    walk = _Walk(previous, trusted_before_ns)
+    walk = _Walk(previous, trusted_before_ns, on_many)
     walk.visit(os.fspath(raw_dir), "")
     return walk.listing, walk.folders
 
@@ -106,8 +109,10 @@ def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None,
 class _Walk:
     """One scan in progress: the listing and folders so far, and the previous scan's folders by ``rel``."""
 
-    def __init__(self, previous: tuple[Listing, Folders] | None, trusted_before_ns: int):
+    def __init__(self, previous: tuple[Listing, Folders] | None, trusted_before_ns: int,
+                 on_many: tuple[int, Callable[[], None]] | None = None):
         self.listing, self.folders = Listing([], [], []), Folders([], [], [], [])
+        self.on_many = on_many
         self.trusted_before_ns = trusted_before_ns
         self.before = previous[0] if previous else Listing([], [], [])
         known = previous[1] if previous else Folders([], [], [], [])
@@ -185,6 +190,9 @@ class _Walk:
         folders.mtime_ns.append(mtime_ns)
         folders.first.append(first)
         folders.count.append(len(self.listing.rel) - first)
+        if self.on_many is not None and len(self.listing.rel) >= self.on_many[0]:
+            self.on_many, callback = None, self.on_many[1]
+            callback()
 
 
 def _sorted_entries(folder: str) -> list[os.DirEntry]:
