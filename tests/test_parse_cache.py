@@ -260,3 +260,43 @@ def test_a_sensor_snapshot_is_read_without_scanning_again(raw, tmp_path, monkeyp
     assert later_stats.generation != tick_stats.generation
     stale, _ = ingest_folder_cached(raw, cache, snapshot=tick_stats.generation)
     assert _same(later, stale) and VLLM_RUN not in stale.files.column("source_file").to_pylist()
+
+
+@pytest.mark.parametrize("quick_scan", [False, True], ids=["full-scan", "quick-scan"])
+def test_a_saved_cache_records_every_files_dependencies_as_a_whole_look_up_does(raw, tmp_path, quick_scan,
+                                                                                 monkeypatch):
+    """The save takes the kept files' sidecar and runs.csv sha256 as recorded and looks up only the parsed
+    files'; what it writes equals a look-up of every file (``file_dependencies``) after new files with a sidecar
+    and a runs.csv arrive in a new folder, a new run lands in an old folder, a sidecar and a runs.csv change."""
+    import pipeline.ingest.parse_cache as parse_cache
+    from pipeline.ingest.parse_cache import file_dependencies
+
+    partial = []  # the save looked up only some files (the path under test, not its whole-table fallback)
+    monkeypatch.setattr(parse_cache, "file_dependencies", lambda files, only=None: (
+        partial.append(only is not None), file_dependencies(files, only))[1])
+
+    cache = tmp_path / "cache"
+    ingest_folder_cached(raw, cache, quick_scan=quick_scan)
+    doc = json.loads((raw / VLLM_RUN).read_text())
+    night = raw / "vllm" / "night"
+    night.mkdir()
+    for n in range(3):
+        doc["duration"] *= 1.01
+        (night / f"run_{n}.json").write_text(json.dumps(doc))
+    (night / "run_0.json.meta.json").write_text(json.dumps({"hw": "mi355x"}))
+    (night / "runs.csv").write_text("file,conc\nrun_1.json,16\n")
+    (raw / VLLM_DIR / "late_run.json").write_text(json.dumps({**doc, "duration": doc["duration"] * 1.5}))
+    sidecar = next(raw.rglob("*.meta.json"))
+    sidecar.write_text(sidecar.read_text().replace("{", '{"run_url": "https://example.com/1", ', 1))
+    manifest = next(p for p in raw.rglob("runs.csv") if p.parent != night)
+    manifest.write_text(manifest.read_text() + "\n")
+    partial.clear()
+    _, stats = ingest_folder_cached(raw, cache, quick_scan=quick_scan)
+    assert True in partial
+    assert stats.parsed >= 6 and stats.reused > 0  # a quick scan sees the in-place rewrites on the next full scan
+    saved = read_arrow(cache / "files.arrow")
+    whole = file_dependencies(saved.select(["source_file", "sha256"]))
+    for column in ("sidecar_sha256", "manifest_sha256"):
+        assert saved[column].equals(whole[column]), column
+    assert pc.sum(pc.is_valid(saved["manifest_sha256"])).as_py() > 0
+    assert pc.sum(pc.is_valid(saved["sidecar_sha256"])).as_py() > 0

@@ -99,7 +99,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     changes = cache_changes(cache, lookup) if cache is not None else None
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
         generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
-                                changes)
+                                changes, lookup.kept_dependencies, lookup.to_parse)
     stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation, changes)
     release_arrow_memory()  # the parse's parts, the look-up's and the save's intermediates
