@@ -128,8 +128,9 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     """Supersession and repeats of every run (``LINEAGE_SCHEMA``, one row per input row, in order): the latest
     rule of this module's docstring.
 
-    Column work: a line's sweeps and a repeat group are integer codes; Python touches each distinct sweep once
-    (to order a line's sweeps by ``sweep_order_key``) and each distinct repeat group once (to name it).
+    Column work: a line's sweeps and a repeat group are integer codes; the sweeps are ordered by one lexsort
+    (line, sweep date, rank of the sweep id), where Python ranks only the distinct sweep ids by
+    ``sweep_order_key`` (a fleet's lines share a few hundred), and names each distinct repeat group once.
 
     Args:
         runs: rows with ``run_id``, ``conc``, ``run_date``, ``line_id`` and ``sweep_id`` (as ``line_id`` and
@@ -162,16 +163,21 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     np.maximum.at(newest, sweep[visible & dated], day[visible & dated])
     seen = np.bincount(sweep[visible], minlength=newest.size) > 0
     first_row = first_rows(sweep, newest.size)
-    ordered: dict[str, list[tuple[tuple, str, int]]] = {}
-    for s in np.flatnonzero(seen).tolist():
-        i = int(first_row[s])
-        sweep_day = None if newest[s] == _UNDATED else _EPOCH + timedelta(days=int(newest[s]))
-        ordered.setdefault(lines[i], []).append((sweep_order_key(sweep_day, sweeps[i]), sweeps[i], s))
     successor = np.full(newest.size, None, dtype=object)
-    for keyed in ordered.values():  # a sweep is superseded by the one right after it
-        keyed.sort()
-        for (_, _, s), (_, after, _) in zip(keyed, keyed[1:]):
-            successor[s] = after
+    shown = np.flatnonzero(seen)  # the sweeps with a visible run
+    if shown.size:
+        # sweep_order_key as columns: a line's sweeps sorted by their date (undated oldest), then by the rank
+        # of their id among the few distinct ids (kind, numeric value, text: sweep_order_key without the date)
+        at = pa.array(first_row[shown])
+        line_of = table["line_id"].take(at).combine_chunks().dictionary_encode().indices.to_numpy()
+        ids = table["sweep_id"].take(at).combine_chunks().dictionary_encode()
+        id_of, id_names = ids.indices.to_numpy(), ids.dictionary.to_pylist()
+        by_key = sorted(range(len(id_names)), key=lambda k: sweep_order_key(None, id_names[k])[1:])
+        id_rank = np.empty(len(id_names), dtype=np.int64)
+        id_rank[by_key] = np.arange(len(id_names))
+        order = np.lexsort((id_rank[id_of], newest[shown], line_of))
+        same_line = line_of[order[:-1]] == line_of[order[1:]]  # a sweep is superseded by the one right after it
+        successor[shown[order[:-1][same_line]]] = np.array(id_names, dtype=object)[id_of[order[1:][same_line]]]
     superseded = np.where(visible, successor[sweep], None)
     # distinct visible runs per repeat group
     groups = int(group.max(initial=-1)) + 1
