@@ -157,7 +157,6 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     visible = np.ones(n, dtype=bool) if as_of is None else ~dated | (day <= (as_of - _EPOCH).days)
     sweep = row_codes(table, ("line_id", "sweep_id"))
     group = row_codes(table, ("line_id", "sweep_id", "conc"))
-    run = row_codes(table, ("run_id",))
     # a sweep's date: the newest date among its visible runs; undated when none of them has one
     newest = np.full(int(sweep.max(initial=-1)) + 1, _UNDATED)
     np.maximum.at(newest, sweep[visible & dated], day[visible & dated])
@@ -181,8 +180,12 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     superseded = np.where(visible, successor[sweep], None)
     # distinct visible runs per repeat group
     groups = int(group.max(initial=-1)) + 1
-    pairs = np.unique(group[visible] * (int(run.max(initial=-1)) + 1) + run[visible])
-    members = np.bincount(pairs // (int(run.max(initial=-1)) + 1), minlength=groups)
+    if pc.count_distinct(table["run_id"]).as_py() == n:  # one row per run (run_metrics' distinct rows)
+        members = np.bincount(group[visible], minlength=groups)
+    else:  # a run's rows of several price books count once
+        run = row_codes(table, ("run_id",))
+        pairs = np.unique(group[visible] * (int(run.max(initial=-1)) + 1) + run[visible])
+        members = np.bincount(pairs // (int(run.max(initial=-1)) + 1), minlength=groups)
     concs = table["conc"].to_pylist()
     names = np.array([f"{lines[i]}|{sweeps[i]}|conc={concs[i]}" for i in first_rows(group, groups).tolist()],
                      dtype=object)
