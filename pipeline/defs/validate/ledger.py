@@ -49,10 +49,11 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
 
 
 def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
-    """Bring warehouse table ``ingest_ledger`` to the view ``ingest_ledger_rows`` (``sql/ingest_ledger.sql``):
+    """Bring warehouse table ``ingest_ledger`` to the rows of ``ingest_ledger_rows_in`` (``sql/ingest_ledger.sql``):
     when ``raw_changes`` (``pipeline.io.storage.note_raw_changes``) names files and run dates only, delete and
     rebuild the rows of those files, of the files with runs or quarantined rows in those dates, and of files no
-    longer on disk; otherwise (a table rewritten whole, no ledger yet, other ledger SQL) rebuild every row.
+    longer on disk (only those files' runs are read); otherwise (a table rewritten whole, no ledger yet, other
+    ledger SQL) rebuild every row.
     Then empty ``raw_changes``. Returns what was done, for the log ("3 files rebuilt", "rebuilt whole").
 
     Every row the view would give for an untouched file is the stored one: a file's row depends on its own
@@ -67,21 +68,20 @@ def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
     whole = RAW_CHANGES not in tables or "ingest_ledger" not in tables or stored != version \
         or conn.execute(f"select count(*) from {RAW_CHANGES} where kind = 'all'").fetchall()[0][0] > 0
     if whole:
-        conn.execute("create or replace table ingest_ledger as select * from ingest_ledger_rows")
+        conn.execute("create or replace table ingest_ledger as select * from ingest_ledger_rows_in(false)")
         done = "rebuilt whole"
     else:
         conn.execute(f"""
-            create or replace temp table _ledger_affected as
+            create or replace temp table ledger_scope as
             select value as source_file from {RAW_CHANGES} where kind = 'file'
             union select source_file from raw_runs
                 where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')
             union select source_file from quarantine
                 where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')""")
-        conn.execute("delete from ingest_ledger where source_file in (select source_file from _ledger_affected) "
+        conn.execute("delete from ingest_ledger where source_file in (select source_file from ledger_scope) "
                      "or source_file not in (select source_file from raw_files)")
-        conn.execute("insert into ingest_ledger select * from ingest_ledger_rows "
-                     "where source_file in (select source_file from _ledger_affected)")
-        done = f"{conn.execute('select count(*) from _ledger_affected').fetchall()[0][0]} files rebuilt"
+        conn.execute("insert into ingest_ledger select * from ingest_ledger_rows_in(true)")
+        done = f"{conn.execute('select count(*) from ledger_scope').fetchall()[0][0]} files rebuilt"
     conn.execute(f"create table if not exists {RAW_CHANGES} (kind varchar, value varchar)")
     conn.execute(f"delete from {RAW_CHANGES}")
     conn.execute("create or replace table ingest_ledger_version as select ? as version", [version])
