@@ -312,13 +312,20 @@ def vllm_timestamp(text: str) -> datetime:
     Raises:
         ValueError: ``text`` is not in that form, or a field is out of range (month 13, second 60).
     """
-    match = _VLLM_STAMP.fullmatch(text)
-    if match:
-        try:
-            return datetime(*map(int, match.groups()))
-        except ValueError:
-            pass  # strptime raises its own message
-    return datetime.strptime(text, "%Y%m%d-%H%M%S")
+    found = _exact_digits(_VLLM_STAMP, text)
+    return found if found is not None else datetime.strptime(text, "%Y%m%d-%H%M%S")  # strptime's own message
+
+
+def _exact_digits(form: re.Pattern, text: str) -> datetime | None:
+    """``text`` read by ``datetime`` when it is exactly ``form`` (groups of digits: year, month, day[, hour,
+    minute, second]) with every field in range, else None (the caller's ``strptime`` decides)."""
+    match = form.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        return datetime(*map(int, match.groups()))
+    except ValueError:
+        return None
 
 
 def to_date(value: object) -> date | None:
@@ -332,13 +339,10 @@ def to_date(value: object) -> date | None:
     text = str(value).strip()
     if not text:
         return None
-    for fast in (_ISO_DAY, _VLLM_STAMP):  # the first two formats below, when the digits fit
-        match = fast.fullmatch(text)
-        if match:
-            try:
-                return datetime(*map(int, match.groups())).date()
-            except ValueError:
-                break
+    for form in (_ISO_DAY, _VLLM_STAMP):  # the first two formats below, when the digits fit
+        found = _exact_digits(form, text)
+        if found is not None:
+            return found.date()
     for fmt in ("%Y-%m-%d", "%Y%m%d-%H%M%S", "%Y%m%d"):
         try:
             return datetime.strptime(text, fmt).date()
