@@ -163,8 +163,15 @@ def start_fork_server() -> None:
     block. Returns at once; a no-op when it runs already. Only worth calling once a parallel parse is certain
     (``ingest_folder_cached`` calls it mid-scan, when a folder with no parse cache has ``PARALLEL_MIN_FILES``
     files): otherwise it starts an idle process (~300 MiB resident with pyarrow and pandas imported)."""
-    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+    _fork_server_context()
     multiprocessing.forkserver.ensure_running()
+
+
+def _fork_server_context() -> multiprocessing.context.ForkServerContext:
+    """multiprocessing's fork-server context, its server set to preload ``_PRELOAD`` when it starts."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return context
 
 
 @contextmanager
@@ -180,8 +187,7 @@ def _pool(workers: int, raw_dir: Path, sidecars: set[str] | None,
     marking the pool broken. A file, not a ``multiprocessing.Event``: the pool kills its workers when one dies,
     and a worker killed while holding the event's lock would leave the next ``set`` waiting forever. On leaving,
     ``begin`` is called whatever happened (a worker still waiting would block the pool's shutdown)."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_PRELOAD)
+    context = _fork_server_context()
     flag = work / f"begin-{next(_POOL_IDS)}"
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
                              initargs=(os.fspath(raw_dir), sidecars, os.fspath(flag))) as pool:
