@@ -300,3 +300,36 @@ def test_a_saved_cache_records_every_files_dependencies_as_a_whole_look_up_does(
         assert saved[column].equals(whole[column]), column
     assert pc.sum(pc.is_valid(saved["manifest_sha256"])).as_py() > 0
     assert pc.sum(pc.is_valid(saved["sidecar_sha256"])).as_py() > 0
+
+
+@pytest.mark.parametrize("share", [0.01, 0.5], ids=["a-night", "half-the-files"])
+def test_dependencies_of_some_files_are_those_of_a_whole_look_up(share):
+    """``file_dependencies(only=mask)`` answers the masked rows as the whole look-up does, whether it builds their
+    dependency names (few rows) or answers every file and keeps some (many): sidecars of files and of sidecars,
+    runs.csv at the top and in nested folders, a folder whose runs.csv or sidecar is unknown or absent, names that
+    only look like dependencies."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.ingest.parse_cache import file_dependencies
+
+    rng = np.random.default_rng(7)
+    names = ["runs.csv", "top.json", "top.json.meta.json", "runs.csv.meta.json", "a/runs.csv.bak", "a/xruns.csv"]
+    for folder in range(400):
+        base = f"m{folder % 7}/d{folder}/" + ("deep/" if folder % 3 == 0 else "")
+        for run in range(int(rng.integers(1, 6))):
+            names.append(f"{base}run_{run}.json")
+            if rng.random() < 0.4:
+                names.append(f"{base}run_{run}.json.meta.json")
+        if folder % 2 == 0:
+            names.append(f"{base}runs.csv")
+    shas = [None if rng.random() < 0.05 else ("<changed>" if rng.random() < 0.05 else f"{i:064x}")
+            for i in range(len(names))]
+    files = pa.table({"source_file": pa.array(names, pa.string()), "sha256": pa.array(shas, pa.string())})
+    files = pa.Table.from_batches(files.to_batches(max_chunksize=97))  # a merged result arrives in chunks
+    whole = file_dependencies(files)
+    assert pc.sum(pc.is_valid(whole["sidecar_sha256"])).as_py() > 100
+    assert pc.sum(pc.is_valid(whole["manifest_sha256"])).as_py() > 100
+    for seed in range(5):
+        mask = pa.array(np.random.default_rng(seed).random(len(names)) < share)
+        assert file_dependencies(files, only=mask).equals(whole.filter(mask))
