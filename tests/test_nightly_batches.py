@@ -74,14 +74,24 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     real_update = ledger_asset.update_ledger
     monkeypatch.setattr(ledger_asset, "update_ledger",
                         lambda conn: ledger_updates.append(real_update(conn)) or ledger_updates[-1])
+    import pipeline.defs.validate.assets as validate_assets
+
+    quarantine_updates: list[str] = []  # what each run did to the stored quarantine
+    real_quarantine = validate_assets.update_quarantine
+    monkeypatch.setattr(validate_assets, "update_quarantine",
+                        lambda conn: (lambda out: quarantine_updates.append(out[1]) or out)(real_quarantine(conn)))
     instance = dg.DagsterInstance.ephemeral()
     job = defs().resolve_job_def("refresh_all")
     paths = PipelinePaths(raw_dir=str(raw), out_dir=str(out), cache_dir=f"{db}.parse_cache")
     cursor, requested = None, []
     for index, night in enumerate(history):
         shutil.copytree(night, raw / night.name)
-        if index == 2:  # the last night also removes one of the first night's logs and re-sends another
+        if index == 2:  # the last night also removes two of the first night's logs, one with its sidecar (an
+            # ingest reject, not_a_run_log), and re-sends another log
             next((raw / NIGHTS[0]).rglob("run_0000003.json")).unlink()
+            sidecar = sorted((raw / NIGHTS[0]).rglob("*.meta.json"))[0]
+            sidecar.unlink()
+            sidecar.with_name(sidecar.name.removesuffix(".meta.json")).unlink()
             _resend(raw / NIGHTS[0], raw / NIGHTS[2])
         result = raw_logs_sensor(dg.build_sensor_context(cursor=cursor, instance=instance,
                                                          resources={"paths": paths}))
@@ -108,6 +118,9 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     # the ledger was built whole once, then rebuilt file by file for each night's files and dates
     assert ledger_updates[0] == "rebuilt whole" and len(ledger_updates) == 4, ledger_updates
     assert all(u.endswith(" files rebuilt") and 0 < int(u.split()[0]) < 400 for u in ledger_updates[1:]), ledger_updates
+    # so was the quarantine: whole once, then the rows of each night's files and dates
+    assert quarantine_updates[0] == "rebuilt whole" and len(quarantine_updates) == 4, quarantine_updates
+    assert all(u.endswith(" rows rebuilt") for u in quarantine_updates[1:]), quarantine_updates
     batches = _marts(out)
 
     # one full refresh over the final folder

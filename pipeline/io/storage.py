@@ -28,7 +28,9 @@ _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32()
                        pa.bool_(): "bool", pa.date32(): "date"}
 
 
-RAW_CHANGES = "raw_changes"  # what the per-file marts (the ingest ledger) have not read yet
+RAW_CHANGES = "raw_changes"  # what the ingest ledger has not read yet
+QUARANTINE_CHANGES = "quarantine_changes"  # what the quarantine has not read yet
+CHANGE_LOGS = (RAW_CHANGES, QUARANTINE_CHANGES)  # each reader empties its own log once it has caught up
 
 
 def release_arrow_memory() -> None:
@@ -55,18 +57,20 @@ def column_names(conn: duckdb.DuckDBPyConnection, name: str) -> list[str]:
 
 
 def note_raw_changes(conn: duckdb.DuckDBPyConnection, kind: str, values: Sequence[str] | pa.Array = ()) -> None:
-    """Record in warehouse table ``raw_changes(kind, value)`` what a run rewrote, for the ingest ledger, which
-    rebuilds only the files concerned and then empties the table: ``kind`` ``file`` (``values``: files whose
-    ``raw_rejects``/``raw_files`` rows were rewritten), ``partition`` (``values``: run dates whose ``raw_runs``
-    or ``validated_runs``/``validation_rejects`` rows were rewritten) or ``all`` (a whole table was rewritten:
-    the ledger is rebuilt whole)."""
-    conn.execute(f"create table if not exists {RAW_CHANGES} (kind varchar, value varchar)")
-    if kind == "all":
-        conn.execute(f"insert into {RAW_CHANGES} values ('all', null)")
-        return
+    """Record what a run rewrote in each change log of ``CHANGE_LOGS`` (warehouse tables ``(kind, value)``): the
+    ingest ledger and the quarantine each rebuild only the files and dates their log names, then empty it, so
+    one reader's catching up never hides a change from the other. ``kind`` ``file`` (``values``: files whose
+    ``raw_rejects``/``raw_files`` rows were rewritten, removed files included), ``partition`` (``values``: run
+    dates whose ``raw_runs`` or ``validated_runs``/``validation_rejects`` rows were rewritten) or ``all`` (a
+    whole table was rewritten: each reader rebuilds whole)."""
     conn.register("_noted", pa.table({"value": pa.array(values, pa.string())}))
     try:
-        conn.execute(f"insert into {RAW_CHANGES} select ?, value from _noted", [kind])
+        for log in CHANGE_LOGS:
+            conn.execute(f"create table if not exists {log} (kind varchar, value varchar)")
+            if kind == "all":
+                conn.execute(f"insert into {log} values ('all', null)")
+            else:
+                conn.execute(f"insert into {log} select ?, value from _noted", [kind])
     finally:
         conn.unregister("_noted")
 

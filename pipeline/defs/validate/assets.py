@@ -1,8 +1,11 @@
 """Validate stage: row rules split ``raw_runs`` into accepted runs and the quarantine ledger."""
 
+import hashlib
 from collections import Counter
 
 import dagster as dg
+import duckdb
+import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
@@ -10,6 +13,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, rejections_first, table_metadata
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
+    QUARANTINE_CHANGES,
     note_raw_changes,
     read_table,
     replace_partitions,
@@ -17,11 +21,7 @@ from pipeline.io.storage import (
     write_parquet_atomic,
     write_table,
 )
-from pipeline.validate.rules import (
-    SAME_MEASUREMENT_RTOL,
-    quarantine_table,
-    validate_table,
-)
+from pipeline.validate.rules import QUARANTINE_SCHEMA, SAME_MEASUREMENT_RTOL, quarantine_table, validate_table
 
 RAW_KEY = dg.AssetKey(["ingest", "parsed_runs"])
 VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
@@ -86,17 +86,61 @@ def quarantine(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pat
     """Everything that did not become a run: files and rows rejected at ingest and runs rejected by the row rules,
     across all dates. Grain: one row per rejected file or row; columns ``source_file``, ``source_format``,
     ``source_row`` (null for a whole file), ``reason_code`` (stable snake_case, docs/inputs.md), ``detail`` (names
-    the file, the field and the reason), ``stage`` (ingest | validate), ``run_date_partition``.
-    Mart: ``quarantine.parquet``."""
+    the file, the field and the reason), ``stage`` (ingest | validate), ``run_date_partition``, ``duplicate_of``.
+    Mart: ``quarantine.parquet``, sorted by ``source_file`` then ``source_row``.
+
+    Stored in the warehouse and brought up to date by ``update_quarantine``: a night rebuilds the rows of the
+    files and run dates it rewrote, not every reject's.
+    """
     with warehouse.get_connection() as conn:
-        table = quarantine_table(read_table(conn, "raw_rejects"), read_table(conn, "validation_rejects"))
-        write_table(conn, "quarantine", table)
+        table, done = update_quarantine(conn)
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "quarantine")))
     paths.publish_unless_later(context)
     reasons = Counter(table.column("reason_code").to_pylist())
-    context.log.info(f"quarantine: {table.num_rows} rows")
+    context.log.info(f"quarantine: {table.num_rows} rows ({done})")
     return dg.MaterializeResult(
         metadata={**table_metadata(rejections_first(table), path=path, mart="quarantine",
                                  preview_columns=["source_file", "reason_code", "detail"]),
                   "rows_by_reason": counts_markdown(dict(reasons), "reason_code")},
     )
+
+
+def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str]:
+    """Bring warehouse table ``quarantine`` (``QUARANTINE_SCHEMA``) to ``raw_rejects`` and ``validation_rejects``
+    together (``pipeline.validate.rules.quarantine_table``): when ``quarantine_changes``
+    (``pipeline.io.storage.note_raw_changes``) names files and run dates only, delete the rows of those files and
+    dates and insert theirs anew (``sql/quarantine_scope_rows.sql``); otherwise (a source rewritten whole, no
+    quarantine yet, other SQL or schema) rebuild every row. Then empty ``quarantine_changes``.
+
+    Returns:
+        The whole quarantine (``QUARANTINE_SCHEMA``, sorted by ``source_file`` then ``source_row``) and what was
+        done, for the log ("412 rows rebuilt", "rebuilt whole").
+
+    Exact (tests/test_nightly_batches.py holds the mart equal to a full refresh's): a row of ``raw_rejects``
+    changes only with its file, one of ``validation_rejects`` only with its run date or its removed file, and
+    ingest notes every file and date it rewrote.
+    """
+    version = hashlib.md5((sql_text("quarantine_scope_rows") + str(QUARANTINE_SCHEMA)).encode()).hexdigest()
+    tables = table_names(conn)
+    stored = conn.execute("select max(version) from quarantine_version").fetchall()[0][0] \
+        if "quarantine_version" in tables else None
+    whole = QUARANTINE_CHANGES not in tables or "quarantine" not in tables or stored != version \
+        or conn.execute(f"select count(*) from {QUARANTINE_CHANGES} where kind = 'all'").fetchall()[0][0] > 0
+    if whole:
+        conn.execute(f"create table if not exists {QUARANTINE_CHANGES} (kind varchar, value varchar)")
+        table = quarantine_table(read_table(conn, "raw_rejects"), read_table(conn, "validation_rejects"))
+        write_table(conn, "quarantine", table)
+        done = "rebuilt whole"
+    else:
+        conn.execute(sql_text("quarantine_scope_rows"))
+        conn.execute(f"""
+            delete from quarantine
+            where source_file in (select value from {QUARANTINE_CHANGES} where kind = 'file')
+                or run_date_partition in (select value from {QUARANTINE_CHANGES} where kind = 'partition')""")
+        inserted = conn.execute("insert into quarantine select * from quarantine_scope_rows()").fetchall()[0][0]
+        done = f"{inserted} rows rebuilt"
+        table = conn.sql("select * from quarantine order by source_file, source_row").to_arrow_table() \
+            .cast(QUARANTINE_SCHEMA)
+    conn.execute(f"delete from {QUARANTINE_CHANGES}")
+    conn.execute("create or replace table quarantine_version as select ? as version", [version])
+    return table, done
