@@ -249,3 +249,56 @@ def test_a_small_folder_with_no_cache_starts_no_fork_server(tmp_path, monkeypatc
     assert started == [True]
     ingest_folder_cached(SAMPLE_DIR, tmp_path / "cache2")  # a cache exists: nothing is started
     assert started == [True]
+
+
+def test_a_save_that_touched_no_file_keeps_the_night_incremental(tmp_path):
+    """A folder's mtime moves with no file changed (a temporary file came and went): the tick saves a new cache
+    generation with the same rows. The next night's changes still start from the generation before it, so a
+    warehouse that never saw the quiet generation rewrites only the night's files (``write_file_tables``), not
+    every file; a generation that did change files ends that chain."""
+    import duckdb
+
+    from pipeline.defs.ingest.assets import write_file_tables
+
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    result, first = ingest_folder_cached(raw, cache, quick_scan=True)
+    conn = duckdb.connect()
+    conn.execute("create table raw_runs (source_file varchar)")
+    write_file_tables(conn, result, first)  # the warehouse holds the first generation
+
+    trtllm = raw / "trtllm"
+    (trtllm / "upload.tmp").write_text("partial")
+    (trtllm / "upload.tmp").unlink()
+    past = time.time_ns() - 1800 * 1_000_000_000
+    os.utime(trtllm, ns=(past, past))
+    _, quiet = ingest_folder_cached(raw, cache, quick_scan=True)
+    assert quiet.parsed == 0 and len(quiet.changes.touched) == 0
+    assert quiet.generation != first.generation and quiet.changes.base_generation == first.generation
+
+    h200 = raw / "vllm" / "h200"
+    shutil.copy(next(h200.glob("*_conc16.json")), h200 / "copy_conc16.json")
+    os.utime(h200 / "copy_conc16.json", ns=(past, past))
+    os.utime(h200, ns=(past + 1, past + 1))
+    night_result, night = ingest_folder_cached(raw, cache, quick_scan=True)
+    assert night.changes.base_generation == quiet.generation
+    assert night.changes.starts_from(first.generation) and not night.changes.starts_from("another")
+    _, run = ingest_folder_cached(raw, cache, snapshot=night.generation)  # the run the sensor starts
+    assert run.changes.starts_from(first.generation)
+
+    write_file_tables(conn, night_result, run)
+    noted = conn.execute("select kind, value from raw_changes where kind <> 'all' or value is not null "
+                         "order by all").fetchall()
+    assert conn.execute("select count(*) from raw_changes where kind = 'all'").fetchone()[0] == 1  # the first
+    assert noted == [("file", "vllm/h200/copy_conc16.json")]
+
+    (h200 / "copy_conc16.json").unlink()
+    os.utime(h200, ns=(past + 3, past + 3))
+    _, gone = ingest_folder_cached(raw, cache, quick_scan=True)
+    assert len(gone.changes.touched) == 1
+    (trtllm / "upload.tmp").write_text("partial")
+    (trtllm / "upload.tmp").unlink()
+    os.utime(trtllm, ns=(past + 4, past + 4))
+    _, after = ingest_folder_cached(raw, cache, quick_scan=True)
+    assert after.changes.starts_from(gone.generation)
+    assert not after.changes.starts_from(night.generation)  # a file left between them

@@ -37,10 +37,11 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
 
     The folder is scanned quickly (``ingest_folder_cached(quick_scan=True)``: only folders whose mtime moved are
     listed again); when nothing moved and the parse cache is still the generation ``previous`` was read from,
-    ``previous`` is the state, without reading a run. When the cache moved on from exactly that generation
-    (``CacheStats.changes``), only the partitions the changed files touch are digested again and ``_files`` is
-    updated by those files (``sql/raw_partitions_touched.sql``); the state is the one a full computation gives
-    (tested), at the cost of the night's files instead of the history's.
+    ``previous`` is the state, without reading a run. When the cache moved on from that generation, or from one
+    with the same rows (``CacheStats.changes``, ``CacheChanges.starts_from``), only the partitions the changed
+    files touch are digested again and ``_files`` is updated by those files (``sql/raw_partitions_touched.sql``);
+    the state is the one a full computation gives (tested), at the cost of the night's files instead of the
+    history's.
     """
     result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True)
     if previous and stats.parsed == stats.hashed == stats.removed == 0 \
@@ -48,7 +49,7 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
         return dict(previous)
     changes = stats.changes
     since_previous = bool(previous) and changes is not None and changes.old_files is not None \
-        and previous.get(SNAPSHOT_KEY) == changes.base_generation \
+        and changes.starts_from(previous.get(SNAPSHOT_KEY)) \
         and str(previous.get(FILES_KEY, "")).startswith(FILES_DIGEST)
     with duckdb.connect() as conn:
         conn.register("files", result.files)

@@ -96,7 +96,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     generation = cache.generation if cache is not None else None
     # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
     folders_moved = quick_scan and (previous is None or folders != previous[1])
-    changes = cache_changes(cache, lookup) if cache is not None else None
+    changes = cache_changes(cache, lookup, load_changes(cache_dir, cache.generation)) if cache is not None else None
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
         generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
                                 changes, lookup.kept_dependencies, lookup.to_parse)

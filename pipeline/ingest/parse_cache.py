@@ -96,12 +96,24 @@ class CacheChanges:
     ``touched``: every file parsed again, new or gone (string, relative paths); ``old_files``: the cached
     ``source_file``/``sha256`` rows of the touched files that were cached; ``old_partitions``: the
     ``run_date_partition`` values of their cached runs. A file not touched has the same rows as in that state.
-    Read back from the cache's folder (``load_changes``), only ``touched`` is known: ``old_*`` are None."""
+    Read back from the cache's folder (``load_changes``), only ``touched`` is known: ``old_*`` are None.
+    ``same_content_as``: earlier generations with exactly the rows of ``base_generation`` (the saves since them
+    touched no file: a quick scan that saved only because a folder's mtime moved, say), so a reader still at one
+    of them can apply ``touched`` too (``starts_from``)."""
 
     base_generation: str
     touched: pa.Array
     old_files: pa.Table | None
     old_partitions: frozenset[str] | None
+    same_content_as: tuple[str, ...] = ()  # most recent first
+
+    def starts_from(self, generation: str | None) -> bool:
+        """Whether a reader that holds generation ``generation``'s rows can apply these changes to reach the
+        new generation's: it is ``base_generation`` or has the same rows."""
+        return generation is not None and (generation == self.base_generation or generation in self.same_content_as)
+
+
+MAX_SAME_CONTENT = 32  # generations CacheChanges.same_content_as carries (a quiet tick that saved adds one)
 
 
 @dataclass
@@ -229,18 +241,23 @@ def moved_entries(listing: Listing, saved: Listing, saved_folders: Folders,
     return positions, before
 
 
-def cache_changes(cache: Cache, lookup: Lookup) -> CacheChanges:
+def cache_changes(cache: Cache, lookup: Lookup, base_changes: CacheChanges | None = None) -> CacheChanges:
     """``CacheChanges`` of a look-up against ``cache``: the files it sends to parsing and the stale cached
-    ones, with their cached rows' shas and run dates."""
+    ones, with their cached rows' shas and run dates. ``base_changes``: what the save of ``cache`` itself
+    changed (``load_changes``); when it touched no file, the generations it started from have ``cache``'s rows
+    and go into ``same_content_as`` (at most ``MAX_SAME_CONTENT``, the most recent)."""
     stale = lookup.stale if lookup.stale is not None else pa.array([], pa.string())
     touched = pc.unique(pa.concat_arrays([pa.array(lookup.to_parse, pa.string()), stale]))
+    same: tuple[str, ...] = ()
+    if base_changes is not None and len(base_changes.touched) == 0:
+        same = (base_changes.base_generation, *base_changes.same_content_as)[:MAX_SAME_CONTENT]
     old_files = cache.files.select(["source_file", "sha256"])
     if len(stale) == 0:  # the usual night: only new files
-        return CacheChanges(cache.generation, touched, old_files.slice(0, 0), frozenset())
+        return CacheChanges(cache.generation, touched, old_files.slice(0, 0), frozenset(), same)
     old_runs = cache.runs.filter(pc.is_in(cache.runs["source_file"], value_set=stale))
     return CacheChanges(cache.generation, touched,
                         old_files.filter(pc.is_in(old_files["source_file"], value_set=stale)),
-                        frozenset(pc.unique(old_runs["run_date_partition"]).to_pylist()))
+                        frozenset(pc.unique(old_runs["run_date_partition"]).to_pylist()), same)
 
 
 def listing_table(listing: Listing) -> pa.Table:
@@ -486,7 +503,8 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
             (cache_dir / f"{name}.arrow").unlink(missing_ok=True)
     if changes is not None:
         write_arrow_atomic(_stamp(pa.table({"source_file": changes.touched}),
-                                  {**stamp, "base_generation": changes.base_generation}), cache_dir / "changes.arrow")
+                                  {**stamp, "base_generation": changes.base_generation,
+                                   "same_content_as": list(changes.same_content_as)}), cache_dir / "changes.arrow")
     else:
         (cache_dir / "changes.arrow").unlink(missing_ok=True)
     for name in ("runs", "rejects", "files"):  # the Parquet cache of earlier versions
@@ -522,7 +540,8 @@ def load_changes(cache_dir: Path, generation: str) -> CacheChanges | None:
         return None
     if stamp.get("generation") != generation or not stamp.get("base_generation"):
         return None
-    return CacheChanges(stamp["base_generation"], table["source_file"].combine_chunks(), None, None)
+    return CacheChanges(stamp["base_generation"], table["source_file"].combine_chunks(), None, None,
+                        tuple(stamp.get("same_content_as", ())))
 
 
 def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:

@@ -102,7 +102,8 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
 def write_file_tables(conn: duckdb.DuckDBPyConnection, result: IngestResult, cache: CacheStats) -> None:
     """Bring ``raw_rejects`` and ``raw_files`` (per file, every date) to ``result``'s folder state and drop the
     ``raw_runs`` rows of files that are gone. Table ``raw_generation`` records which parse-cache generation the
-    tables hold: when that is the state ``cache.changes`` started from, only the touched files' rows are
+    tables hold: when that is the state ``cache.changes`` started from (or one with the same rows,
+    ``CacheChanges.starts_from``), only the touched files' rows are
     rewritten (a night's files, not the history's: 1.4 s of a run onto a million files); when it is already
     ``cache.generation``, nothing is; otherwise both tables are rewritten whole. What was rewritten is noted
     for the ingest ledger (``note_raw_changes``).
@@ -117,7 +118,7 @@ def write_file_tables(conn: duckdb.DuckDBPyConnection, result: IngestResult, cac
     changes = cache.changes
     if stored is not None and stored == cache.generation and {"raw_rejects", "raw_files"} <= table_names(conn):
         return
-    delta = changes is not None and stored is not None and stored == changes.base_generation \
+    delta = changes is not None and changes.starts_from(stored) \
         and all(replace_file_rows(conn, name, getattr(result, attr), changes.touched)
                 for name, attr in (("raw_rejects", "rejects"), ("raw_files", "files")))
     if delta:
