@@ -29,6 +29,7 @@ from pipeline.ingest.keys import (
     normalize_spec,
 )
 from pipeline.validate.lines import (
+    LINE_COLUMNS,
     current_sweeps_by_date,
     line_id,
     row_codes,
@@ -440,3 +441,90 @@ def test_current_sweeps_by_date_equals_the_lineage_as_of_each_day(seed):
             assert {lines[i] for i in rows} == {line}
         seen += 1
     assert seen == len(days)
+
+
+def _random_fleet(rng, runs):
+    """``validated_runs``-like rows for ``refresh_lineage``: a few lines (models), sweeps named by a workflow URL,
+    a sweep_id key or the date, dates that go back and forth (undated and pre-1970 too), each run priced in one
+    or two price books (one row per book in ``run_metrics``)."""
+    days = [None, dt.date(1969, 12, 31), dt.date(2026, 7, 1), dt.date(2026, 7, 2), dt.date(2026, 7, 9)]
+    urls = [None, None, "https://github.com/o/r/actions/runs/9/job/1", "https://github.com/o/r/actions/runs/10",
+            "https://example.com/sweep"]
+    out = []
+    for i in range(runs):
+        out.append({"run_id": f"r{i:04d}", "model": f"m{rng.integers(0, 4)}", "conc": int(rng.choice([4, 8])),
+                    "run_url": urls[rng.integers(0, len(urls))],
+                    "sweep_id": None if rng.random() < 0.6 else str(rng.choice(["7", "007", "alpha"])),
+                    "run_date": days[rng.integers(0, len(days))], "books": int(rng.integers(1, 3))})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_refreshing_the_lineage_night_by_night_equals_computing_it_whole(seed, monkeypatch):
+    """Runs arrive in random nights (some sweeps only growing at their line's newest end, some landing in a
+    line's past), and some leave again: after every night ``refresh_lineage`` leaves run_metrics' lineage columns
+    equal to ``run_lineage`` over every run, and names every run date whose rows changed. Both the
+    newest-end path and the whole-line path run."""
+    import duckdb
+
+    import pipeline.metrics.lineage as lineage_module
+    from pipeline.metrics.lineage import LINEAGE_COLUMNS, refresh_lineage
+
+    rng = np.random.default_rng(seed)
+    fleet = _random_fleet(rng, 160)
+    if seed % 2:  # mostly in date order, as a fleet's nights arrive
+        fleet.sort(key=lambda r: (r["run_date"] is not None, r["run_date"] or dt.date.min))
+    paths = {"appended": 0, "whole": 0}
+    real = lineage_module.appended_lines
+
+    def spy(conn, lines):
+        appended, heads = real(conn, lines)
+        paths["appended"] += len(appended)
+        paths["whole"] += len(lines) - len(appended)
+        return appended, heads
+
+    monkeypatch.setattr(lineage_module, "appended_lines", spy)
+    conn = duckdb.connect()
+    others = [c for c in LINE_COLUMNS if c != "model"]  # the rest of a line's columns, null here
+    conn.execute("create table validated_runs (run_id varchar, model varchar, run_url varchar, sweep_id varchar, "
+                 f"run_date date, {', '.join(f'{c} varchar' for c in others)})")
+    conn.execute("create table run_metrics (run_id varchar, price_book varchar, conc integer, run_date date, "
+                 "run_date_partition varchar, line_id varchar, sweep_id varchar, superseded_by varchar, "
+                 "repeat_group varchar, repeat_n integer)")
+    present: list[dict] = []
+    start = 0
+    while start < len(fleet):
+        night = fleet[start:start + int(rng.integers(5, 30))]
+        start += len(night)
+        lost = set()
+        if present and rng.random() < 0.3:  # some runs leave (their files were removed)
+            gone = {r["run_id"] for r in present if rng.random() < 0.1}
+            lost = {row[0] for row in conn.execute(
+                "select distinct line_id from run_metrics where list_contains(?, run_id)", [sorted(gone)]).fetchall()}
+            conn.execute("delete from validated_runs where list_contains(?, run_id)", [sorted(gone)])
+            conn.execute("delete from run_metrics where list_contains(?, run_id)", [sorted(gone)])
+            present = [r for r in present if r["run_id"] not in gone]
+        before = {row[0]: row[1:] for row in conn.execute(
+            "select run_id || price_book, superseded_by, repeat_group, repeat_n, run_date_partition "
+            "from run_metrics").fetchall()}
+        for run in night:
+            conn.execute(f"insert into validated_runs values (?, ?, ?, ?, ?{', null' * len(others)})",
+                         [run["run_id"], run["model"], run["run_url"], run["sweep_id"], run["run_date"]])
+            partition = "undated" if run["run_date"] is None else run["run_date"].isoformat()
+            for book in range(run["books"]):
+                conn.execute("insert into run_metrics values (?, ?, ?, ?, ?, null, null, null, null, null)",
+                             [run["run_id"], f"book{book}", run["conc"], run["run_date"], partition])
+        present += night
+        changed = refresh_lineage(conn, lost)
+
+        stored = conn.sql("select run_id, price_book, conc, run_date, line_id, sweep_id, superseded_by, "
+                          "repeat_group, repeat_n, run_date_partition from run_metrics "
+                          "order by run_id, price_book").to_arrow_table()
+        expected = run_lineage(stored.select(["run_id", "conc", "run_date", "line_id", "sweep_id"]))
+        for column in LINEAGE_COLUMNS:
+            assert stored[column].equals(expected[column].cast(stored[column].type)), (seed, start, column)
+        moved = {row[4] for row in conn.execute(
+            "select run_id || price_book, superseded_by, repeat_group, repeat_n, run_date_partition "
+            "from run_metrics").fetchall() if before.get(row[0]) != row[1:] and row[0] in before}
+        assert moved <= set(changed), (seed, start)
+    assert paths["appended"] > 0 and paths["whole"] > 0, paths

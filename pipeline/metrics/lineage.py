@@ -8,17 +8,22 @@ runs of the sweep before it, whatever their date, so their rows (and their ``run
 
 from __future__ import annotations
 
+from datetime import date
+
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.validate.lines import (
     LINE_COLUMNS,
     SWEEP_COLUMNS,
     line_and_sweep_ids,
     run_lineage,
+    sweep_order_key,
 )
 
 LINEAGE_COLUMNS = ("line_id", "sweep_id", "superseded_by", "repeat_group", "repeat_n")
+_RUN_COLUMNS = "run_id, conc, run_date, line_id, sweep_id"  # what run_lineage reads
 
 
 def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = frozenset()) -> list[str]:
@@ -28,7 +33,9 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
     Work follows the batch, not the history: ``line_id``/``sweep_id`` are computed for rows that have none yet
     (just inserted), and the lineage only for the lines those rows or ``touched_lines`` belong to: a line's
     lineage depends on its own runs alone, and ``superseded_by`` names the next newer sweep, so a new sweep
-    changes the rows of the one it replaces and no older row.
+    changes the rows of the one it replaces and no older row. A line whose new rows only extend it (the usual
+    night, ``appended_lines``) is recomputed over its current sweep and its new rows alone; the others over
+    their whole history.
 
     Args:
         conn: a warehouse connection with the ``run_metrics`` table (``sql/run_metrics.sql`` columns) and the
@@ -51,13 +58,15 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
                      "where run_metrics.run_id = i.run_id").fetchall()
     finally:
         conn.unregister("_ids")
-    touched = pa.table({"line_id": pa.array(sorted(set(touched_lines) | set(lines)), pa.string())})
-    conn.register("_touched", touched)
+    appended, heads = appended_lines(conn, set(lines) - set(touched_lines))
+    whole = sorted((set(touched_lines) | set(lines)) - appended)
+    conn.register("_touched", pa.table({"line_id": pa.array(whole, pa.string())}))
     try:  # a semi-join: list_contains over a list of every line would compare each row with each line
-        runs = conn.sql("select distinct run_id, conc, run_date, line_id, sweep_id from run_metrics "
+        runs = conn.sql(f"select distinct {_RUN_COLUMNS} from run_metrics "
                         "where line_id in (select line_id from _touched) order by run_id").to_arrow_table()
     finally:
         conn.unregister("_touched")
+    runs = pa.concat_tables([runs, heads.cast(runs.schema)]) if heads.num_rows else runs
     lineage = run_lineage(runs).select(["run_id", *LINEAGE_COLUMNS])
     conn.register("_lineage", lineage)
     # line_id and sweep_id were set above; a new row's repeat_group is still null, so it is among the changed too
@@ -71,3 +80,56 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
     finally:
         conn.unregister("_lineage")
     return [row[0] for row in changed]
+
+
+def appended_lines(conn: duckdb.DuckDBPyConnection, lines: set[str]) -> tuple[set[str], pa.Table]:
+    """Which of ``lines`` (lines with new ``run_metrics`` rows, lineage still null, and no row removed) only
+    grew at their newest end, and for those the rows their new lineage depends on.
+
+    A line grew at its newest end when every sweep of its new rows is its current sweep (the one whose rows have
+    no ``superseded_by``) or a sweep it did not have that orders after the current one (``sweep_order_key``,
+    with the new rows' dates counted). Then no older sweep's successor or repeat count changes, and
+    ``run_lineage`` over the current sweep's rows and the new rows gives every changed row's lineage; any other
+    line (a new row in an older sweep, a sweep that moved back) is recomputed over its whole history.
+
+    Returns:
+        (those lines, their rows: ``run_id``, ``conc``, ``run_date``, ``line_id``, ``sweep_id`` of the current
+        sweep and of the new rows, one row per run and price book as ``run_metrics`` holds them).
+    """
+    conn.register("_lines", pa.table({"line_id": pa.array(sorted(lines), pa.string())}))
+    try:
+        head = conn.sql(f"select distinct {_RUN_COLUMNS}, repeat_group is null as new from run_metrics "
+                        "where line_id in (select line_id from _lines) and superseded_by is null "
+                        "order by run_id").to_arrow_table()
+        conn.register("_head", head)
+        # a new row in a sweep the line already superseded: an insertion into its past
+        into_past = {row[0] for row in conn.execute(
+            "select distinct r.line_id from run_metrics r "
+            "join (select distinct line_id, sweep_id from _head where new) h using (line_id, sweep_id) "
+            "where r.superseded_by is not null").fetchall()}
+    finally:
+        conn.unregister("_lines")
+        conn.unregister("_head")
+    newest: dict[tuple[str, str], date | None] = {}
+    current: dict[str, set[str]] = {}
+    added: dict[str, set[str]] = {}
+    for line, sweep, day, new in zip(*(head[c].to_pylist() for c in ("line_id", "sweep_id", "run_date", "new"))):
+        if day is not None and (newest.get((line, sweep)) is None or day > newest[(line, sweep)]):
+            newest[(line, sweep)] = day
+        else:
+            newest.setdefault((line, sweep), None)
+        (added if new else current).setdefault(line, set()).add(sweep)
+
+    def grew_at_the_end(line: str) -> bool:
+        if line in into_past or len(current.get(line, ())) > 1:
+            return False
+        if line not in current:  # a new line
+            return True
+        (now,) = current[line]
+        newest_now = sweep_order_key(newest[(line, now)], now)
+        return all(sweep == now or sweep_order_key(newest[(line, sweep)], sweep) > newest_now
+                   for sweep in added.get(line, ()))
+
+    appended = {line for line in lines if grew_at_the_end(line)}
+    keep = pc.is_in(head["line_id"], value_set=pa.array(sorted(appended), pa.string()))
+    return appended, head.filter(keep).drop_columns(["new"])
