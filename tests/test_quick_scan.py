@@ -49,9 +49,18 @@ def test_an_old_folder_is_trusted_and_a_recent_one_is_not(tmp_path):
     assert untrusted == {"vllm"}
 
 
-def test_quick_scan_lists_what_a_full_scan_lists_after_files_arrive_leave_and_move(tmp_path, monkeypatch):
+@pytest.mark.parametrize("cuts", ["slices", "one-take"])
+@pytest.mark.parametrize("saved", ["lists", "arrow"])
+def test_quick_scan_lists_what_a_full_scan_lists_after_files_arrive_leave_and_move(tmp_path, monkeypatch, saved,
+                                                                                   cuts):
+    """Whether the previous scan is held as lists (this process's) or as Arrow (the saved one), and whether the
+    folders taken from it are cut out as slices or in one take."""
     raw = _aged_copy(tmp_path)
     before = scan_tree(raw, None, _now_minus_window())
+    if saved == "arrow":
+        before = (scan.Listing(table=before[0].table), before[1])
+    if cuts == "one-take":
+        monkeypatch.setattr(scan, "MAX_SLICES", 0)
     (raw / "vllm" / "mi355x" / "new_conc4.json").write_text("{}")  # arrives in an existing folder
     (raw / "sglang" / "2026-09-01").mkdir()  # a new night's folder
     (raw / "sglang" / "2026-09-01" / "run.json").write_text("{}")
@@ -65,6 +74,7 @@ def test_quick_scan_lists_what_a_full_scan_lists_after_files_arrive_leave_and_mo
     assert {os.path.relpath(f, raw) for f in listed} == {"vllm/mi355x", "sglang", "sglang/2026-09-01", "trtllm",
                                                          "inferencex"}
     assert quick == scan_folder(raw)
+    assert quick.table.equals(scan_folder(raw).table)
 
 
 def test_nothing_moved_lists_no_folder(tmp_path, monkeypatch):

@@ -91,7 +91,9 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         # this scan's result
         return _cache_as_result(cache)
     lookup = look_up(cache, listing, raw_dir, quick=(*previous, folders) if previous is not None else None)
-    fresh = parse_files(raw_dir, lookup.to_parse, workers, listed=listing.rel)
+    # a quick scan's listing is mostly the saved Arrow table: its names are probed there, not made Python strings
+    fresh = parse_files(raw_dir, lookup.to_parse, workers,
+                        listed=listing.table["rel"] if previous is not None else listing.rel)
     result = merge_in_scan_order(lookup.kept, fresh, listing, lookup.positions)
     generation = cache.generation if cache is not None else None
     # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
@@ -100,7 +102,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
         generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
                                 changes, lookup.kept_dependencies, lookup.to_parse)
-    stats = CacheStats(len(listing.rel), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
+    stats = CacheStats(len(listing), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation, changes)
     release_arrow_memory()  # the parse's parts, the look-up's and the save's intermediates
     return result, stats

@@ -85,7 +85,7 @@ CRASH_REASON = "parse_crashed"
 
 
 def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
-                 listed: Iterable[str] | None = None) -> IngestResult:
+                 listed: Iterable[str] | pa.Array | pa.ChunkedArray | None = None) -> IngestResult:
     """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
     and file rows, in the order of ``rels``.
 
@@ -100,14 +100,19 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
         rels: the files to parse.
         workers: worker processes to parse in; default one per core when there are ``PARALLEL_MIN_FILES`` files or
             more, else none (this process parses). The output does not depend on it.
-        listed: every file of the scan that found ``rels`` (``scan_folder``), when known: a run log's sidecar is
-            then read only if the scan listed it, instead of tried on disk for every log (most have none).
+        listed: every file of the scan that found ``rels`` (``scan_folder``; strings, or an Arrow string array),
+            when known: a run log's sidecar is then read only if the scan listed it, instead of tried on disk for
+            every log (most have none).
     Raises:
         RuntimeError: the worker pool could not be started, or broke twice in a row without a file in flight (so
             no file can be blamed).
     """
     # only the sidecars of these files are ever asked for: a night's few files need not walk a million names
-    sidecars = None if listed is None else {rel + SIDECAR_SUFFIX for rel in rels}.intersection(listed)
+    wanted = {rel + SIDECAR_SUFFIX for rel in rels}
+    if isinstance(listed, (pa.Array, pa.ChunkedArray)):  # a quick scan's listing: probe it, no Python strings
+        sidecars = set(listed.filter(pc.is_in(listed, value_set=pa.array(list(wanted), pa.string()))).to_pylist())
+    else:
+        sidecars = None if listed is None else wanted.intersection(listed)
     if workers is None:
         workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(rels) < 2:

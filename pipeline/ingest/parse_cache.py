@@ -213,7 +213,7 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path,
     removed = cached_files.num_rows - in_cache if gone is None else int(pc.sum(gone).as_py() or 0)
     parse = pc.invert(pc.is_in(looked, value_set=reused))
     to_parse = looked.filter(parse).to_pylist()
-    return Lookup(to_parse=to_parse, kept=kept, reused=len(listing.rel) - len(to_parse), hashed=len(rehash),
+    return Lookup(to_parse=to_parse, kept=kept, reused=len(listing) - len(to_parse), hashed=len(rehash),
                   removed=removed, listed=listed_table, stale=stale,
                   positions=known["position"].filter(parse).to_pylist(),
                   kept_dependencies=kept_files.select(["source_file", "sidecar_sha256", "manifest_sha256"]))
@@ -236,8 +236,9 @@ def moved_entries(listing: Listing, saved: Listing, saved_folders: Folders,
             taken.add(rel)
         else:
             positions.extend(range(first, first + count))
-    before = [rel for folder, first, count in zip(saved_folders.rel, saved_folders.first, saved_folders.count)
-              if folder not in taken for rel in saved.rel[first:first + count]]
+    before = saved.rels_at([at for folder, first, count in zip(saved_folders.rel, saved_folders.first,
+                                                              saved_folders.count)
+                            if folder not in taken for at in range(first, first + count)])
     return positions, before
 
 
@@ -263,11 +264,12 @@ def cache_changes(cache: Cache, lookup: Lookup, base_changes: CacheChanges | Non
 def listing_table(listing: Listing) -> pa.Table:
     """A scan as a table: ``source_file`` (string), ``position`` (int64, scan order), ``size_bytes`` and
     ``mtime_ns`` (int64, null for entries that are not regular files)."""
+    table = listing.table
     return pa.table({
-        "source_file": pa.array(listing.rel, pa.string()),
-        "position": pa.array(range(len(listing.rel)), pa.int64()),
-        "size_bytes": pa.array(listing.size, pa.int64()),
-        "mtime_ns": pa.array(listing.mtime_ns, pa.int64()),
+        "source_file": table["rel"],
+        "position": pa.array(np.arange(table.num_rows, dtype=np.int64)),
+        "size_bytes": table["size"],
+        "mtime_ns": table["mtime_ns"],
     })
 
 
@@ -391,7 +393,7 @@ def merge_in_scan_order(kept: IngestResult, fresh: IngestResult, listing: Listin
         spliced = None if places is None else _splice(cached, new, places, kept.files, fresh.files, count)
         if spliced is not None:
             return spliced
-        return in_scan_order(pa.concat_tables([cached, new]), pa.array(listing.rel, pa.string()))
+        return in_scan_order(pa.concat_tables([cached, new]), listing.table["rel"].combine_chunks())
 
     return IngestResult(runs=merged(kept.runs, fresh.runs, "runs"),
                         rejects=merged(kept.rejects, fresh.rejects, "rejected"),
@@ -409,12 +411,12 @@ def _fresh_places(kept: IngestResult, fresh: IngestResult, listing: Listing,
     files' places in the listing when the caller knows them (checked, not trusted; found by a walk of the
     listing otherwise)."""
     fresh_files = fresh.files["source_file"].to_pylist()
-    if kept.files.num_rows + len(fresh_files) != len(listing.rel):
+    if kept.files.num_rows + len(fresh_files) != len(listing):
         return None
     if positions is None or len(positions) != len(fresh_files):
         wanted = set(fresh_files)
         positions = [at for at, rel in enumerate(listing.rel) if rel in wanted]
-    if len(positions) != len(fresh_files) or any(listing.rel[at] != rel for at, rel in zip(positions, fresh_files)):
+    if len(positions) != len(fresh_files) or listing.rels_at(positions) != fresh_files:
         return None
     places = [position - j for j, position in enumerate(positions)]  # j fresh files precede the j-th
     return places if len(set(places)) <= MAX_SPLICES else None
@@ -526,7 +528,8 @@ def load_scan(cache_dir: Path, generation: str) -> tuple[Listing, Folders] | Non
             return None
         tables[name] = table
     listing, folders = tables["listing"], tables["folders"]
-    return (Listing(*(listing[name].to_pylist() for name in ("rel", "size", "mtime_ns"))),
+    # the listing stays Arrow: a quick scan takes most of it as slices (scan_tree), never as Python lists
+    return (Listing(table=listing.select(["rel", "size", "mtime_ns"]).replace_schema_metadata(None)),
             Folders(*(folders[name].to_pylist() for name in ("rel", "mtime_ns", "first", "count"))))
 
 

@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+import pyarrow as pa
+
 MANIFEST_NAME = "runs.csv"
+MAX_SLICES = 64  # a quick scan's listing is at most this many zero-copy slices, else one copy (take)
 # A byte of a file name that is not UTF-8 is listed as ``\xNN`` (backslash, x, two lowercase hex digits): the
 # name must become text in the ledger and the marts. Such a file is never opened (``invalid_file_name``).
 _ESCAPED_BYTE = re.compile(r"\\x([0-9a-f]{2})")
@@ -39,16 +43,67 @@ def undecodable_path(raw_dir: str, rel: str) -> str | None:
     return path if original != rel and os.path.lexists(path) else None
 
 
-@dataclass(frozen=True)
 class Listing:
     """The files under a raw folder in scan order: ``rel`` POSIX paths relative to it, and per file ``size`` and
     ``mtime_ns`` from ``stat`` (symlinks followed), both None for entries that are not regular files (symlinked
     folders, broken symlinks, special files, and sub-folders that could not be listed: those are entries of their
-    own, so their loss is a ledger row, never a silent gap)."""
+    own, so their loss is a ledger row, never a silent gap).
 
-    rel: list[str]
-    size: list[int | None]
-    mtime_ns: list[int | None]
+    Held as Python lists (a scan that listed every folder) or as an Arrow table (``table``: ``rel`` string,
+    ``size`` and ``mtime_ns`` int64; a quick scan that took most folders from the saved one, which stays in
+    Arrow); either form is built from the other on first use."""
+
+    __slots__ = ("_lists", "_table")
+
+    def __init__(self, rel: list[str] | None = None, size: list[int | None] | None = None,
+                 mtime_ns: list[int | None] | None = None, *, table: pa.Table | None = None):
+        self._lists = None if table is not None else \
+            (rel if rel is not None else [], size if size is not None else [], mtime_ns if mtime_ns is not None else [])
+        self._table = table
+
+    def _columns(self) -> tuple[list, list, list]:
+        if self._lists is None:
+            self._lists = tuple(self._table[name].to_pylist() for name in ("rel", "size", "mtime_ns"))
+        return self._lists
+
+    @property
+    def rel(self) -> list[str]:
+        return self._columns()[0]
+
+    @property
+    def size(self) -> list[int | None]:
+        return self._columns()[1]
+
+    @property
+    def mtime_ns(self) -> list[int | None]:
+        return self._columns()[2]
+
+    @property
+    def table(self) -> pa.Table:
+        """The listing as Arrow: ``rel`` (string), ``size`` and ``mtime_ns`` (int64, null for entries that are
+        not regular files), in scan order."""
+        if self._table is None:
+            rel, size, mtime_ns = self._lists
+            self._table = pa.table({"rel": pa.array(rel, pa.string()), "size": pa.array(size, pa.int64()),
+                                    "mtime_ns": pa.array(mtime_ns, pa.int64())})
+        return self._table
+
+    def __len__(self) -> int:
+        return len(self._lists[0]) if self._lists is not None else self._table.num_rows
+
+    def rels_at(self, positions: list[int]) -> list[str]:
+        """``rel`` of the entries at ``positions``, without turning an Arrow listing into lists."""
+        if self._lists is not None:
+            return [self._lists[0][at] for at in positions]
+        return self._table["rel"].take(pa.array(positions, pa.int64())).to_pylist()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Listing):
+            return NotImplemented
+        return self._columns() == other._columns()
+
+    def __repr__(self) -> str:
+        return f"Listing({len(self)} entries)"
 
 
 @dataclass(frozen=True)
@@ -103,24 +158,66 @@ def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None, tr
         raise FileNotFoundError(f"raw folder {raw_dir} does not exist (set PIPELINE_RAW_DIR)")
     walk = _Walk(previous, trusted_before_ns, on_many)
     walk.visit(os.fspath(raw_dir), "")
-    return walk.listing, walk.folders
+    return walk.result(), walk.folders
 
 
 class _Walk:
-    """One scan in progress: the listing and folders so far, and the previous scan's folders by ``rel``."""
+    """One scan in progress: the entries listed so far, the folders entered, and the previous scan's folders by
+    ``rel``. A folder taken from the previous scan is recorded as a slice of that scan's listing (``segments``)
+    instead of copied entry by entry: a night's quick scan over a million files lists a few folders and takes
+    ~140,000, and the listing is then the saved Arrow table cut where new folders go in (zero-copy slices; one
+    ``take`` when the cuts are many)."""
 
     def __init__(self, previous: tuple[Listing, Folders] | None, trusted_before_ns: int,
                  on_many: tuple[int, Callable[[], None]] | None = None):
-        self.listing, self.folders = Listing([], [], []), Folders([], [], [], [])
+        self.rel: list[str] = []  # the entries this scan listed itself, in the order it listed them
+        self.size: list[int | None] = []
+        self.mtime_ns: list[int | None] = []
+        self.segments: list[list[int]] = []  # [from previous scan?, start, count], in scan order
+        self.length = 0  # entries so far, listed or taken
+        self.folders = Folders([], [], [], [])
         self.on_many = on_many
         self.trusted_before_ns = trusted_before_ns
-        self.before = previous[0] if previous else Listing([], [], [])
+        self.before = previous[0] if previous else None
         known = previous[1] if previous else Folders([], [], [], [])
         self.known = {rel: i for i, rel in enumerate(known.rel)}
         self.known_folders = known
         self.children: dict[str, list[str]] = {}
         for rel in known.rel[1:]:
             self.children.setdefault(rel.rpartition("/")[0], []).append(rel)
+
+    def result(self) -> Listing:
+        """The listing in scan order: the listed entries as lists when nothing was taken from the previous
+        scan, else one Arrow table (previous rows and listed ones, in scan order)."""
+        if not any(previous for previous, _, _ in self.segments):
+            return Listing(self.rel, self.size, self.mtime_ns)
+        before = self.before.table
+        listed = pa.table({"rel": pa.array(self.rel, pa.string()), "size": pa.array(self.size, pa.int64()),
+                           "mtime_ns": pa.array(self.mtime_ns, pa.int64())})
+        if len(self.segments) == 1 and self.segments[0] == [True, 0, before.num_rows]:
+            return Listing(table=before)  # every folder taken: the saved listing as it is
+        listed = listed.cast(before.schema)
+        if len(self.segments) <= MAX_SLICES:  # the usual night: the saved listing cut where new folders go in
+            return Listing(table=pa.concat_tables([(before if previous else listed).slice(start, count)
+                                                   for previous, start, count in self.segments]))
+        starts = np.array([start + (0 if previous else before.num_rows) for previous, start, _ in self.segments],
+                          dtype=np.int64)
+        counts = np.array([count for _, _, count in self.segments], dtype=np.int64)
+        # row i of segment k is starts[k] + i: repeat each start, add each row's offset in its segment
+        offsets = np.arange(counts.sum(), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        rows = np.repeat(starts, counts) + offsets
+        both = pa.concat_tables([before, listed])
+        return Listing(table=both.take(pa.array(rows)))
+
+    def _segment(self, previous: bool, start: int, count: int) -> None:
+        if count == 0:
+            return
+        last = self.segments[-1] if self.segments else None
+        if last is not None and last[0] == previous and last[1] + last[2] == start:
+            last[2] += count  # contiguous with the last one: folders taken in the saved order merge
+        else:
+            self.segments.append([previous, start, count])
+        self.length += count
 
     def visit(self, path: str, rel: str) -> None:
         known = self.known.get(rel)
@@ -166,22 +263,19 @@ class _Walk:
 
     def _reuse(self, path: str, rel: str, known: int) -> None:
         first, count = self.known_folders.first[known], self.known_folders.count[known]
-        before, listing = self.before, self.listing
-        start = len(listing.rel)
-        listing.rel.extend(before.rel[first:first + count])
-        listing.size.extend(before.size[first:first + count])
-        listing.mtime_ns.extend(before.mtime_ns[first:first + count])
+        start = self.length
+        self._segment(True, first, count)
         self._folder(rel, self.known_folders.mtime_ns[known], start)
         for child in self.children.get(rel, ()):  # no name in a trusted folder was escaped
             self.visit(os.path.join(path, child.rpartition("/")[2]), child)
 
     def _record(self, rel: str, mtime_ns: int | None, entries: list[tuple[str, int | None, int | None]]) -> None:
-        listing = self.listing
-        start = len(listing.rel)
+        start, listed = self.length, len(self.rel)
         for entry_rel, size, mtime in entries:
-            listing.rel.append(entry_rel)
-            listing.size.append(size)
-            listing.mtime_ns.append(mtime)
+            self.rel.append(entry_rel)
+            self.size.append(size)
+            self.mtime_ns.append(mtime)
+        self._segment(False, listed, len(entries))
         self._folder(rel, mtime_ns, start)
 
     def _folder(self, rel: str, mtime_ns: int | None, first: int) -> None:
@@ -189,8 +283,8 @@ class _Walk:
         folders.rel.append(rel)
         folders.mtime_ns.append(mtime_ns)
         folders.first.append(first)
-        folders.count.append(len(self.listing.rel) - first)
-        if self.on_many is not None and len(self.listing.rel) >= self.on_many[0]:
+        folders.count.append(self.length - first)
+        if self.on_many is not None and self.length >= self.on_many[0]:
             self.on_many, callback = None, self.on_many[1]
             callback()
 
