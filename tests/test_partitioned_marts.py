@@ -124,3 +124,38 @@ def test_pipeline_marts_read_alike_in_every_reader(sample_run, name):
     assert set(counts.values()) == {84}, counts  # the sample's accepted runs
     assert len({tuple(rows) for rows in readers.values()}) == 1
     assert any(row[1] is None for row in readers["pandas"])  # the undated InferenceX export rows
+
+
+def test_runs_written_a_few_partitions_at_a_time_equal_runs_written_at_once(sample_run, tmp_path, monkeypatch):
+    """``write_runs_mart`` reads and writes ``runs/`` in groups of whole (model, date) partitions: the same files
+    with the same rows in the same order as one read of every row; the first group starts the mart's order; a
+    date folder whose runs are gone is removed, other dates' folders are not touched."""
+    import pipeline.defs.metrics.assets as metrics_assets
+
+    conn = duckdb.connect(str(sample_run.db_path), read_only=True)
+    dates = [row[0] for row in conn.execute("select distinct run_date_partition from run_metrics order by 1").fetchall()]
+    whole = conn.sql("select * from run_metrics order by model, run_date nulls last, price_book, source_file, "
+                     "source_row").to_arrow_table()
+    one = tmp_path / "one" / "runs"
+    first_one, rows_one, written_one = metrics_assets.write_runs_mart(conn, one, dates)
+    monkeypatch.setattr(metrics_assets, "MART_CHUNK_ROWS", 7)
+    few = tmp_path / "few" / "runs"
+    stale = few / "gone-model" / dates[0]
+    stale.mkdir(parents=True)
+    (stale / "part-0.parquet").write_bytes(b"runs that left")
+    other = few / "gone-model" / "1999-01-01"
+    other.mkdir(parents=True)
+    (other / "part-0.parquet").write_bytes(b"another date")
+    groups = []
+    real_write = metrics_assets.write_mart_partitions
+    monkeypatch.setattr(metrics_assets, "write_mart_partitions",
+                        lambda table, folder: groups.append(table.num_rows) or real_write(table, folder))
+    first_few, rows_few, written_few = metrics_assets.write_runs_mart(conn, few, dates)
+    assert rows_one == rows_few == whole.num_rows and first_one.equals(whole)
+    assert len(groups) > 1 and sum(groups) == whole.num_rows, groups
+    assert first_few.equals(whole.slice(0, first_few.num_rows))
+    assert len(written_few) == len(written_one) >= 3
+    assert not stale.exists() and (other / "part-0.parquet").read_bytes() == b"another date"
+    for path in _files(one):
+        assert pa.parquet.read_table(one / path).equals(pa.parquet.read_table(few / path)), path
+    assert set(_files(few)) == set(_files(one)) | {"gone-model/1999-01-01/part-0.parquet"}

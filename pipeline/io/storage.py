@@ -220,13 +220,28 @@ UNDATED_FOLDER = "undated"
 
 def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -> list[Path]:
     """Make the ``run_date`` partitions ``dates`` (``YYYY-MM-DD`` or ``undated``) of the partitioned mart
-    ``base_dir`` hold exactly ``table``'s rows, leaving every other date's files untouched.
+    ``base_dir`` hold exactly ``table``'s rows, leaving every other date's files untouched:
+    ``write_mart_partitions``, then ``prune_mart_partitions``.
 
-    ``table`` needs ``model`` (string) and ``run_date`` (date32, null = undated) and only rows of ``dates``; both
-    stay columns of the files and also name the folders (the model key percent-encoded). Each (model, date) slice
-    is written into a staging folder beside ``base_dir``, then renamed into place (atomic per file: a reader sees
-    a partition old or new, never half-written); (model, date) folders of ``dates`` that got no rows (their runs
-    are gone) are removed after. Staging folders of killed writers, and the layouts of earlier versions
+    ``table`` needs ``model`` (string) and ``run_date`` (date32, null = undated) and only rows of ``dates``.
+
+    Returns:
+        The partition files written.
+    """
+    written = write_mart_partitions(table, base_dir)
+    prune_mart_partitions(base_dir, dates, written)
+    return written
+
+
+def write_mart_partitions(table: pa.Table, base_dir: Path) -> list[Path]:
+    """Write ``table``'s rows as the (model, ``run_date``) partition files of the mart ``base_dir``, replacing
+    those files; other partitions are untouched (a caller writing a set of dates in several tables prunes once
+    at the end, ``prune_mart_partitions``).
+
+    ``table`` needs ``model`` (string) and ``run_date`` (date32, null = undated); both stay columns of the files
+    and also name the folders (the model key percent-encoded). Each (model, date) slice is written into a
+    staging folder beside ``base_dir``, then renamed into place (atomic per file: a reader sees a partition old
+    or new, never half-written). Staging folders of killed writers, and the layouts of earlier versions
     (``<base_dir>.parquet``, Hive ``model=…`` folders), which readers would otherwise find stale beside the new
     files, are removed first.
 
@@ -269,6 +284,14 @@ def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
             written.append(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    return written
+
+
+def prune_mart_partitions(base_dir: Path, dates: list[str], written: list[Path]) -> None:
+    """Remove the (model, date) folders of ``dates`` under the mart ``base_dir`` that hold none of the files
+    ``written`` (their runs are gone), and model folders left empty."""
+    if not base_dir.is_dir():
+        return
     kept_folders = {path.parent for path in written}
     date_folders = set(dates)
     for model_dir in (d for d in base_dir.iterdir() if d.is_dir()):
@@ -277,7 +300,6 @@ def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
                 shutil.rmtree(folder)
         if not any(model_dir.iterdir()):
             model_dir.rmdir()
-    return written
 
 
 def read_mart(out_dir: Path, name: str) -> pa.Table:
