@@ -75,6 +75,27 @@ def note_raw_changes(conn: duckdb.DuckDBPyConnection, kind: str, values: Sequenc
         conn.unregister("_noted")
 
 
+def needs_whole_rebuild(conn: duckdb.DuckDBPyConnection, table: str, log: str, version: str) -> bool:
+    """Whether ``table``, a warehouse table kept up to date from change log ``log`` (one of ``CHANGE_LOGS``),
+    must be rebuilt whole: it or its log does not exist yet, the ``version`` of the code that builds it is not
+    the one it was last built with (table ``<table>_version``), or the log holds an ``all`` (a source was
+    rewritten whole). Creates the log when missing, so the rebuild starts it empty."""
+    names = table_names(conn)
+    stored = conn.execute(f"select max(version) from {table}_version").fetchall()[0][0] \
+        if f"{table}_version" in names else None
+    whole = log not in names or table not in names or stored != version \
+        or conn.execute(f"select count(*) from {log} where kind = 'all'").fetchall()[0][0] > 0
+    conn.execute(f"create table if not exists {log} (kind varchar, value varchar)")
+    return whole
+
+
+def caught_up(conn: duckdb.DuckDBPyConnection, table: str, log: str, version: str) -> None:
+    """Record that ``table`` now reflects every change its ``log`` named (the log is emptied) and was built by
+    code ``version`` (``needs_whole_rebuild``)."""
+    conn.execute(f"delete from {log}")
+    conn.execute(f"create or replace table {table}_version as select ? as version", [version])
+
+
 def write_table(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:
     """Replace warehouse table ``name`` (a constant of ours, never user input) with the Arrow ``table``."""
     conn.register("_incoming", table)

@@ -14,6 +14,8 @@ from pipeline.defs.ui import counts_markdown, rejections_first, table_metadata
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
     QUARANTINE_CHANGES,
+    caught_up,
+    needs_whole_rebuild,
     note_raw_changes,
     read_table,
     replace_partitions,
@@ -123,13 +125,7 @@ def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str]:
     ingest notes every file and date it rewrote.
     """
     version = hashlib.md5((sql_text("quarantine_scope_rows") + str(QUARANTINE_SCHEMA)).encode()).hexdigest()
-    tables = table_names(conn)
-    stored = conn.execute("select max(version) from quarantine_version").fetchall()[0][0] \
-        if "quarantine_version" in tables else None
-    whole = QUARANTINE_CHANGES not in tables or "quarantine" not in tables or stored != version \
-        or conn.execute(f"select count(*) from {QUARANTINE_CHANGES} where kind = 'all'").fetchall()[0][0] > 0
-    if whole:
-        conn.execute(f"create table if not exists {QUARANTINE_CHANGES} (kind varchar, value varchar)")
+    if needs_whole_rebuild(conn, "quarantine", QUARANTINE_CHANGES, version):
         table = quarantine_table(read_table(conn, "raw_rejects"), read_table(conn, "validation_rejects"))
         write_table(conn, "quarantine", table)
         done = "rebuilt whole"
@@ -143,6 +139,5 @@ def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str]:
         done = f"{inserted} rows rebuilt"
         table = conn.sql("select * from quarantine order by source_file, source_row").to_arrow_table() \
             .cast(QUARANTINE_SCHEMA)
-    conn.execute(f"delete from {QUARANTINE_CHANGES}")
-    conn.execute("create or replace table quarantine_version as select ? as version", [version])
+    caught_up(conn, "quarantine", QUARANTINE_CHANGES, version)
     return table, done

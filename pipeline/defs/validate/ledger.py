@@ -10,7 +10,7 @@ from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata, value_counts
 from pipeline.defs.validate.assets import QUARANTINE_KEY, VALIDATED_KEY
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import RAW_CHANGES, table_names, write_parquet_atomic
+from pipeline.io.storage import RAW_CHANGES, caught_up, needs_whole_rebuild, write_parquet_atomic
 
 LEDGER_KEY = dg.AssetKey(["validate", "ingest_ledger"])
 
@@ -62,12 +62,7 @@ def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
     a full refresh's, pending rows included).
     """
     version = hashlib.md5((sql_text("run_lengths") + sql_text("ingest_ledger")).encode()).hexdigest()
-    tables = table_names(conn)
-    stored = conn.execute("select max(version) from ingest_ledger_version").fetchall()[0][0] \
-        if "ingest_ledger_version" in tables else None
-    whole = RAW_CHANGES not in tables or "ingest_ledger" not in tables or stored != version \
-        or conn.execute(f"select count(*) from {RAW_CHANGES} where kind = 'all'").fetchall()[0][0] > 0
-    if whole:
+    if needs_whole_rebuild(conn, "ingest_ledger", RAW_CHANGES, version):
         conn.execute("create or replace table ingest_ledger as select * from ingest_ledger_rows_in(false)")
         done = "rebuilt whole"
     else:
@@ -82,7 +77,5 @@ def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
                      "or source_file not in (select source_file from raw_files)")
         conn.execute("insert into ingest_ledger select * from ingest_ledger_rows_in(true)")
         done = f"{conn.execute('select count(*) from ledger_scope').fetchall()[0][0]} files rebuilt"
-    conn.execute(f"create table if not exists {RAW_CHANGES} (kind varchar, value varchar)")
-    conn.execute(f"delete from {RAW_CHANGES}")
-    conn.execute("create or replace table ingest_ledger_version as select ? as version", [version])
+    caught_up(conn, "ingest_ledger", RAW_CHANGES, version)
     return done
