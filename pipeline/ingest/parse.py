@@ -108,11 +108,13 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
             no file can be blamed).
     """
     # only the sidecars of these files are ever asked for: a night's few files need not walk a million names
-    wanted = {rel + SIDECAR_SUFFIX for rel in rels}
-    if isinstance(listed, (pa.Array, pa.ChunkedArray)):  # a quick scan's listing: probe it, no Python strings
-        sidecars = set(listed.filter(pc.is_in(listed, value_set=pa.array(list(wanted), pa.string()))).to_pylist())
-    else:
-        sidecars = None if listed is None else wanted.intersection(listed)
+    sidecars = None
+    if listed is not None:
+        wanted = {rel + SIDECAR_SUFFIX for rel in rels}
+        if isinstance(listed, (pa.Array, pa.ChunkedArray)):  # a quick scan's listing: probed, no Python strings
+            sidecars = set(listed.filter(pc.is_in(listed, value_set=pa.array(list(wanted), pa.string()))).to_pylist())
+        else:
+            sidecars = wanted.intersection(listed)
     if workers is None:
         workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(rels) < 2:

@@ -192,11 +192,10 @@ class _Walk:
         if not any(previous for previous, _, _ in self.segments):
             return Listing(self.rel, self.size, self.mtime_ns)
         before = self.before.table
-        listed = pa.table({"rel": pa.array(self.rel, pa.string()), "size": pa.array(self.size, pa.int64()),
-                           "mtime_ns": pa.array(self.mtime_ns, pa.int64())})
         if len(self.segments) == 1 and self.segments[0] == [True, 0, before.num_rows]:
             return Listing(table=before)  # every folder taken: the saved listing as it is
-        listed = listed.cast(before.schema)
+        listed = pa.table({"rel": pa.array(self.rel, pa.string()), "size": pa.array(self.size, pa.int64()),
+                           "mtime_ns": pa.array(self.mtime_ns, pa.int64())}).cast(before.schema)
         if len(self.segments) <= MAX_SLICES:  # the usual night: the saved listing cut where new folders go in
             return Listing(table=pa.concat_tables([(before if previous else listed).slice(start, count)
                                                    for previous, start, count in self.segments]))

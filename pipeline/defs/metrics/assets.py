@@ -150,10 +150,13 @@ def write_runs_mart(conn: duckdb.DuckDBPyConnection, folder: Path, dates: list[s
         "select model, run_date_partition, count(*) from run_metrics where list_contains($dates, run_date_partition) "
         "group by all order by model, any_value(run_date) nulls last", {"dates": dates}).fetchall()
     groups: list[list[tuple]] = []
+    in_group = 0  # rows in the last group
     for part in parts:
-        if not groups or sum(p[2] for p in groups[-1]) + part[2] > MART_CHUNK_ROWS:
+        if not groups or in_group + part[2] > MART_CHUNK_ROWS:
             groups.append([])
+            in_group = 0
         groups[-1].append(part)
+        in_group += part[2]
     first, rows, written = None, 0, []
     for group in groups or [[]]:
         conn.register("_parts", pa.table({"model": pa.array([p[0] for p in group], pa.string()),
