@@ -248,3 +248,24 @@ def test_metrics_check_catches_a_run_lost_in_a_join_but_not_a_date_not_yet_mater
         conn.execute("delete from run_metrics where run_id = ?", lost)
     result = metrics_finite_and_positive(warehouse=warehouse)
     assert not result.passed and result.metadata["missing_run_book_rows"].value == books > 0
+
+
+def test_accepted_runs_metadata_counts_what_the_warehouse_holds(sample_run):
+    """``validate/accepted_runs`` stores its rows straight from the raw table through a mask (no copy of the
+    accepted rows is made): its row count and preview still describe the accepted runs, not the raw ones."""
+    # one event per run date, each carrying the metadata of the one call that did every date
+    materializations = [e.event_specific_data.materialization for e in sample_run.result.all_events
+                        if e.event_type_value == "ASSET_MATERIALIZATION"
+                        and e.asset_key.to_user_string() == "validate/accepted_runs"]
+    assert len({m.metadata["dagster/row_count"].value for m in materializations}) == 1
+    materialization = materializations[0]
+    with duckdb.connect(str(sample_run.db_path), read_only=True) as conn:
+        stored = conn.execute("select count(*) from validated_runs").fetchone()[0]
+        raw = conn.execute("select count(*) from raw_runs").fetchone()[0]
+        rejected = conn.execute("select count(*) from validation_rejects").fetchone()[0]
+        first = [row[0] for row in conn.execute("select source_file from validated_runs limit 12").fetchall()]
+    assert stored == materialization.metadata["dagster/row_count"].value == raw - rejected and rejected > 0
+    # the preview's rows are the first accepted runs, in the order stored (source_file is its first column)
+    lines = materialization.metadata["preview"].value.splitlines()
+    shown = [line.split("|")[1].strip() for line in lines[2:] if line.startswith("|")]
+    assert shown == first

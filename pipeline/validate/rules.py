@@ -440,9 +440,21 @@ def find_duplicates(runs: list[Mapping[str, Any]], accepted_before: int = 0) -> 
 
 def validate_table(runs: pa.Table, known_hw: Iterable[str],
                    accepted_elsewhere: pa.Table | None = None) -> tuple[pa.Table, pa.Table]:
-    """Split parsed runs into accepted runs and quarantine rows (stage ``validate``): the rules of ``rules()``
-    first, then duplicates among the runs that passed (``find_duplicates``; so a bad copy never displaces a good
-    one).
+    """``accepted_runs``' verdict applied: (the accepted rows of ``runs``, ``RUN_SCHEMA``, in input order; the
+    quarantine rows). Arguments, rules and errors as ``accepted_runs``."""
+    runs = runs.cast(RUN_SCHEMA)
+    accepted, rejects = accepted_runs(runs, known_hw, accepted_elsewhere)
+    return (runs.filter(pa.array(accepted)) if not accepted.all() else runs), rejects
+
+
+def accepted_runs(runs: pa.Table, known_hw: Iterable[str],
+                  accepted_elsewhere: pa.Table | None = None) -> tuple[np.ndarray, pa.Table]:
+    """Judge parsed runs: which are accepted, and the quarantine rows of the others (stage ``validate``): the
+    rules of ``rules()`` first, then duplicates among the runs that passed (``find_duplicates``; so a bad copy
+    never displaces a good one).
+
+    A mask rather than the accepted rows, so a caller that stores them (the ``validated_runs`` asset) lets DuckDB
+    read them straight from ``runs`` instead of holding a filtered copy (onto a million runs ~1 GB).
 
     The rules run in Python only on the rows some rule's ``screen`` flags (every rule has one); the
     duplicate search (``find_duplicates``) only on the passing runs that share a content hash, or a line and
@@ -457,7 +469,7 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
             the same measurement as one of them is the duplicate (a raw result dated one day and its undated agg
             row sit in two partitions). A full refresh validates every date at once and applies the keep rule.
     Returns:
-        (accepted runs, ``RUN_SCHEMA``, in input order; quarantine rows, ``QUARANTINE_SCHEMA``, stage
+        (accepted: numpy bool array, one per row of ``runs``; quarantine rows, ``QUARANTINE_SCHEMA``, stage
         ``validate``, details starting with the file name: rule rejections in input order, then duplicates in
         input order).
     Raises:
@@ -490,8 +502,7 @@ def validate_table(runs: pa.Table, known_hw: Iterable[str],
     del passing
     accepted = ~failed
     accepted[passing_rows[np.array(sorted(duplicates), dtype=np.int64)]] = False
-    return (runs.filter(pa.array(accepted)) if not accepted.all() else runs,
-            pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA))
+    return accepted, pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
 
 
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
