@@ -66,3 +66,27 @@ def test_plain_values_are_made_absolute(tmp_path, monkeypatch):
     paths = PipelinePaths(raw_dir="raw", out_dir="out", cache_dir="~/c")
     assert (paths.raw_dir, paths.out_dir, paths.cache_dir) == (
         str(tmp_path.resolve() / "raw"), str(tmp_path.resolve() / "out"), str(Path("~/c").expanduser()))
+
+
+def _memory_limit_seen(warehouse: Warehouse) -> str:
+    """DuckDB's ``memory_limit`` on a connection the warehouse gives an asset."""
+    seen: list[str] = []
+
+    @dg.asset
+    def probe(warehouse: Warehouse) -> None:
+        with warehouse.get_connection() as conn:
+            seen.append(conn.execute("select current_setting('memory_limit')").fetchone()[0])
+
+    assert dg.materialize([probe], resources={"warehouse": warehouse}).success
+    return seen[0]
+
+
+def test_duckdb_memory_limit_is_set_only_when_asked(monkeypatch, tmp_path):
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    monkeypatch.delenv("PIPELINE_DUCKDB_MEMORY_LIMIT", raising=False)
+    default = _memory_limit_seen(warehouse_resource())
+    monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_LIMIT", "declared")
+    capped = warehouse_resource()
+    monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_LIMIT", "1GB")  # read when the run starts, as the folders are
+    assert _memory_limit_seen(capped) == "953.6 MiB"  # DuckDB shows 10^9 bytes in MiB
+    assert default != "953.6 MiB"

@@ -1,5 +1,6 @@
 """Resources shared by every stage: the DuckDB warehouse and the raw/mart/cache folders, configured by env var
-(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``, ``PIPELINE_CACHE_DIR``; docs/inputs.md), and
+(``PIPELINE_DB_PATH``, ``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR``, ``PIPELINE_CACHE_DIR``,
+``PIPELINE_DUCKDB_MEMORY_LIMIT``; docs/inputs.md), and
 where a run's marts are staged until the run publishes them as one generation (``pipeline.io.generations``).
 
 A variable that is set is passed to Dagster as ``dg.EnvVar`` (read when a run starts, shown as an environment
@@ -140,6 +141,10 @@ class Warehouse(DuckDBResource):
     """
 
     lock_timeout_s: float = 30.0
+    # DuckDB's ``memory_limit`` for every connection (e.g. "4GB"); empty: DuckDB's default, 80 % of the machine's
+    # memory. A cap makes DuckDB evict and spill to disk sooner; some of its operators cannot spill and then fail
+    # with an out-of-memory error instead, so the pipeline sets none unless told (PIPELINE_DUCKDB_MEMORY_LIMIT).
+    memory_limit: str = ""
 
     @field_validator("database")
     @classmethod
@@ -152,8 +157,9 @@ class Warehouse(DuckDBResource):
         deadline = time.monotonic() + self.lock_timeout_s
         while True:
             try:
+                limit = {"memory_limit": self.memory_limit} if self.memory_limit else {}
                 conn = duckdb.connect(self.database, config={"custom_user_agent": "inference-frontier",
-                                                             **self.connection_config})
+                                                             **limit, **self.connection_config})
                 break
             except duckdb.Error as exc:
                 if is_corrupt_warehouse_error(exc):
@@ -223,14 +229,16 @@ def _absolute_path(value: str) -> str:
 
 
 def configured(name: str, default: str) -> str:
-    """``dg.EnvVar(name)`` when the environment variable ``name`` is set and not empty, else ``default`` (an
-    absolute path: the documented default of ``pipeline.io.paths``)."""
+    """``dg.EnvVar(name)`` when the environment variable ``name`` is set and not empty, else ``default`` (for a
+    folder, an absolute path: the documented default of ``pipeline.io.paths``)."""
     return dg.EnvVar(name) if os.environ.get(name) else default
 
 
 def warehouse_resource() -> Warehouse:
-    """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created on first use)."""
-    return Warehouse(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")))
+    """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created on first use), its connections capped at
+    ``PIPELINE_DUCKDB_MEMORY_LIMIT`` (a DuckDB size such as ``4GB``) when that is set."""
+    return Warehouse(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")),
+                     memory_limit=configured("PIPELINE_DUCKDB_MEMORY_LIMIT", ""))
 
 
 def paths_resource() -> PipelinePaths:
