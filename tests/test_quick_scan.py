@@ -9,6 +9,8 @@ import pytest
 from conftest import SAMPLE_DIR
 
 import pipeline.defs.automation as automation
+import pipeline.ingest.folder as folder
+import pipeline.ingest.parse_cache as parse_cache
 import pipeline.ingest.scan as scan
 from pipeline.defs.automation import SNAPSHOT_KEY, raw_dir_state
 from pipeline.ingest.folder import ingest_folder_cached
@@ -102,8 +104,10 @@ def test_a_quiet_tick_reuses_the_last_state_and_a_busy_one_equals_a_full_one(tmp
     assert first[SNAPSHOT_KEY]
     real_sql = automation.sql_text
     monkeypatch.setattr(automation, "sql_text", lambda name: pytest.fail(f"read the runs again ({name})"))
+    # nor are the cache's rows loaded (a million runs' cache is ~1.4 GB): its stamps and saved scan suffice
+    monkeypatch.setattr(folder, "load_cache", lambda *args: pytest.fail("loaded the cache's rows"))
     assert raw_dir_state(raw, tmp_path / "cache", first) == first
-    monkeypatch.setattr(automation, "sql_text", real_sql)
+    monkeypatch.undo()
 
     shutil.copy(raw / "vllm" / "mi355x" / "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json",
                 raw / "vllm" / "copy_conc8.json")
@@ -112,6 +116,37 @@ def test_a_quiet_tick_reuses_the_last_state_and_a_busy_one_equals_a_full_one(tmp
     assert {k: v for k, v in quick.items() if k != SNAPSHOT_KEY} == {k: v for k, v in full.items()
                                                                     if k != SNAPSHOT_KEY}
     assert quick != first
+
+
+def test_a_quiet_tick_after_a_parser_upgrade_parses_again(tmp_path, monkeypatch):
+    """The quiet tick skips the cache's rows only for a cache this code would use: after an upgrade of the
+    parsers (another ``parser_version``) nothing moved in the folder, yet every file is parsed again."""
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    first = raw_dir_state(raw, cache)
+    monkeypatch.setattr(parse_cache, "parser_version", lambda: "an upgraded parser")
+    _, stats = ingest_folder_cached(raw, cache, quick_scan=True, have=first[SNAPSHOT_KEY])
+    assert stats.parsed == stats.files > 0 and stats.generation != first[SNAPSHOT_KEY]
+
+
+def test_a_cache_saved_between_its_stamp_and_its_rows_is_read_as_it_is_now(tmp_path, monkeypatch):
+    """The tick reads the cache's stamps, then its rows only when a folder moved; another writer saving in
+    between (a run's ingest) must not make the tick look the folder up against a scan of the older
+    generation: it starts over, and its state is the full one."""
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    first = raw_dir_state(raw, cache)
+    shutil.copy(next((raw / "vllm" / "h200").glob("*_conc16.json")), raw / "vllm" / "h200" / "copy_conc16.json")
+    ingest_folder_cached(raw, cache)  # the other writer: a new generation
+    assert folder.cache_generation(cache, raw) != first[SNAPSHOT_KEY]
+    real = folder.cache_generation
+    stamps = iter([first[SNAPSHOT_KEY]])  # the stamp as read just before that save
+    monkeypatch.setattr(folder, "cache_generation", lambda *args: next(stamps, None) or real(*args))
+    after = raw_dir_state(raw, cache, first)
+    full = raw_dir_state(raw, tmp_path / "fresh_cache")
+    assert {k: v for k, v in after.items() if k != SNAPSHOT_KEY} == {k: v for k, v in full.items()
+                                                                    if k != SNAPSHOT_KEY}
+    assert after != first
 
 
 def test_a_run_ingest_after_a_quick_tick_scans_in_full(tmp_path):
@@ -248,8 +283,6 @@ def test_on_many_fires_once_when_the_listing_reaches_its_count(tmp_path):
 
 
 def test_a_small_folder_with_no_cache_starts_no_fork_server(tmp_path, monkeypatch):
-    import pipeline.ingest.folder as folder
-
     started = []
     monkeypatch.setattr(folder, "start_fork_server", lambda: started.append(True))
     ingest_folder_cached(SAMPLE_DIR, tmp_path / "cache")

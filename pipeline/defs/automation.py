@@ -37,16 +37,20 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
 
     The folder is scanned quickly (``ingest_folder_cached(quick_scan=True)``: only folders whose mtime moved are
     listed again); when nothing moved and the parse cache is still the generation ``previous`` was read from,
-    ``previous`` is the state, without reading a run. When the cache moved on from that generation, or from one
-    with the same rows (``CacheStats.changes``, ``CacheChanges.starts_from``), only the partitions the changed
-    files touch are digested again and ``_files`` is updated by those files (``sql/raw_partitions_touched.sql``);
+    ``previous`` is the state, without loading the cache's rows (``ingest_folder_cached``'s ``have``). When the
+    cache moved on from that generation, or from one with the same rows (``CacheStats.changes``,
+    ``CacheChanges.starts_from``), only the partitions the changed files touch are digested again and
+    ``_files`` is updated by those files (``sql/raw_partitions_touched.sql``);
     the state is the one a full computation gives (tested), at the cost of the night's files instead of the
     history's.
     """
-    result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True)
+    # the cache's rows are read only when the quick scan finds something moved since ``previous`` was read
+    result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True,
+                                         have=previous.get(SNAPSHOT_KEY) if previous else None)
     if previous and stats.parsed == stats.hashed == stats.removed == 0 \
             and stats.generation and previous.get(SNAPSHOT_KEY) == stats.generation:
         return dict(previous)
+    assert result is not None  # rows are left unread only for the generation ``previous`` holds
     changes = stats.changes
     since_previous = bool(previous) and changes is not None and changes.old_files is not None \
         and changes.starts_from(previous.get(SNAPSHOT_KEY)) \
