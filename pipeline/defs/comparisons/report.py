@@ -114,7 +114,7 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
     optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
                 if c in names]
     return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
-                    f"tput_per_gpu, {', '.join(optional)} from run_metrics r where price_book = $book",
+                    f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
                     params={"book": price_book}).to_arrow_table().to_pylist()
 
 
