@@ -110,7 +110,6 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     fresh = parse_files(raw_dir, lookup.to_parse, workers,
                         listed=listing.table["rel"] if previous is not None else listing.rel)
     result = merge_in_scan_order(lookup.kept, fresh, listing, lookup.positions)
-    generation = cache.generation if cache is not None else None
     # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
     folders_moved = quick_scan and (previous is None or folders != previous[1])
     changes = cache_changes(cache, lookup, load_changes(cache_dir, cache.generation)) if cache is not None else None

@@ -151,10 +151,7 @@ def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str]:
         done = "rebuilt whole"
     else:
         conn.execute(sql_text("quarantine_scope_rows"))
-        conn.execute(f"""
-            delete from quarantine
-            where source_file in (select value from {QUARANTINE_CHANGES} where kind = 'file')
-                or run_date_partition in (select value from {QUARANTINE_CHANGES} where kind = 'partition')""")
+        conn.execute("delete from quarantine where in_quarantine_scope(source_file, run_date_partition)")
         inserted = conn.execute("insert into quarantine select * from quarantine_scope_rows()").fetchall()[0][0]
         done = f"{inserted} rows rebuilt"
         table = conn.sql("select * from quarantine order by source_file, source_row").to_arrow_table() \
