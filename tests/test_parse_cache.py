@@ -174,15 +174,83 @@ def test_removed_file_leaves_every_table(raw, tmp_path):
 
 
 def test_torn_cache_is_ignored_not_trusted(raw, tmp_path):
-    """Two writers at once can leave files of different generations: the reader parses everything instead."""
+    """Two writers at once can leave base files of different generations: the reader parses everything instead."""
     cache = tmp_path / "cache"
     ingest_folder_cached(raw, cache)
     old_runs = read_arrow(cache / "runs.arrow")
-    (raw / VLLM_RUN).unlink()
+    shutil.rmtree(raw / VLLM_DIR)  # more than DELTA_MAX_SHARE of the files: the second save writes a new base
     ingest_folder_cached(raw, cache)
+    assert not (cache / "delta.runs.arrow").exists()
     write_arrow_atomic(old_runs, cache / "runs.arrow")  # runs of the first generation beside files of the second
     result, stats = ingest_folder_cached(raw, cache)
     assert not stats.cache_used
+    assert _same(ingest_folder(raw), result)
+
+
+def test_a_night_saves_a_delta_and_the_base_stays_as_it_was(raw, tmp_path):
+    """A save onto a loaded cache writes the night's files' rows beside the base (``delta.*.arrow``), not the
+    base again; loaded back, base and delta are the folder's rows in scan order, night after night (new, changed
+    and removed files, in old and new folders), until the delta outgrows ``DELTA_MAX_SHARE`` and a new base
+    takes it in."""
+    from pipeline.ingest.parse_cache import DELTA_MAX_SHARE, load_cache
+
+    cache = tmp_path / "cache"
+    ingest_folder_cached(raw, cache)
+    base_files = {name: (cache / f"{name}.arrow").stat().st_mtime_ns for name in ("files", "runs", "rejects")}
+    doc = json.loads((raw / VLLM_RUN).read_text())
+    n_files = len(ingest_folder(raw).files)
+    for night in range(3):
+        folder = raw / "vllm" / f"night{night}"
+        folder.mkdir()
+        for n in range(2):
+            doc["duration"] *= 1.01
+            (folder / f"run_{n}.json").write_text(json.dumps(doc))
+        (raw / VLLM_DIR / f"late_{night}.json").write_text(json.dumps({**doc, "duration": doc["duration"] * 1.5}))
+        if night == 1:
+            (raw / VLLM_RUN).unlink()  # a base file leaves
+            (raw / "vllm" / "night0" / "run_0.json").unlink()  # and a delta file
+        if night == 2:
+            changed = raw / "vllm" / "night0" / "run_1.json"
+            changed.write_text(changed.read_text().replace('"num_prompts": 80', '"num_prompts": 81'))
+        result, stats = ingest_folder_cached(raw, cache)
+        assert (cache / "delta.runs.arrow").exists() and stats.cache_used
+        assert {name: (cache / f"{name}.arrow").stat().st_mtime_ns for name in base_files} == base_files
+        assert _same(ingest_folder(raw), result)
+        loaded = load_cache(cache, raw)
+        assert loaded.generation == stats.generation != loaded.base_generation
+        assert _same_table(loaded.runs, result.runs) and _same_table(loaded.rejects, result.rejects)
+        assert loaded.files["source_file"].equals(result.files["source_file"])
+    assert read_arrow(cache / "delta.files.arrow").num_rows < n_files * DELTA_MAX_SHARE
+
+    big = raw / "vllm" / "big_night"
+    big.mkdir()
+    for n in range(int(n_files * DELTA_MAX_SHARE) + 1):
+        doc["duration"] *= 1.01
+        (big / f"run_{n}.json").write_text(json.dumps(doc))
+    result, stats = ingest_folder_cached(raw, cache)
+    assert not (cache / "delta.runs.arrow").exists()
+    assert (cache / "runs.arrow").stat().st_mtime_ns != base_files["runs"]
+    assert load_cache(cache, raw).generation == load_cache(cache, raw).base_generation == stats.generation
+    assert _same(ingest_folder(raw), result)
+
+
+def test_a_torn_delta_falls_back_to_its_base(raw, tmp_path):
+    """Delta files of two saves side by side (a writer killed between them): the base alone is the cache, an
+    older state whose changed files are parsed again, and the answer is still a full parse's."""
+    from pipeline.ingest.parse_cache import cache_generation, load_cache
+
+    cache = tmp_path / "cache"
+    _, first = ingest_folder_cached(raw, cache)
+    doc = json.loads((raw / VLLM_RUN).read_text())
+    (raw / "vllm" / "one.json").write_text(json.dumps({**doc, "duration": doc["duration"] * 1.1}))
+    ingest_folder_cached(raw, cache)
+    old_runs = read_arrow(cache / "delta.runs.arrow")
+    (raw / "vllm" / "two.json").write_text(json.dumps({**doc, "duration": doc["duration"] * 1.2}))
+    ingest_folder_cached(raw, cache)
+    write_arrow_atomic(old_runs, cache / "delta.runs.arrow")
+    assert cache_generation(cache, raw) == load_cache(cache, raw).generation == first.generation
+    result, stats = ingest_folder_cached(raw, cache)
+    assert stats.cache_used and stats.parsed == 2
     assert _same(ingest_folder(raw), result)
 
 
@@ -269,7 +337,7 @@ def test_a_saved_cache_records_every_files_dependencies_as_a_whole_look_up_does(
     files'; what it writes equals a look-up of every file (``file_dependencies``) after new files with a sidecar
     and a runs.csv arrive in a new folder, a new run lands in an old folder, a sidecar and a runs.csv change."""
     import pipeline.ingest.parse_cache as parse_cache
-    from pipeline.ingest.parse_cache import file_dependencies
+    from pipeline.ingest.parse_cache import file_dependencies, load_cache
 
     partial = []  # the save looked up only some files (the path under test, not its whole-table fallback)
     monkeypatch.setattr(parse_cache, "file_dependencies", lambda files, only=None: (
@@ -294,7 +362,7 @@ def test_a_saved_cache_records_every_files_dependencies_as_a_whole_look_up_does(
     _, stats = ingest_folder_cached(raw, cache, quick_scan=quick_scan)
     assert True in partial
     assert stats.parsed >= 6 and stats.reused > 0  # a quick scan sees the in-place rewrites on the next full scan
-    saved = read_arrow(cache / "files.arrow")
+    saved = load_cache(cache, raw).files  # the base and the night's delta on it
     whole = file_dependencies(saved.select(["source_file", "sha256"]))
     for column in ("sidecar_sha256", "manifest_sha256"):
         assert saved[column].equals(whole[column]), column

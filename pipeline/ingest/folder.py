@@ -115,7 +115,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     changes = cache_changes(cache, lookup, load_changes(cache_dir, cache.generation)) if cache is not None else None
     if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
         generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
-                                changes, lookup.kept_dependencies, lookup.to_parse)
+                                changes, lookup.kept_dependencies, lookup.to_parse, cache, lookup.stale)
     stats = CacheStats(len(listing), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation, changes)
     release_arrow_memory()  # the parse's parts, the look-up's and the save's intermediates

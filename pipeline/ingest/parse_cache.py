@@ -12,11 +12,14 @@ ones and its mtime is older than the cached scan by more than ``RACY_WINDOW_NS``
 written in the same instant as the scan could change again without its mtime moving); otherwise it is hashed.
 A touched but unchanged file is therefore hashed, never re-parsed.
 
-The cache is three Arrow IPC files (``files``, ``runs``, ``rejects``) under ``cache_dir``, each written atomically
-and stamped with one generation id (beside them the scan they were saved from, ``listing`` and ``folders``, for
-the sensor's quick scan); a reader that finds mixed generations (two writers at once, a writer killed
-between files), another raw folder or another parser version ignores the cache and parses everything. So the cache
-can only cost time, never change a result: ``ingest_folder_cached`` returns exactly what ``ingest_folder`` does
+The cache is a base of three Arrow IPC files (``files``, ``runs``, ``rejects``) under ``cache_dir``, each written
+atomically and stamped with one generation id, and a delta beside it (``delta.*``: the rows of the files parsed
+since the base and which base files they replace), so a night's save writes the night's rows, not the
+history's (``save_cache``). Beside them, the scan they were saved from (``listing`` and ``folders``, for the
+sensor's quick scan). A reader that finds a base of mixed generations (two writers at once, a writer killed
+between files), another raw folder or another parser version ignores the cache and parses everything; a torn
+delta is ignored and the base alone read (an older state: what changed since is parsed again). So the cache can
+only cost time, never change a result: ``ingest_folder_cached`` returns exactly what ``ingest_folder`` does
 (tested by content hash).
 """
 
@@ -49,6 +52,11 @@ CACHE_FILE_SCHEMA = pa.schema([
     ("sidecar_sha256", pa.string()),
     ("manifest_sha256", pa.string()),
 ])
+# the base's files and the delta's (``save_cache``), with their schemas
+_CACHE_TABLES = (("files", CACHE_FILE_SCHEMA), ("runs", RUN_SCHEMA), ("rejects", QUARANTINE_SCHEMA))
+_DELTA_TABLES = (("files", CACHE_FILE_SCHEMA.append(pa.field("base_place", pa.int64()))), ("runs", RUN_SCHEMA),
+                 ("rejects", QUARANTINE_SCHEMA), ("keep", pa.schema([("keep", pa.bool_())])))
+DELTA_PREFIX = "delta."
 RACY_WINDOW_NS = 2_000_000_000
 _METADATA_KEY = b"inference_frontier.parse_cache"
 _CHANGED = "<changed>"  # a dependency whose content is not known yet: never equal to a recorded sha256
@@ -121,13 +129,23 @@ MAX_SAME_CONTENT = 32  # generations CacheChanges.same_content_as carries (a qui
 class Cache:
     """A loaded parse cache: the rows of every cached file (``files`` in ``CACHE_FILE_SCHEMA``, ``runs``,
     ``rejects``), in the scan order they were saved in, when that scan started (ns since the epoch) and the id
-    of that saved state (``generation``)."""
+    of that saved state (``generation``).
+
+    How it is stored (``save_cache``): ``base_generation`` names the base files; ``base_sources`` is their
+    ``source_file`` column (base order), ``base_keep`` (numpy bool, one per base file) says which of them still
+    hold their file's current rows, and ``in_delta`` (numpy bool, one per row of ``files``) which files' rows
+    come from the delta instead. Without a delta: ``base_generation == generation``, every base file kept,
+    nothing in the delta."""
 
     files: pa.Table
     runs: pa.Table
     rejects: pa.Table
     scan_started_ns: int
     generation: str = ""
+    base_generation: str = ""
+    base_sources: pa.ChunkedArray | None = None
+    base_keep: np.ndarray | None = None
+    in_delta: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -428,13 +446,7 @@ def _splice(cached: pa.Table, new: pa.Table, places: list[int], kept_files: pa.T
     """``cached`` with ``new``'s rows of each fresh file inserted after the rows of the kept files before it
     (``places``); ``count`` names the ledger column holding each file's rows in this table (None: one row per
     file). None when those counts do not add up to the tables."""
-    def offsets(files: pa.Table) -> np.ndarray:
-        if count is None:
-            return np.arange(files.num_rows + 1)
-        rows = pc.fill_null(files[count], 0).to_numpy(zero_copy_only=False)
-        return np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
-
-    kept_at, fresh_at = offsets(kept_files), offsets(fresh_files)
+    kept_at, fresh_at = _row_offsets(kept_files, count), _row_offsets(fresh_files, count)
     if kept_at[-1] != cached.num_rows or fresh_at[-1] != new.num_rows:
         return None
     pieces, taken, j = [], 0, 0
@@ -449,6 +461,30 @@ def _splice(cached: pa.Table, new: pa.Table, places: list[int], kept_files: pa.T
     return pa.concat_tables(pieces)
 
 
+def _row_offsets(files: pa.Table, count: str | None) -> np.ndarray:
+    """Where each file's rows start in a table whose per-file row counts are ``files``' column ``count`` (None:
+    one row per file), and where the last one ends: int64, one more than ``files`` has rows."""
+    if count is None:
+        return np.arange(files.num_rows + 1, dtype=np.int64)
+    rows = pc.fill_null(files[count], 0).to_numpy(zero_copy_only=False)
+    return np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
+
+
+MAX_SLICES = 256  # runs of files taken as slices of a table before one filtered copy is cheaper
+
+
+def _rows_of_files(table: pa.Table, mask: np.ndarray, offsets: np.ndarray) -> pa.Table:
+    """The rows of ``table`` that belong to the files where ``mask`` (numpy bool, one per file, in the table's
+    order) is True; ``offsets``: ``_row_offsets`` of those files. Slices of ``table`` (no copy) when the chosen
+    files form few runs, as a night's changes leave them; one filtered copy otherwise."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
+    starts, ends = edges[::2], edges[1::2]
+    if len(starts) > MAX_SLICES:
+        return table.filter(pa.array(np.repeat(mask, np.diff(offsets))))
+    pieces = [table.slice(offsets[s], offsets[e] - offsets[s]) for s, e in zip(starts, ends)]
+    return pa.concat_tables(pieces) if pieces else table.slice(0, 0)
+
+
 def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
     return table.replace_schema_metadata({_METADATA_KEY: orjson.dumps(stamp)})
 
@@ -456,8 +492,9 @@ def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
 def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing,
                folders: Folders | None = None, listed: pa.Table | None = None,
                changes: CacheChanges | None = None, kept_dependencies: pa.Table | None = None,
-               parsed: list[str] | None = None) -> str:
-    """Write the three cache files, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
+               parsed: list[str] | None = None, previous: Cache | None = None,
+               stale: pa.Array | None = None) -> str:
+    """Write the cache, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
     (taken before parsing: a file changed meanwhile is caught by the next scan) and the sidecar and manifest
     sha256 it was parsed with; with ``folders``, also the scan itself (``listing.arrow``, ``folders.arrow``,
     same generation), which ``load_scan`` gives a later quick scan (``scan_tree``'s ``previous``).
@@ -474,25 +511,38 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
             (``changes.arrow``, same generation) for a reader of this generation (``load_changes``).
         kept_dependencies, parsed: the look-up's ``kept_dependencies`` and ``to_parse``, when ``result`` merges
             kept and parsed files: the kept files' dependencies are then taken as recorded, not looked up again.
+        previous, stale: the cache ``result`` was looked up against (``load_cache``) and the look-up's ``stale``
+            files: ``result`` is then saved as a delta on ``previous``' base when it can be (``_delta_tables``).
     Returns:
         The generation id stamped on the files.
+
+    Base and delta: the base is three Arrow IPC files (``files``, ``runs``, ``rejects``); a save onto a loaded
+    cache writes only a delta beside it (``delta.files``, ``delta.runs``, ``delta.rejects``: the rows of every
+    file parsed since the base, each with its place among the base's files; ``delta.keep``: which base files
+    still hold their file's rows), so a night's save writes the night's rows, not the history's (onto a million
+    runs ~0.05 s instead of ~1.2 s). The base is written again, and the delta removed, when there is no cache
+    to build on, or the delta's files and the base files it drops would outnumber ``DELTA_MAX_SHARE`` of the
+    base's files, or its files would sit at more than ``MAX_SPLICES`` places.
     """
     listed = listed if listed is not None else listing_table(listing)
-    dependencies = _saved_dependencies(result.files.select(["source_file", "sha256"]), kept_dependencies, parsed)
-    mtime_ns = listed["mtime_ns"]
-    if not result.files["source_file"].equals(listed["source_file"]):  # merge_in_scan_order keeps scan order
-        mtime_ns = mtime_ns.take(pc.index_in(result.files["source_file"],
-                                             value_set=listed["source_file"].combine_chunks()))
-    dependencies = dependencies.append_column("mtime_ns", mtime_ns)
     stamp = {"generation": uuid.uuid4().hex, "parser_version": parser_version(),
              "raw_dir": str(raw_dir.resolve()), "scan_started_ns": scan_started_ns}
-    files = result.files
-    for name in ("mtime_ns", "sidecar_sha256", "manifest_sha256"):
-        files = files.append_column(name, dependencies[name])
-    for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files.cast(CACHE_FILE_SCHEMA))):
-        if table.num_columns and table.column(0).num_chunks > MAX_CACHE_CHUNKS:  # nights of splices, compacted
-            table = table.combine_chunks()
-        write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
+    plan = _delta_plan(previous, result, parsed, stale) if previous is not None and parsed is not None else None
+    delta = _delta_tables(plan, result, _files_to_save(result, listed, plan.in_delta)) if plan is not None else None
+    if delta is not None:
+        delta_stamp = {**stamp, "base_generation": previous.base_generation}
+        for name, table in delta.items():
+            write_arrow_atomic(_stamp(table, delta_stamp), cache_dir / f"{DELTA_PREFIX}{name}.arrow")
+    else:
+        files = _files_to_save(result, listed, dependencies=_saved_dependencies(
+            result.files.select(["source_file", "sha256"]), kept_dependencies, parsed))
+        for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files)):
+            if table.num_columns and table.column(0).num_chunks > MAX_CACHE_CHUNKS:  # nights of splices, compacted
+                table = table.combine_chunks()
+            write_arrow_atomic(_stamp(table, stamp), cache_dir / f"{name}.arrow")
+        # after the base: a reader between the two finds a delta on another base, and ignores it
+        for name, _ in _DELTA_TABLES:
+            (cache_dir / f"{DELTA_PREFIX}{name}.arrow").unlink(missing_ok=True)
     if folders is not None:
         write_arrow_atomic(_stamp(listed.select(["source_file", "size_bytes", "mtime_ns"])
                                   .rename_columns(["rel", "size", "mtime_ns"]), stamp), cache_dir / "listing.arrow")
@@ -513,6 +563,93 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
     for name in ("runs", "rejects", "files"):  # the Parquet cache of earlier versions
         (cache_dir / f"{name}.parquet").unlink(missing_ok=True)
     return stamp["generation"]
+
+
+# a delta whose files and dropped base files outnumber this share of the base's files is folded into a new base
+DELTA_MAX_SHARE = 1 / 8
+
+
+@dataclass(frozen=True)
+class _DeltaPlan:
+    """Which of a merged result's files a delta holds (``in_delta``, one bool per file of the result), which base
+    files it keeps (``base_keep``, one per base file) and how many kept base files precede each delta file
+    (``places``, int64)."""
+
+    in_delta: np.ndarray
+    base_keep: np.ndarray
+    places: np.ndarray
+
+
+def _delta_plan(previous: Cache, result: IngestResult, parsed: list[str], stale: pa.Array | None) -> _DeltaPlan | None:
+    """How ``save_cache`` can store ``result`` as a delta on ``previous``' base, so that ``load_cache`` rebuilds
+    it; None when the base cannot carry it: ``result`` is not ``previous`` less ``stale`` plus the ``parsed``
+    files, or the delta would be too large (its files and the base files it drops: ``DELTA_MAX_SHARE``; its
+    places: ``MAX_SPLICES``). The caller then writes a new base.
+
+    Args:
+        previous: the cache the look-up used (``load_cache``: its ``base_keep`` and ``in_delta``).
+        result: the merged result (``merge_in_scan_order``), in scan order.
+        parsed: the files parsed for ``result`` (``Lookup.to_parse``).
+        stale: the cached files not reused (``Lookup.stale``).
+    """
+    if previous.base_sources is None or previous.base_keep is None or previous.in_delta is None:
+        return None
+    base_keep, in_delta_before = previous.base_keep, previous.in_delta
+    if stale is not None and len(stale):
+        base_keep = base_keep & ~pc.is_in(previous.base_sources, value_set=stale).to_numpy(zero_copy_only=False)
+        in_delta_before = in_delta_before[
+            ~pc.is_in(previous.files["source_file"], value_set=stale).to_numpy(zero_copy_only=False)]
+    fresh = pc.is_in(result.files["source_file"], value_set=pa.array(parsed, pa.string())) \
+        .to_numpy(zero_copy_only=False)
+    if int((~fresh).sum()) != len(in_delta_before):
+        return None
+    in_delta = fresh.copy()
+    in_delta[~fresh] = in_delta_before
+    in_base = ~in_delta
+    if int(in_base.sum()) != int(base_keep.sum()):
+        return None
+    if int(in_delta.sum()) + int((~base_keep).sum()) > DELTA_MAX_SHARE * len(base_keep):
+        return None  # the base is mostly rows no longer read, or the delta is no longer small
+    places = np.cumsum(in_base)[in_delta]  # base files before each delta file (its own term is 0)
+    if len(np.unique(places)) > MAX_SPLICES:
+        return None
+    return _DeltaPlan(in_delta, base_keep, places)
+
+
+def _delta_tables(plan: _DeltaPlan, result: IngestResult, files: pa.Table) -> dict[str, pa.Table] | None:
+    """The delta's tables: ``files`` (the delta files' rows in ``CACHE_FILE_SCHEMA``, ``_files_to_save``) with
+    ``base_place``, their ``runs`` and ``rejects`` rows, and ``keep``. None when a table's per-file row counts
+    (ledger columns ``runs``, ``rejected``) do not add up to its rows."""
+    tables = {"files": files.append_column("base_place", pa.array(plan.places, pa.int64())),
+              "keep": pa.table({"keep": pa.array(plan.base_keep, pa.bool_())})}
+    for name, count in (("runs", "runs"), ("rejects", "rejected")):
+        table, offsets = getattr(result, name), _row_offsets(result.files, count)
+        if offsets[-1] != table.num_rows:
+            return None
+        tables[name] = _rows_of_files(table, plan.in_delta, offsets)
+    return tables
+
+
+def _files_to_save(result: IngestResult, listed: pa.Table, mask: np.ndarray | None = None,
+                   dependencies: pa.Table | None = None) -> pa.Table:
+    """``result.files``' rows (those where ``mask`` is True, or all) with the cache's columns
+    (``CACHE_FILE_SCHEMA``): the scan's ``mtime_ns`` (from ``listed``, ``listing_table``) and the sidecar and
+    manifest sha256 (``dependencies``, one row per chosen file, or looked up here for the chosen files)."""
+    rows = result.files if mask is None else _rows_of_files(result.files, mask, _row_offsets(result.files, None))
+    if dependencies is None:
+        shas = result.files.select(["source_file", "sha256"])
+        dependencies = file_dependencies(shas) if mask is None else file_dependencies(shas, only=pa.array(mask))
+    mtime_ns = listed["mtime_ns"]
+    if not result.files["source_file"].equals(listed["source_file"]):  # merge_in_scan_order keeps scan order
+        mtime_ns = mtime_ns.take(pc.index_in(result.files["source_file"],
+                                             value_set=listed["source_file"].combine_chunks()))
+    if mask is not None:
+        mtime_ns = mtime_ns.filter(pa.array(mask))
+    columns = {"mtime_ns": mtime_ns, "sidecar_sha256": dependencies["sidecar_sha256"],
+               "manifest_sha256": dependencies["manifest_sha256"]}
+    for name, column in columns.items():
+        rows = rows.append_column(name, column)
+    return rows.cast(CACHE_FILE_SCHEMA)
 
 
 def load_scan(cache_dir: Path, generation: str) -> tuple[Listing, Folders] | None:
@@ -548,39 +685,91 @@ def load_changes(cache_dir: Path, generation: str) -> CacheChanges | None:
                         tuple(stamp.get("same_content_as", ())))
 
 
-_CACHE_TABLES = (("files", CACHE_FILE_SCHEMA), ("runs", RUN_SCHEMA), ("rejects", QUARANTINE_SCHEMA))
-
-
 def load_cache(cache_dir: Path, raw_dir: Path) -> Cache | None:
-    """The cache, or None when it is missing, torn (mixed generations), for another folder or parser version."""
+    """The cache: its base, with the delta saved on it applied (``save_cache``). None when the base is missing,
+    torn (mixed generations), for another folder or parser version. A delta that is torn, saved on another
+    base or does not fit it is ignored: the base alone is an older state of the folder, and the files changed
+    since are parsed again."""
+    loaded = _read_stamped(cache_dir, _CACHE_TABLES)
+    if loaded is None or not _usable(loaded[1], raw_dir):
+        return None
+    tables, stamps = loaded
+    files, generation = tables["files"], str(stamps[0]["generation"])
+    base = Cache(files, tables["runs"], tables["rejects"], int(stamps[0]["scan_started_ns"]), generation,
+                 base_generation=generation, base_sources=files["source_file"],
+                 base_keep=np.ones(files.num_rows, dtype=bool), in_delta=np.zeros(files.num_rows, dtype=bool))
+    return _with_delta(base, cache_dir, raw_dir) or base
+
+
+def _with_delta(base: Cache, cache_dir: Path, raw_dir: Path) -> Cache | None:
+    """``base`` with its delta applied: the kept base files' rows as slices, the delta's rows spliced in at their
+    places (``_splice``). None when there is no usable delta for this base."""
+    loaded = _read_stamped(cache_dir, _DELTA_TABLES, DELTA_PREFIX)
+    if loaded is None or not _usable(loaded[1], raw_dir) or loaded[1][0].get("base_generation") != base.generation:
+        return None
+    delta, stamps = loaded
+    keep = delta["keep"]["keep"].to_numpy(zero_copy_only=False)
+    if len(keep) != base.files.num_rows or delta["keep"]["keep"].null_count:
+        return None
+    places = delta["files"]["base_place"].to_numpy(zero_copy_only=False)
+    delta_files = delta["files"].drop_columns(["base_place"])
+    kept_files = _rows_of_files(base.files, keep, _row_offsets(base.files, None))
+    merged = {}
+    for name, count in (("files", None), ("runs", "runs"), ("rejects", "rejected")):
+        offsets = _row_offsets(base.files, count)
+        if offsets[-1] != getattr(base, name).num_rows:
+            return None
+        new = delta_files if name == "files" else delta[name]
+        merged[name] = _splice(_rows_of_files(getattr(base, name), keep, offsets), new, places.tolist(),
+                               kept_files, delta_files, count)
+        if merged[name] is None:
+            return None
+    in_delta = np.insert(np.zeros(kept_files.num_rows, dtype=bool), places, True)
+    return Cache(merged["files"], merged["runs"], merged["rejects"], int(stamps[0]["scan_started_ns"]),
+                 str(stamps[0]["generation"]), base.generation, base.base_sources, keep, in_delta)
+
+
+def _read_stamped(cache_dir: Path, names: tuple[tuple[str, pa.Schema], ...],
+                  prefix: str = "") -> tuple[dict[str, pa.Table], list[dict]] | None:
+    """The tables ``<prefix><name>.arrow`` cast to their schemas, and their stamps; None when one is missing,
+    unreadable or unstamped."""
     tables, stamps = {}, []
-    for name, schema in _CACHE_TABLES:
+    for name, schema in names:
         try:
-            table = read_arrow(cache_dir / f"{name}.arrow")
+            table = read_arrow(cache_dir / f"{prefix}{name}.arrow")
             stamps.append(orjson.loads((table.schema.metadata or {})[_METADATA_KEY]))
             tables[name] = table.replace_schema_metadata(None).cast(schema)
         except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
             return None
-    if not _usable(stamps, raw_dir):
-        return None
-    return Cache(tables["files"], tables["runs"], tables["rejects"], int(stamps[0]["scan_started_ns"]),
-                 str(stamps[0]["generation"]))
+    return tables, stamps
 
 
 def cache_generation(cache_dir: Path, raw_dir: Path) -> str | None:
-    """The generation ``load_cache`` would return, read from the three files' footers without their rows (a
+    """The generation ``load_cache`` would return, read from the files' footers without their rows (a
     million runs' cache is ~1.4 GB of Arrow once loaded; its stamps are a few bytes), or None when
     ``load_cache`` would return None for a reason its stamps show (missing, torn, another folder or parser
     version; a file damaged past its footer is found only by ``load_cache``)."""
+    stamps = _footer_stamps(cache_dir, _CACHE_TABLES)
+    if stamps is None or not _usable(stamps, raw_dir):
+        return None
+    delta = _footer_stamps(cache_dir, _DELTA_TABLES, DELTA_PREFIX)
+    if delta is not None and _usable(delta, raw_dir) and delta[0].get("base_generation") == stamps[0]["generation"]:
+        return str(delta[0]["generation"])
+    return str(stamps[0]["generation"])
+
+
+def _footer_stamps(cache_dir: Path, names: tuple[tuple[str, pa.Schema], ...], prefix: str = "") -> list[dict] | None:
+    """The stamps of the files ``<prefix><name>.arrow``, from their footers; None when one is missing or
+    unreadable."""
     stamps = []
-    for name, _ in _CACHE_TABLES:
+    for name, _ in names:
         try:
-            with pa.OSFile(os.fspath(cache_dir / f"{name}.arrow")) as source:
+            with pa.OSFile(os.fspath(cache_dir / f"{prefix}{name}.arrow")) as source:
                 metadata = pa.ipc.open_file(source).schema.metadata or {}
             stamps.append(orjson.loads(metadata[_METADATA_KEY]))
         except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
             return None
-    return str(stamps[0]["generation"]) if _usable(stamps, raw_dir) else None
+    return stamps
 
 
 def _usable(stamps: list[dict], raw_dir: Path) -> bool:
