@@ -234,6 +234,31 @@ def test_a_night_saves_a_delta_and_the_base_stays_as_it_was(raw, tmp_path):
     assert _same(ingest_folder(raw), result)
 
 
+@pytest.mark.parametrize("limit", ["MAX_SPLICES", "MAX_SLICES"])
+def test_a_delta_that_would_load_slowly_is_folded_into_a_new_base(raw, tmp_path, monkeypatch, limit):
+    """A delta whose files sit at more places than ``MAX_SPLICES`` (new files in two folders), or whose kept base
+    files form more runs than ``MAX_SLICES`` (two base files far apart removed), is not written: the save writes
+    a new base, and the answer is a full parse's."""
+    import pipeline.ingest.parse_cache as parse_cache
+
+    cache = tmp_path / "cache"
+    ingest_folder_cached(raw, cache)
+    monkeypatch.setattr(parse_cache, limit, 1)
+    doc = json.loads((raw / VLLM_RUN).read_text())
+    if limit == "MAX_SPLICES":
+        for folder in (raw / "aaa", raw / "zzz"):
+            folder.mkdir()
+            (folder / "run.json").write_text(json.dumps(doc))
+    else:
+        files = ingest_folder(raw).files["source_file"].to_pylist()
+        for rel in (files[1], files[-2]):
+            (raw / rel).unlink()
+    result, stats = ingest_folder_cached(raw, cache)
+    assert not (cache / "delta.runs.arrow").exists()
+    assert parse_cache.load_cache(cache, raw).base_generation == stats.generation
+    assert _same(ingest_folder(raw), result)
+
+
 def test_a_torn_delta_falls_back_to_its_base(raw, tmp_path):
     """Delta files of two saves side by side (a writer killed between them): the base alone is the cache, an
     older state whose changed files are parsed again, and the answer is still a full parse's."""

@@ -473,12 +473,17 @@ def _row_offsets(files: pa.Table, count: str | None) -> np.ndarray:
 MAX_SLICES = 256  # runs of files taken as slices of a table before one filtered copy is cheaper
 
 
+def _true_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of consecutive True values of ``mask`` starts, and where it ends (exclusive)."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
+    return edges[::2], edges[1::2]
+
+
 def _rows_of_files(table: pa.Table, mask: np.ndarray, offsets: np.ndarray) -> pa.Table:
     """The rows of ``table`` that belong to the files where ``mask`` (numpy bool, one per file, in the table's
     order) is True; ``offsets``: ``_row_offsets`` of those files. Slices of ``table`` (no copy) when the chosen
     files form few runs, as a night's changes leave them; one filtered copy otherwise."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
-    starts, ends = edges[::2], edges[1::2]
+    starts, ends = _true_runs(mask)
     if len(starts) > MAX_SLICES:
         return table.filter(pa.array(np.repeat(mask, np.diff(offsets))))
     pieces = [table.slice(offsets[s], offsets[e] - offsets[s]) for s, e in zip(starts, ends)]
@@ -611,8 +616,8 @@ def _delta_plan(previous: Cache, result: IngestResult, parsed: list[str], stale:
     if int(in_delta.sum()) + int((~base_keep).sum()) > DELTA_MAX_SHARE * len(base_keep):
         return None  # the base is mostly rows no longer read, or the delta is no longer small
     places = np.cumsum(in_base)[in_delta]  # base files before each delta file (its own term is 0)
-    if len(np.unique(places)) > MAX_SPLICES:
-        return None
+    if len(np.unique(places)) > MAX_SPLICES or len(_true_runs(base_keep)[0]) > MAX_SLICES:
+        return None  # loading it back would splice at too many places, or copy the base instead of slicing it
     return _DeltaPlan(in_delta, base_keep, places)
 
 
