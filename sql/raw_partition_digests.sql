@@ -4,13 +4,24 @@
 -- not. Inputs: runs (RUN_SCHEMA), files (FILE_SCHEMA). One row per partition.
 -- hash(r) is DuckDB's row hash: deterministic, but free to change between DuckDB releases, so an upgrade may
 -- make the sensor refresh every date once (md5(to_json(r)) would not, at ten times the cost on 100,000 runs).
+-- Each run is reduced to its hash and its power log's path before the join, so the join never holds whole runs
+-- (runs may be a stream of record batches: the parse cache read a batch at a time).
+with r as (
+    select
+        run_date_partition,
+        source_file,
+        source_row,
+        hash(runs) as run_hash,
+        case
+            when starts_with(power_log, '/') then power_log
+            else regexp_replace(source_file, '[^/]*$', '') || power_log
+        end as power_path
+    from runs
+)
 select
     r.run_date_partition as partition_key,
-    sha256(string_agg(hash(r)::varchar || coalesce(power.sha256, ''), chr(10)
+    sha256(string_agg(r.run_hash::varchar || coalesce(power.sha256, ''), chr(10)
                       order by r.source_file, r.source_row)) as digest
-from runs r
-left join files power on power.source_file = case
-    when starts_with(r.power_log, '/') then r.power_log
-    else regexp_replace(r.source_file, '[^/]*$', '') || r.power_log
-end
+from r
+left join files power on power.source_file = r.power_path
 group by r.run_date_partition

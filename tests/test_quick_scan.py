@@ -27,6 +27,11 @@ def _aged_copy(tmp_path):
     """The sample folder with every file and folder dated an hour back, as a fleet's older nights are."""
     raw = tmp_path / "raw"
     shutil.copytree(SAMPLE_DIR, raw)
+    return _age(raw)
+
+
+def _age(raw):
+    """Date every file and folder under ``raw`` an hour back (out of the racy window: trusted by a quick scan)."""
     past = time.time_ns() - 3600 * 1_000_000_000
     for path in sorted(raw.rglob("*"), key=lambda p: -len(p.parts)):  # files first, then their folders
         os.utime(path, ns=(past, past))
@@ -125,7 +130,7 @@ def test_a_quiet_tick_after_a_parser_upgrade_parses_again(tmp_path, monkeypatch)
     cache = tmp_path / "cache"
     first = raw_dir_state(raw, cache)
     monkeypatch.setattr(parse_cache, "parser_version", lambda: "an upgraded parser")
-    _, stats = ingest_folder_cached(raw, cache, quick_scan=True, have=first[SNAPSHOT_KEY])
+    _, stats = ingest_folder_cached(raw, cache, quick_scan=True, rows=False)
     assert stats.parsed == stats.files > 0 and stats.generation != first[SNAPSHOT_KEY]
 
 
@@ -345,3 +350,58 @@ def test_a_save_that_touched_no_file_keeps_the_night_incremental(tmp_path):
     _, after = ingest_folder_cached(raw, cache, quick_scan=True)
     assert after.changes.starts_from(gone.generation)
     assert not after.changes.starts_from(night.generation)  # a file left between them
+
+
+def test_a_first_tick_streams_the_cache_and_equals_a_state_from_the_whole_rows(tmp_path, monkeypatch):
+    """A tick that finds the folder as the cache saved it, in a state it does not hold (its first tick; a run's
+    ingest saved since), digests every date from the cache's runs streamed a record batch at a time, never
+    loading the cache whole: the state is the one the whole rows give, on a base alone and on a base with a
+    delta (new and removed files), and after a run's ingest saved a new generation."""
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+
+    def whole(folder_state):  # the state from the rows in memory, as before streaming
+        result, _ = ingest_folder_cached(raw, tmp_path / "whole_cache")
+        return automation._whole_state(result.runs, result.files, folder_state[SNAPSHOT_KEY])
+
+    ingest_folder_cached(raw, cache)
+    monkeypatch.setattr(folder, "load_cache", lambda *args: pytest.fail("loaded the cache whole"))
+    first = raw_dir_state(raw, cache)
+    monkeypatch.undo()
+    assert first == whole(first)
+
+    shutil.copy(next((raw / "vllm" / "h200").glob("*_conc16.json")), raw / "vllm" / "h200" / "copy_conc16.json")
+    next((raw / "trtllm").glob("*.json")).unlink()
+    _age(raw)
+    _, saved = ingest_folder_cached(raw, cache)  # a run's ingest: a delta on the base
+    assert (cache / "delta.runs.arrow").exists()
+    monkeypatch.setattr(folder, "load_cache", lambda *args: pytest.fail("loaded the cache whole"))
+    after = raw_dir_state(raw, cache, first)
+    monkeypatch.undo()
+    assert after[SNAPSHOT_KEY] == saved.generation and after != first
+    assert after == whole(after)
+
+
+def test_a_stream_of_the_cache_is_its_rows_in_order(tmp_path):
+    """``stream_cache`` gives what ``load_cache`` gives, runs in the same order, for a base alone and a base
+    with a delta; a generation the cache no longer holds gives None."""
+    import pyarrow as pa
+
+    from pipeline.io.storage import content_hash
+
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    _, base = ingest_folder_cached(raw, cache)
+    for copy in range(3):  # new files at two places, one base file gone
+        shutil.copy(next((raw / "vllm" / "h200").glob("*_conc16.json")), raw / "vllm" / "h200" / f"c{copy}.json")
+    shutil.copy(next((raw / "trtllm").glob("*.json")), raw / "aaa_first.json")
+    next((raw / "sglang").rglob("*.jsonl")).unlink()
+    _, delta = ingest_folder_cached(raw, cache)
+    assert (cache / "delta.runs.arrow").exists()
+    loaded = parse_cache.load_cache(cache, raw)
+    stream = parse_cache.stream_cache(cache, raw, delta.generation, ("source_file", "sha256", "runs"))
+    runs = pa.Table.from_batches(list(stream.runs), schema=stream.runs.schema)
+    assert content_hash(runs) == content_hash(loaded.runs) and runs["source_file"].equals(loaded.runs["source_file"])
+    assert stream.num_runs == loaded.runs.num_rows
+    assert stream.files.equals(loaded.files.select(["source_file", "sha256", "runs"]))
+    assert parse_cache.stream_cache(cache, raw, base.generation) is None

@@ -17,6 +17,7 @@ from pipeline.defs.partitions import (
 )
 from pipeline.defs.resources import SNAPSHOT_TAG, PipelinePaths
 from pipeline.ingest.folder import ingest_folder_cached
+from pipeline.ingest.parse_cache import stream_cache
 from pipeline.ingest.schema import UNDATED
 from pipeline.io.paths import sql_text
 
@@ -37,46 +38,63 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
 
     The folder is scanned quickly (``ingest_folder_cached(quick_scan=True)``: only folders whose mtime moved are
     listed again); when nothing moved and the parse cache is still the generation ``previous`` was read from,
-    ``previous`` is the state, without loading the cache's rows (``ingest_folder_cached``'s ``have``). When the
+    ``previous`` is the state, without loading the cache's rows (``ingest_folder_cached``'s ``rows``). When
+    nothing moved but the cache holds another state (the first tick, or a run's ingest saved it since), every
+    date is digested from the cache's runs streamed a record batch at a time (``parse_cache.stream_cache``:
+    onto a million runs, a ~60 MB batch in memory instead of the ~1.4 GB cache). When the
     cache moved on from that generation, or from one with the same rows (``CacheStats.changes``,
     ``CacheChanges.starts_from``), only the partitions the changed files touch are digested again and
     ``_files`` is updated by those files (``sql/raw_partitions_touched.sql``);
     the state is the one a full computation gives (tested), at the cost of the night's files instead of the
     history's.
     """
-    # the cache's rows are read only when the quick scan finds something moved since ``previous`` was read
-    result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True,
-                                         have=previous.get(SNAPSHOT_KEY) if previous else None)
+    # the cache's rows are read only when the quick scan finds something moved since the cache was saved
+    result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True, rows=False)
     if previous and stats.parsed == stats.hashed == stats.removed == 0 \
             and stats.generation and previous.get(SNAPSHOT_KEY) == stats.generation:
         return dict(previous)
-    assert result is not None  # rows are left unread only for the generation ``previous`` holds
+    if result is None:  # the folder is as the cache saved it, a state ``previous`` does not hold: every date
+        stream = stream_cache(cache_dir, raw_dir, stats.generation) if stats.generation else None
+        if stream is not None:
+            return _whole_state(stream.runs, stream.files, stats.generation)
+        result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True)  # saved again meanwhile
     changes = stats.changes
     since_previous = bool(previous) and changes is not None and changes.old_files is not None \
         and changes.starts_from(previous.get(SNAPSHOT_KEY)) \
         and str(previous.get(FILES_KEY, "")).startswith(FILES_DIGEST)
+    if not since_previous:
+        return _whole_state(result.runs, result.files, stats.generation)
     with duckdb.connect() as conn:
         conn.register("files", result.files)
-        if since_previous:
-            conn.register("touched", pa.table({"source_file": changes.touched}))
-            conn.register("runs", result.runs)
-            touched = sorted(changes.old_partitions | {row[0] for row in conn.execute(
-                sql_text("raw_partitions_touched")).fetchall()})
-            conn.unregister("runs")
-            conn.register("runs", result.runs.filter(pc.is_in(result.runs["run_date_partition"],
-                                                               value_set=pa.array(touched, pa.string()))))
-            state = {k: v for k, v in previous.items() if k not in touched}
-            state.update(conn.execute(sql_text("raw_partition_digests")).fetchall())
-            conn.register("old_files", changes.old_files)
-            files_now = "(select * from files where source_file in (select source_file from touched))"
-            state[FILES_KEY] = _xor_digests(int(previous[FILES_KEY].removeprefix(FILES_DIGEST), 16),
-                                            *(_files_xor(conn, t) for t in ("old_files", files_now)))
-        else:
-            conn.register("runs", result.runs)
-            state = dict(conn.execute(sql_text("raw_partition_digests")).fetchall())
-            state[FILES_KEY] = _xor_digests(_files_xor(conn, "files"))
+        conn.register("touched", pa.table({"source_file": changes.touched}))
+        conn.register("runs", result.runs)
+        touched = sorted(changes.old_partitions | {row[0] for row in conn.execute(
+            sql_text("raw_partitions_touched")).fetchall()})
+        conn.unregister("runs")
+        conn.register("runs", result.runs.filter(pc.is_in(result.runs["run_date_partition"],
+                                                           value_set=pa.array(touched, pa.string()))))
+        state = {k: v for k, v in previous.items() if k not in touched}
+        state.update(conn.execute(sql_text("raw_partition_digests")).fetchall())
+        conn.register("old_files", changes.old_files)
+        files_now = "(select * from files where source_file in (select source_file from touched))"
+        state[FILES_KEY] = _xor_digests(int(previous[FILES_KEY].removeprefix(FILES_DIGEST), 16),
+                                        *(_files_xor(conn, t) for t in ("old_files", files_now)))
     if stats.generation:
         state[SNAPSHOT_KEY] = stats.generation
+    return state
+
+
+def _whole_state(runs: pa.Table | pa.RecordBatchReader, files: pa.Table, generation: str | None) -> dict[str, str]:
+    """Every date's digest (``sql/raw_partition_digests.sql``) and ``_files`` from the folder's ``runs``
+    (``RUN_SCHEMA``; a table, or record batches read once) and ``files`` (``source_file``, ``sha256``), stamped
+    with the cache ``generation`` they are (``SNAPSHOT_KEY``) when there is one."""
+    with duckdb.connect() as conn:
+        conn.register("files", files)
+        conn.register("runs", runs)
+        state = dict(conn.execute(sql_text("raw_partition_digests")).fetchall())
+        state[FILES_KEY] = _xor_digests(_files_xor(conn, "files"))
+    if generation:
+        state[SNAPSHOT_KEY] = generation
     return state
 
 

@@ -54,7 +54,7 @@ def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
 
 def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = None, write: bool = True,
                          snapshot: str | None = None, quick_scan: bool = False,
-                         have: str | None = None) -> tuple[IngestResult | None, CacheStats]:
+                         rows: bool = True) -> tuple[IngestResult | None, CacheStats]:
     """``ingest_folder``, parsing only the files whose content, sidecar or ``runs.csv`` changed since the cache
     under ``cache_dir`` was saved, then (``write``) saving the new state there.
 
@@ -70,12 +70,12 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
             ``previous``; a file rewritten in place is not seen until a scan without it). When no folder moved,
             the cache is the result without looking anything up. For the sensor's tick; every run's ingest
             scans in full.
-        have: with ``quick_scan``, a cache generation whose rows the caller holds already (the sensor's last
-            state): when the cache is still that generation and no folder moved, the cache's rows are not read
-            (onto a million runs ~1.4 GB and ~0.4 s of a quiet tick) and ``result`` is None.
+        rows: False, with ``quick_scan``: when no folder moved, the cache's rows are not read (onto a million
+            runs ~1.4 GB and ~0.4 s of a quiet tick) and ``result`` is None; ``stats.generation`` names the
+            state the folder is in, which the caller holds already or reads itself (``parse_cache.stream_cache``).
     Returns:
         (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)`` (of the folder
-        as the snapshot saw it, when one is used), or is None as ``have`` says; ``stats.changes`` says what
+        as the snapshot saw it, when one is used), or is None as ``rows`` says; ``stats.changes`` says what
         changed since the cache's state when the folder was looked up against a cache, or what the snapshot's
         own save changed (None otherwise).
     Raises:
@@ -85,9 +85,10 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     raw_dir, cache_dir = Path(raw_dir), Path(cache_dir)
     scan_started_ns = time.time_ns()
     # the rows wait until the quick scan has shown they are needed, when the caller holds this generation's
-    lazy = quick_scan and have is not None and cache_generation(cache_dir, raw_dir) == have
+    stamped = cache_generation(cache_dir, raw_dir) if quick_scan and not rows else None
+    lazy = stamped is not None  # the rows wait until the quick scan has shown they are needed
     cache = None if lazy else load_cache(cache_dir, raw_dir)
-    generation = have if lazy else cache.generation if cache is not None else None
+    generation = stamped if lazy else cache.generation if cache is not None else None
     if snapshot and cache is not None and cache.generation == snapshot:
         return _cache_as_result(cache, load_changes(cache_dir, cache.generation))
     previous = load_scan(cache_dir, generation) if quick_scan and generation is not None else None
