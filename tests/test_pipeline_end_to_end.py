@@ -269,3 +269,41 @@ def test_accepted_runs_metadata_counts_what_the_warehouse_holds(sample_run):
     lines = materialization.metadata["preview"].value.splitlines()
     shown = [line.split("|")[1].strip() for line in lines[2:] if line.startswith("|")]
     assert shown == first
+
+
+def test_a_run_from_a_snapshot_streams_its_runs_and_writes_what_a_scan_writes(tmp_path, monkeypatch):
+    """The ingest of a run started from a scan (the run tag ``pipeline/raw_snapshot``) streams the runs from the
+    parse cache into the warehouse without loading the cache whole, and writes the rows, rejects and files a scan
+    of the folder gives; a snapshot the cache no longer holds is scanned instead, with the same rows."""
+    import shutil
+
+    import dagster as dg
+
+    import pipeline.ingest.folder as folder
+    from pipeline.defs.ingest.assets import IngestConfig, raw_runs
+    from pipeline.defs.partitions import discover_partitions, register_partitions
+    from pipeline.defs.resources import SNAPSHOT_TAG, PipelinePaths, Warehouse
+    from pipeline.ingest.folder import ingest_folder
+    from pipeline.io.storage import content_hash, read_table
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR, raw)
+    paths = PipelinePaths(raw_dir=str(raw), out_dir=str(tmp_path / "marts"), cache_dir=str(tmp_path / "cache"))
+    expected = ingest_folder(raw)
+    for snapshot_held in (True, False):
+        keys, snapshot = discover_partitions(paths.raw_dir, paths.cache_dir)
+        if not snapshot_held:
+            (tmp_path / "cache" / "runs.arrow").unlink()  # a cache that no longer holds the tick's state
+        instance = dg.DagsterInstance.ephemeral()
+        keys = register_partitions(instance, keys)
+        context = dg.build_asset_context(instance=instance, partition_key_range=dg.PartitionKeyRange(keys[0], keys[-1]),
+                                         run_tags={SNAPSHOT_TAG: snapshot})
+        warehouse = Warehouse(database=str(tmp_path / f"warehouse-{snapshot_held}.duckdb"))
+        with monkeypatch.context() as patched:
+            if snapshot_held:
+                patched.setattr(folder, "load_cache", lambda *args: pytest.fail("loaded the cache whole"))
+            raw_runs(context, config=IngestConfig(), warehouse=warehouse, paths=paths)
+        with warehouse.get_connection() as conn:
+            for table, rows in (("raw_runs", expected.runs), ("raw_rejects", expected.rejects),
+                                ("raw_files", expected.files)):
+                assert content_hash(read_table(conn, table)) == content_hash(rows), (table, snapshot_held)

@@ -313,7 +313,7 @@ def test_a_save_that_touched_no_file_keeps_the_night_incremental(tmp_path):
     result, first = ingest_folder_cached(raw, cache, quick_scan=True)
     conn = duckdb.connect()
     conn.execute("create table raw_runs (source_file varchar)")
-    write_file_tables(conn, result, first)  # the warehouse holds the first generation
+    write_file_tables(conn, result.rejects, result.files, first)  # the warehouse holds the first generation
 
     trtllm = raw / "trtllm"
     (trtllm / "upload.tmp").write_text("partial")
@@ -334,7 +334,7 @@ def test_a_save_that_touched_no_file_keeps_the_night_incremental(tmp_path):
     _, run = ingest_folder_cached(raw, cache, snapshot=night.generation)  # the run the sensor starts
     assert run.changes.starts_from(first.generation)
 
-    write_file_tables(conn, night_result, run)
+    write_file_tables(conn, night_result.rejects, night_result.files, run)
     noted = conn.execute("select kind, value from raw_changes where kind <> 'all' or value is not null "
                          "order by all").fetchall()
     assert conn.execute("select count(*) from raw_changes where kind = 'all'").fetchone()[0] == 1  # the first
@@ -392,6 +392,9 @@ def test_a_stream_of_the_cache_is_its_rows_in_order(tmp_path):
     raw = _aged_copy(tmp_path)
     cache = tmp_path / "cache"
     _, base = ingest_folder_cached(raw, cache)
+    alone = parse_cache.stream_cache(cache, raw, base.generation, rejects=True)
+    loaded = parse_cache.load_cache(cache, raw)
+    assert alone.runs.read_all().equals(loaded.runs) and alone.rejects.equals(loaded.rejects)
     for copy in range(3):  # new files at two places, one base file gone
         shutil.copy(next((raw / "vllm" / "h200").glob("*_conc16.json")), raw / "vllm" / "h200" / f"c{copy}.json")
     shutil.copy(next((raw / "trtllm").glob("*.json")), raw / "aaa_first.json")
@@ -399,9 +402,15 @@ def test_a_stream_of_the_cache_is_its_rows_in_order(tmp_path):
     _, delta = ingest_folder_cached(raw, cache)
     assert (cache / "delta.runs.arrow").exists()
     loaded = parse_cache.load_cache(cache, raw)
-    stream = parse_cache.stream_cache(cache, raw, delta.generation, ("source_file", "sha256", "runs"))
-    runs = pa.Table.from_batches(list(stream.runs), schema=stream.runs.schema)
-    assert content_hash(runs) == content_hash(loaded.runs) and runs["source_file"].equals(loaded.runs["source_file"])
-    assert stream.num_runs == loaded.runs.num_rows
-    assert stream.files.equals(loaded.files.select(["source_file", "sha256", "runs"]))
-    assert parse_cache.stream_cache(cache, raw, base.generation) is None
+    for generation, cache_now in ((delta.generation, loaded), (base.generation, None)):
+        stream = parse_cache.stream_cache(cache, raw, generation, ("source_file", "sha256", "runs"), rejects=True)
+        if cache_now is None:  # a later state is the cache's now
+            assert stream is None
+            continue
+        runs = pa.Table.from_batches(list(stream.runs), schema=stream.runs.schema)
+        assert content_hash(runs) == content_hash(cache_now.runs)
+        assert runs["source_file"].equals(cache_now.runs["source_file"])
+        assert stream.num_runs == cache_now.runs.num_rows
+        assert stream.files.equals(cache_now.files.select(["source_file", "sha256", "runs"]))
+        assert content_hash(stream.rejects) == content_hash(cache_now.rejects)
+        assert stream.rejects["source_file"].equals(cache_now.rejects["source_file"])

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.ingest.parse import IngestResult
-
 DEFAULT_MAX_RUN_LOSS_SHARE = 0.2
 
 
@@ -20,13 +18,13 @@ class InputLossError(RuntimeError):
     message is one line naming the folder and the numbers."""
 
 
-def check_input_loss(raw_dir: Path, result: IngestResult, previous_runs: int | None,
+def check_input_loss(raw_dir: Path, files: int, runs: int, previous_runs: int | None,
                      max_loss_share: float = DEFAULT_MAX_RUN_LOSS_SHARE, allow_shrink: bool = False) -> None:
     """Refuse a scan that would publish emptiness or a large, unexplained shrink.
 
     Args:
         raw_dir: the folder scanned (named in the message).
-        result: the scan (``ingest_folder_cached``): ``files`` one row per file, ``runs`` every parsed run.
+        files, runs: what the scan found (``folder_rows``): files of every kind, and runs parsed from them.
         previous_runs: runs the last successful scan gave (all dates), None when there was none.
         max_loss_share: the largest share of ``previous_runs`` a scan may lose (0.2 = 20 %).
         allow_shrink: True when the user shrinks the history on purpose; an empty folder is refused even then,
@@ -35,10 +33,9 @@ def check_input_loss(raw_dir: Path, result: IngestResult, previous_runs: int | N
         InputLossError: the folder holds no file at all, or ``runs < previous_runs × (1 − max_loss_share)``
             without ``allow_shrink``.
     """
-    if result.files.num_rows == 0:
+    if files == 0:
         raise InputLossError(f"raw folder {raw_dir} is empty (an unmounted or unsynced volume looks like this): "
                              "nothing published, previous marts kept")
-    runs = result.runs.num_rows
     if allow_shrink or not previous_runs or runs >= previous_runs * (1 - max_loss_share):
         return
     raise InputLossError(

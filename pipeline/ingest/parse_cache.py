@@ -754,16 +754,17 @@ def _read_stamped(cache_dir: Path, names: tuple[tuple[str, pa.Schema], ...],
 class CacheStream:
     """One cache state read for one pass over its runs, without holding them (``stream_cache``): ``files`` (the
     chosen columns of every file's cached row, in ``load_cache``'s order), ``runs`` (``RUN_SCHEMA`` record
-    batches in ``load_cache``'s order, read from the base one record batch at a time; a reader is consumed once)
-    and ``num_runs``."""
+    batches in ``load_cache``'s order, read from the base one record batch at a time; a reader is consumed once),
+    ``num_runs`` and, when asked for, ``rejects`` (``QUARANTINE_SCHEMA``, whole: a tenth of the runs' size)."""
 
     files: pa.Table
     runs: pa.RecordBatchReader
     num_runs: int
+    rejects: pa.Table | None = None
 
 
 def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
-                 file_columns: tuple[str, ...] = ("source_file", "sha256")) -> CacheStream | None:
+                 file_columns: tuple[str, ...] = ("source_file", "sha256"), rejects: bool = False) -> CacheStream | None:
     """Cache state ``generation``, when it is the cache's (``load_cache``'s generation), with its runs streamed: at most one of the
     base's record batches (~1/16 of it) and the delta's rows in memory at once, instead of the whole cache (onto a
     million runs ~1.4 GB of Arrow once loaded). For a reader that needs every run once: a digest, an insert.
@@ -772,6 +773,7 @@ def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
         cache_dir, raw_dir: the cache's folder and the raw folder it is of.
         generation: the state wanted (``CacheStats.generation``, ``cache_generation``).
         file_columns: the columns of ``CACHE_FILE_SCHEMA`` wanted in ``files``.
+        rejects: read the state's rejects too (``CacheStream.rejects``).
     Returns:
         The stream, or None when the cache does not hold ``generation`` any more (a later save, a torn or
         unreadable file): the caller then reads the folder as usual.
@@ -783,7 +785,7 @@ def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
     except OSError:
         return None
     try:
-        stream = _stream_of(source, cache_dir, raw_dir, generation, file_columns)
+        stream = _stream_of(source, cache_dir, raw_dir, generation, file_columns, rejects)
     except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
         stream = None
     if stream is None:
@@ -792,17 +794,21 @@ def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
 
 
 def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation: str,
-               file_columns: tuple[str, ...]) -> CacheStream | None:
+               file_columns: tuple[str, ...], with_rejects: bool) -> CacheStream | None:
     """``stream_cache`` once the base's runs file is open (``source``); raises on an unreadable file."""
     runs_file = pa.ipc.open_file(source)
-    wanted = ["runs", *(c for c in file_columns if c != "runs")]
+    wanted = list(dict.fromkeys(["runs", "rejected", *file_columns]))
     indices = [CACHE_FILE_SCHEMA.get_field_index(name) for name in wanted]
-    with pa.OSFile(os.fspath(cache_dir / "files.arrow")) as files_source:
+    with pa.OSFile(os.fspath(cache_dir / "files.arrow")) as files_source, \
+            pa.OSFile(os.fspath(cache_dir / "rejects.arrow")) as rejects_source:
         files_file = pa.ipc.open_file(files_source, options=pa.ipc.IpcReadOptions(included_fields=indices))
-        stamps = [orjson.loads((f.schema.metadata or {})[_METADATA_KEY]) for f in (files_file, runs_file)]
-        base_files = files_file.read_all().replace_schema_metadata(None).select(wanted)
-    rejects_stamp = _footer_stamps(cache_dir, _CACHE_TABLES[2:])  # a base is whole only with its three files
-    if rejects_stamp is None or not _usable(stamps + rejects_stamp, raw_dir):
+        rejects_file = pa.ipc.open_file(rejects_source)  # a base is whole only with its three files
+        stamps = [orjson.loads((f.schema.metadata or {})[_METADATA_KEY]) for f in (files_file, runs_file, rejects_file)]
+        base_files = files_file.read_all().replace_schema_metadata(None).select(wanted).cast(
+            pa.schema([CACHE_FILE_SCHEMA.field(name) for name in wanted]))
+        base_rejects = rejects_file.read_all().replace_schema_metadata(None).cast(QUARANTINE_SCHEMA) \
+            if with_rejects else None
+    if not _usable(stamps, raw_dir):
         return None
     base_generation = str(stamps[0]["generation"])
     delta = None
@@ -831,10 +837,20 @@ def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation
         if delta_offsets[-1] != delta_runs.num_rows:
             return None
     files = _splice(kept_files, delta_files, places.tolist(), kept_files, delta_files, None)
+    rejects = None
+    if base_rejects is not None:
+        rejected_at = _row_offsets(base_files, "rejected")
+        delta_rejects = delta["rejects"] if delta is not None else QUARANTINE_SCHEMA.empty_table()
+        if rejected_at[-1] != base_rejects.num_rows:
+            return None
+        rejects = _splice(_rows_of_files(base_rejects, keep, rejected_at), delta_rejects, places.tolist(),
+                          kept_files, delta_files, "rejected")
+        if rejects is None:
+            return None
     pieces = _merged_pieces(np.flatnonzero(keep), offsets, places, delta_offsets)
     reader = pa.RecordBatchReader.from_batches(RUN_SCHEMA, _runs_in_order(source, runs_file, delta_runs, pieces))
-    return CacheStream(files.select(list(file_columns)), reader, int(offsets[-1] - np.diff(offsets)[~keep].sum()
-                                                                      + delta_runs.num_rows))
+    return CacheStream(files.select(list(file_columns)), reader,
+                       int(offsets[-1] - np.diff(offsets)[~keep].sum() + delta_runs.num_rows), rejects)
 
 
 def _merged_pieces(kept: np.ndarray, offsets: np.ndarray, places: np.ndarray,

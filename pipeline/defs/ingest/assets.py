@@ -7,16 +7,15 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import SNAPSHOT_TAG, WAREHOUSE_POOL, PipelinePaths, run_tag
 from pipeline.defs.ui import counts_markdown, table_metadata, value_counts
-from pipeline.ingest.folder import ingest_folder_cached
+from pipeline.ingest.folder import folder_rows
 from pipeline.ingest.input_loss import DEFAULT_MAX_RUN_LOSS_SHARE, check_input_loss
-from pipeline.ingest.parse import IngestResult
 from pipeline.ingest.parse_cache import CacheStats
+from pipeline.ingest.schema import RUN_SCHEMA
 from pipeline.ingest.requests import requests_tables
 from pipeline.io.paths import check_writable_folder
 from pipeline.io.storage import note_raw_changes, replace_file_rows, replace_partitions, table_names, write_table
@@ -63,43 +62,56 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     in one line (``pipeline.io.paths.OutputLocationError``).
     """
     keys = list(context.partition_keys)
+    raw_dir = Path(paths.raw_dir)
     check_writable_folder(paths.out_dir, "PIPELINE_OUT_DIR")  # fail in one line now, not after the parse
-    # a sensor run reads the folder as the sensor's tick saw it (no second scan), when the cache still holds it
-    result, cache = ingest_folder_cached(Path(paths.raw_dir), Path(paths.cache_dir),
-                                         snapshot=run_tag(context, SNAPSHOT_TAG))
-    ours = pc.is_in(result.runs["run_date_partition"], pa.array(keys))
-    # a run of every date (the nightly schedule, the CLI) takes the table as it is: a copy onto a million runs is ~1 GB
-    mine = result.runs if pc.all(ours).as_py() is not False else result.runs.filter(ours)
+    # a run started from a scan (the sensor's tick, the partition discovery) reads the folder as that scan saw it:
+    # no second scan, and the runs streamed from the parse cache into DuckDB, when the cache still holds it
+    folder = folder_rows(raw_dir, Path(paths.cache_dir), snapshot=run_tag(context, SNAPSHOT_TAG))
     with warehouse.get_connection() as conn:
         previous = conn.execute("select count(*) from raw_runs").fetchall()[0][0] \
             if "raw_runs" in table_names(conn) else None
-        check_input_loss(Path(paths.raw_dir), result, previous, config.max_run_loss_share, config.allow_shrink)
-        replace_partitions(conn, "raw_runs", mine, keys)
-        write_file_tables(conn, result, cache)
+        check_input_loss(raw_dir, folder.files.num_rows, folder.num_runs, previous, config.max_run_loss_share,
+                         config.allow_shrink)
+        conn.register("_folder_runs", folder.runs)
+        conn.register("_keys", pa.table({"key": pa.array(keys, pa.string())}))
+        try:
+            replace_partitions(conn, "raw_runs", conn.sql(
+                "select * from _folder_runs where run_date_partition in (select key from _keys)"), keys)
+            # what the asset reports, read back from the rows just written
+            written = "from raw_runs where run_date_partition in (select key from _keys)"
+            formats = dict(conn.execute(f"select source_format, count(*) {written} group by all").fetchall())
+            preview = conn.sql(f"select * {written} order by source_file, source_row limit {PREVIEW_ROWS}") \
+                .to_arrow_table().cast(RUN_SCHEMA)
+        finally:
+            conn.unregister("_folder_runs")
+            conn.unregister("_keys")
+        write_file_tables(conn, folder.rejects, folder.files, folder.stats)
         note_raw_changes(conn, "partition", keys)
-    result = IngestResult(runs=mine, rejects=result.rejects, files=result.files)
+    runs, cache = sum(formats.values()), folder.stats
     context.log.info(
-        f"{result.files.num_rows} files ({cache.parsed} parsed, {cache.reused} from the parse cache): "
-        f"{result.runs.num_rows} runs in {keys[:3]}{'…' if len(keys) > 3 else ''}, "
-        f"{result.rejects.num_rows} rejected rows")
-    formats = Counter(result.runs.column("source_format").to_pylist())
-    kinds = value_counts(result.files["kind"])
+        f"{folder.files.num_rows} files ({cache.parsed} parsed, {cache.reused} from the parse cache): "
+        f"{runs} runs in {keys[:3]}{'…' if len(keys) > 3 else ''}, {folder.rejects.num_rows} rejected rows")
+    kinds = value_counts(folder.files["kind"])
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(result.runs, preview_columns=["source_file", "source_format", "model", "hw",
-                                                            "precision", "spec_decoding", "conc"]),
+            **table_metadata(preview, preview_columns=["source_file", "source_format", "model", "hw",
+                                                       "precision", "spec_decoding", "conc"]),
+            "dagster/row_count": runs,
             "raw_dir": dg.MetadataValue.path(paths.raw_dir),
-            "files_scanned": result.files.num_rows,
+            "files_scanned": folder.files.num_rows,
             "files_parsed": cache.parsed,
             "files_from_parse_cache": cache.reused,
-            "rows_rejected_at_ingest": result.rejects.num_rows,
-            "runs_by_format": counts_markdown(dict(formats), "source_format"),
+            "rows_rejected_at_ingest": folder.rejects.num_rows,
+            "runs_by_format": counts_markdown(formats, "source_format"),
             "files_by_kind": counts_markdown(dict(kinds), "kind"),
         }
     )
 
 
-def write_file_tables(conn: duckdb.DuckDBPyConnection, result: IngestResult, cache: CacheStats) -> None:
+PREVIEW_ROWS = 12  # rows of the asset's preview (table_metadata's default)
+
+
+def write_file_tables(conn: duckdb.DuckDBPyConnection, rejects: pa.Table, files: pa.Table, cache: CacheStats) -> None:
     """Bring ``raw_rejects`` and ``raw_files`` (per file, every date) to ``result``'s folder state and drop the
     ``raw_runs`` rows of files that are gone. Table ``raw_generation`` records which parse-cache generation the
     tables hold: when that is the state ``cache.changes`` started from (or one with the same rows,
@@ -110,8 +122,8 @@ def write_file_tables(conn: duckdb.DuckDBPyConnection, result: IngestResult, cac
 
     Args:
         conn: the warehouse connection of the ingest asset (``raw_runs`` already written for its dates).
-        result: the folder's rows (``ingest_folder_cached``).
-        cache: that call's stats: ``generation`` the rows are, ``changes`` since which generation.
+        rejects, files: the folder's rejects and files (``folder_rows``).
+        cache: that scan's stats: ``generation`` the rows are, ``changes`` since which generation.
     """
     conn.execute("create table if not exists raw_generation (generation varchar)")
     stored = conn.execute("select max(generation) from raw_generation").fetchall()[0][0]
@@ -119,8 +131,8 @@ def write_file_tables(conn: duckdb.DuckDBPyConnection, result: IngestResult, cac
     if stored is not None and stored == cache.generation and {"raw_rejects", "raw_files"} <= table_names(conn):
         return
     delta = changes is not None and changes.starts_from(stored) \
-        and all(replace_file_rows(conn, name, getattr(result, attr), changes.touched)
-                for name, attr in (("raw_rejects", "rejects"), ("raw_files", "files")))
+        and all(replace_file_rows(conn, name, table, changes.touched)
+                for name, table in (("raw_rejects", rejects), ("raw_files", files)))
     if delta:
         conn.register("_touched", pa.table({"source_file": changes.touched}))
         conn.execute("delete from raw_runs where source_file in (select source_file from _touched) "
@@ -128,8 +140,8 @@ def write_file_tables(conn: duckdb.DuckDBPyConnection, result: IngestResult, cac
         conn.unregister("_touched")
         note_raw_changes(conn, "file", changes.touched)
     else:
-        write_table(conn, "raw_rejects", result.rejects)
-        write_table(conn, "raw_files", result.files)
+        write_table(conn, "raw_rejects", rejects)
+        write_table(conn, "raw_files", files)
         conn.execute("delete from raw_runs where source_file not in (select source_file from raw_files)")
         note_raw_changes(conn, "all")
     conn.execute("delete from raw_generation")
