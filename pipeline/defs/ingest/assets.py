@@ -76,18 +76,18 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
         check_input_loss(raw_dir, folder.files.num_rows, folder.num_runs, previous, config.max_run_loss_share,
                          config.allow_shrink)
         conn.register("_folder_runs", folder.runs)
-        mine = {"keys": keys}
+        dates = {"keys": keys}
         try:
             # list_contains, not "in (subquery)": DuckDB's semi-join held every streamed run (~1.3 GB onto 1M)
             replace_partitions(conn, "raw_runs", conn.sql(
-                "select * from _folder_runs where list_contains($keys, run_date_partition)", params=mine), keys)
+                "select * from _folder_runs where list_contains($keys, run_date_partition)", params=dates), keys)
         finally:
             conn.unregister("_folder_runs")
         # what the asset reports, read back from the rows just written
         written = "from raw_runs where list_contains($keys, run_date_partition)"
-        formats = dict(conn.execute(f"select source_format, count(*) {written} group by all", mine).fetchall())
+        formats = dict(conn.execute(f"select source_format, count(*) {written} group by all", dates).fetchall())
         preview = conn.sql(f"select * {written} order by source_file, source_row limit {PREVIEW_ROWS}",
-                           params=mine).to_arrow_table().cast(RUN_SCHEMA)
+                           params=dates).to_arrow_table().cast(RUN_SCHEMA)
         write_file_tables(conn, folder.rejects, folder.files, folder.stats)
         note_raw_changes(conn, "partition", keys)
     runs, cache = sum(formats.values()), folder.stats
@@ -115,11 +115,11 @@ PREVIEW_ROWS = 12  # rows of the asset's preview (table_metadata's default)
 
 
 def write_file_tables(conn: duckdb.DuckDBPyConnection, rejects: pa.Table, files: pa.Table, cache: CacheStats) -> None:
-    """Bring ``raw_rejects`` and ``raw_files`` (per file, every date) to ``result``'s folder state and drop the
-    ``raw_runs`` rows of files that are gone. Table ``raw_generation`` records which parse-cache generation the
-    tables hold: when that is the state ``cache.changes`` started from (or one with the same rows,
-    ``CacheChanges.starts_from``), only the touched files' rows are
-    rewritten (a night's files, not the history's: 1.4 s of a run onto a million files); when it is already
+    """Bring ``raw_rejects`` and ``raw_files`` (per file, every date) to the folder state ``rejects`` and ``files``
+    hold and drop the ``raw_runs`` rows of files that are gone. Table ``raw_generation`` records which parse-cache
+    generation the tables hold: when that is the state ``cache.changes`` started from (or one with the same rows,
+    ``CacheChanges.starts_from``), only the touched files' rows are rewritten (a night's files, not the
+    history's: 1.4 s of a run onto a million files); when it is already
     ``cache.generation``, nothing is; otherwise both tables are rewritten whole. What was rewritten is noted
     for the ingest ledger (``note_raw_changes``).
 
