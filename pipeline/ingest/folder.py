@@ -88,7 +88,6 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     """
     raw_dir, cache_dir = Path(raw_dir), Path(cache_dir)
     scan_started_ns = time.time_ns()
-    # the rows wait until the quick scan has shown they are needed, when the caller holds this generation's
     stamped = cache_generation(cache_dir, raw_dir) if quick_scan and not rows else None
     lazy = stamped is not None  # the rows wait until the quick scan has shown they are needed
     cache = None if lazy else load_cache(cache_dir, raw_dir)
