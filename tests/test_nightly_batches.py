@@ -73,13 +73,25 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     ledger_updates: list[str] = []  # what each run did to the stored ledger
     real_update = ledger_asset.update_ledger
     monkeypatch.setattr(ledger_asset, "update_ledger",
-                        lambda conn: ledger_updates.append(real_update(conn)) or ledger_updates[-1])
+                        lambda conn: (lambda out: ledger_updates.append(out[0]) or out)(real_update(conn)))
     import pipeline.defs.validate.assets as validate_assets
 
     quarantine_updates: list[str] = []  # what each run did to the stored quarantine
     real_quarantine = validate_assets.update_quarantine
     monkeypatch.setattr(validate_assets, "update_quarantine",
-                        lambda conn: (lambda out: quarantine_updates.append(out[1]) or out)(real_quarantine(conn)))
+                        lambda conn: (lambda out: quarantine_updates.append(out[0]) or out)(real_quarantine(conn)))
+    mart_writes: list[tuple[str, bool, str]] = []  # (mart, folded, why) of each write of the per-file marts
+    from pipeline.io import file_marts
+
+    # the history is three nights of a similar size: let recent hold them, as a long history's nights would be
+    monkeypatch.setattr(file_marts, "RECENT_MAX_SHARE", 2.0)
+
+    def recording(conn, table, *args, **kwargs):
+        written = file_marts.write_file_mart(conn, table, *args, **kwargs)
+        mart_writes.append((table, written.folded, written.reason))
+        return written
+    for module in (ledger_asset, validate_assets):
+        monkeypatch.setattr(module, "write_file_mart", recording)
     instance = dg.DagsterInstance.ephemeral()
     job = defs().resolve_job_def("refresh_all")
     paths = PipelinePaths(raw_dir=str(raw), out_dir=str(out), cache_dir=f"{db}.parse_cache")
@@ -121,6 +133,14 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     # so was the quarantine: whole once, then the rows of each night's files and dates
     assert quarantine_updates[0] == "rebuilt whole" and len(quarantine_updates) == 4, quarantine_updates
     assert all(u.endswith(" rows rebuilt") for u in quarantine_updates[1:]), quarantine_updates
+    # the per-file marts: folded by the first run; the second night's run (new files only) wrote only its recent
+    # rows; the last night's first run removes files the base holds, which folds; the ledger's base then holds
+    # that night's new files too (as pending rows), so the night's second run, which rebuilds their rows, folds
+    # the ledger again, while their quarantine rows were not in the base and go to recent
+    for mart, folds in (("ingest_ledger", [True, False, True, True]), ("quarantine", [True, False, True, False])):
+        writes = [(folded, why) for name, folded, why in mart_writes if name == mart]
+        assert [folded for folded, _ in writes] == folds, (mart, writes)
+        assert writes[0][1] == "whole rebuild" and writes[2][1].endswith(" changed files are in base"), writes
     batches = _marts(out)
 
     # one full refresh over the final folder

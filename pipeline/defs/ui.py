@@ -39,8 +39,11 @@ def column_schema(table: pa.Table, mart: str | None = None) -> dg.TableSchema:
                                                   description=describe(f.name, mart)) for f in table.schema])
 
 
+PREVIEW_ROWS = 12  # rows of a table's Markdown preview in the Dagster UI
+
+
 def table_metadata(table: pa.Table, *, path: Path | None = None, preview_columns: list[str] | None = None,
-                   preview_rows: int = 12, mart: str | None = None) -> dict[str, Any]:
+                   preview_rows: int = PREVIEW_ROWS, mart: str | None = None) -> dict[str, Any]:
     """``dagster/row_count``, ``dagster/column_schema`` (with each column's description and unit), a Markdown
     preview of the first ``preview_rows`` rows and the mart path (when written). ``mart`` names the mart of
     ``pipeline.io.columns.MARTS`` the table is written as, for its mart-specific column notes."""
@@ -68,14 +71,3 @@ def value_counts(column: pa.Array | pa.ChunkedArray) -> dict[str | None, int]:
     import pyarrow.compute as pc
 
     return {item["values"]: item["counts"] for item in pc.value_counts(column).to_pylist()}
-
-
-def rejections_first(table: pa.Table) -> pa.Table:
-    """The quarantine with real rejections first and ``not_a_run_log:*`` rows (sidecars, telemetry, docs) after,
-    each part in its original order, so a preview of the first rows shows what was refused, not the sidecars."""
-    import pyarrow.compute as pc
-
-    if table.num_rows == 0:
-        return table
-    not_run = pc.fill_null(pc.starts_with(table.column("reason_code"), "not_a_run_log:"), False)
-    return pa.concat_tables([table.filter(pc.invert(not_run)), table.filter(not_run)])

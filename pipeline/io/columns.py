@@ -64,9 +64,9 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "tok_s_per_mw", "j_per_token", "power_source", "window_source", "power_valid", "power_invalid_reason",
         "energy_j", "avg_power_w_per_gpu", "measured_tok_s_per_mw", "measured_j_per_token",
         "measured_j_per_output_token", "line_id", "sweep_id", "superseded_by", "repeat_group", "repeat_n")),
-    "quarantine": ("quarantine.parquet", "one rejected file or row", (
+    "quarantine": ("quarantine/{base,recent}.parquet", "one rejected file or row", (
         "source_file", "source_format", "source_row", "reason_code", "detail", "stage", "run_date_partition", "duplicate_of")),
-    "ingest_ledger": ("ingest_ledger.parquet", "one input file", (
+    "ingest_ledger": ("ingest_ledger/{base,recent}.parquet", "one input file", (
         "source_file", "content_sha256", "size_bytes", "kind", "source_format", "rows_read", "accepted_rows",
         "length_off_nominal_rows", "quarantined_rows", "reason_codes", "pending_rows", "outcome")),
     "frontiers": ("frontiers.parquet", "one (side, price book, frontier point)", (
@@ -379,6 +379,11 @@ def marts_markdown() -> str:
         "Marts live under `PIPELINE_OUT_DIR` (default `data/marts/`). Units: latencies in s, throughput in tok/s",
         "(per GPU: tok/s/GPU), interactivity in tok/s/user, cost in $ per million tokens, all-in power in kW per GPU,",
         "measured power in W per GPU, energy in J. Formulas: [metrics.md](metrics.md).",
+        "",
+        "A mart with a folder is read as the folder: `runs/` and `trends/` have one file per (model, run date);",
+        "`quarantine/` and `ingest_ledger/` are the rows of `base.parquet` and `recent.parquet` together (the rows",
+        "of the files a night changed go to `recent`, so a night does not rewrite the history's rows; each file is",
+        "sorted by `source_file`, the folder is not: sort when the order matters).",
         "",
         "## Glossary",
         "",

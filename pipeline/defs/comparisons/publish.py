@@ -34,7 +34,7 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource
                     paths: PipelinePaths) -> dg.MaterializeResult:
     """Publish this run's marts together (``pipeline.io.generations.publish``): the run's staging folder becomes
     ``<PIPELINE_OUT_DIR>/.generations/<UTC time>-<run id>`` and ``current`` (and through it ``runs/``,
-    ``quarantine.parquet``, ``frontiers.parquet``, ``comparisons.parquet``, ``ingest_ledger.parquet``, ``trends/``,
+    ``quarantine/``, ``frontiers.parquet``, ``comparisons.parquet``, ``ingest_ledger/``, ``trends/``,
     ``run_slo/``, ``requests/``, ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
     blocking check failed, so a failed or killed run leaves the previous generation in place.
 

@@ -10,7 +10,8 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
-from pipeline.defs.ui import counts_markdown, rejections_first, table_metadata
+from pipeline.defs.ui import PREVIEW_ROWS, counts_markdown, table_metadata
+from pipeline.io.file_marts import write_file_mart
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
     QUARANTINE_CHANGES,
@@ -20,7 +21,6 @@ from pipeline.io.storage import (
     read_table,
     replace_partitions,
     table_names,
-    write_parquet_atomic,
     write_table,
 )
 from pipeline.validate.rules import (
@@ -111,25 +111,35 @@ def quarantine(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pat
     across all dates. Grain: one row per rejected file or row; columns ``source_file``, ``source_format``,
     ``source_row`` (null for a whole file), ``reason_code`` (stable snake_case, docs/inputs.md), ``detail`` (names
     the file, the field and the reason), ``stage`` (ingest | validate), ``run_date_partition``, ``duplicate_of``.
-    Mart: ``quarantine.parquet``, sorted by ``source_file`` then ``source_row``.
+    Mart: ``quarantine/`` (``base.parquet`` + ``recent.parquet``, ``pipeline.io.file_marts``: a night writes
+    the rows of the files whose rows it rebuilt), each file sorted by ``source_file`` then ``source_row``.
 
     Stored in the warehouse and brought up to date by ``update_quarantine``: a night rebuilds the rows of the
     files and run dates it rewrote, not every reject's.
     """
     with warehouse.get_connection() as conn:
-        table, done = update_quarantine(conn)
-    path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "quarantine")))
+        done, changed = update_quarantine(conn)
+        folder = paths.mart_folder(context, "quarantine")
+        written = write_file_mart(conn, "quarantine", folder, changed, order_by="source_file, source_row",
+                                  schema=QUARANTINE_SCHEMA)
+        total = conn.execute("select count(*) from quarantine").fetchall()[0][0]
+        reasons = dict(conn.execute("select reason_code, count(*) from quarantine group by reason_code").fetchall())
+        # real rejections first, then not_a_run_log rows (sidecars, telemetry, docs): what was refused
+        preview = conn.sql("select * from quarantine order by coalesce(starts_with(reason_code, 'not_a_run_log:'), "
+                           f"false), source_file, source_row limit {PREVIEW_ROWS}").to_arrow_table() \
+            .cast(QUARANTINE_SCHEMA)
     paths.publish_unless_later(context)
-    reasons = Counter(table.column("reason_code").to_pylist())
-    context.log.info(f"quarantine: {table.num_rows} rows ({done})")
+    path = paths.published(context, folder)
+    context.log.info(f"quarantine: {total} rows ({done}; mart {written.describe()})")
     return dg.MaterializeResult(
-        metadata={**table_metadata(rejections_first(table), path=path, mart="quarantine",
+        metadata={**table_metadata(preview, path=path, mart="quarantine",
                                  preview_columns=["source_file", "reason_code", "detail"]),
-                  "rows_by_reason": counts_markdown(dict(reasons), "reason_code")},
+                  "dagster/row_count": total,
+                  "rows_by_reason": counts_markdown(reasons, "reason_code")},
     )
 
 
-def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str]:
+def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[str, str | None]:
     """Bring warehouse table ``quarantine`` (``QUARANTINE_SCHEMA``) to ``raw_rejects`` and ``validation_rejects``
     together (``pipeline.validate.rules.quarantine_table``): when ``quarantine_changes``
     (``pipeline.io.storage.note_raw_changes``) names files and run dates only, delete the rows of those files and
@@ -137,8 +147,9 @@ def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str]:
     quarantine yet, other SQL or schema) rebuild every row. Then empty ``quarantine_changes``.
 
     Returns:
-        The whole quarantine (``QUARANTINE_SCHEMA``, sorted by ``source_file`` then ``source_row``) and what was
-        done, for the log ("412 rows rebuilt", "rebuilt whole").
+        What was done, for the log ("412 rows rebuilt", "rebuilt whole"), and the temp table naming the files
+        whose rows were deleted or inserted (``quarantine_changed``, column ``source_file``), None when every row
+        was rebuilt.
 
     Exact (tests/test_nightly_batches.py holds the mart equal to a full refresh's): a row of ``raw_rejects``
     changes only with its file, one of ``validation_rejects`` only with its run date or its removed file, and
@@ -148,13 +159,14 @@ def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str]:
     if needs_whole_rebuild(conn, "quarantine", QUARANTINE_CHANGES, version):
         table = quarantine_table(read_table(conn, "raw_rejects"), read_table(conn, "validation_rejects"))
         write_table(conn, "quarantine", table)
-        done = "rebuilt whole"
+        done, changed = "rebuilt whole", None
     else:
         conn.execute(sql_text("quarantine_scope_rows"))
+        in_scope = "select distinct source_file from quarantine where in_quarantine_scope(source_file, run_date_partition)"
+        conn.execute(f"create or replace temp table quarantine_changed as {in_scope}")
         conn.execute("delete from quarantine where in_quarantine_scope(source_file, run_date_partition)")
         inserted = conn.execute("insert into quarantine select * from quarantine_scope_rows()").fetchall()[0][0]
-        done = f"{inserted} rows rebuilt"
-        table = conn.sql("select * from quarantine order by source_file, source_row").to_arrow_table() \
-            .cast(QUARANTINE_SCHEMA)
+        conn.execute(f"insert into quarantine_changed {in_scope}").fetchall()
+        done, changed = f"{inserted} rows rebuilt", "quarantine_changed"
     caught_up(conn, "quarantine", QUARANTINE_CHANGES, version)
-    return table, done
+    return done, changed

@@ -7,10 +7,11 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
-from pipeline.defs.ui import counts_markdown, table_metadata, value_counts
+from pipeline.defs.ui import PREVIEW_ROWS, counts_markdown, table_metadata
 from pipeline.defs.validate.assets import QUARANTINE_KEY, VALIDATED_KEY
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import RAW_CHANGES, caught_up, needs_whole_rebuild, write_parquet_atomic
+from pipeline.io.file_marts import write_file_mart
+from pipeline.io.storage import RAW_CHANGES, caught_up, needs_whole_rebuild
 
 LEDGER_KEY = dg.AssetKey(["validate", "ingest_ledger"])
 
@@ -27,7 +28,8 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
     (list<string>), ``pending_rows`` (runs dated in a run date no run has ingested yet: the sensor runs one date
     at a time), ``outcome`` (accepted | partially_accepted | quarantined | not_a_run_log | pending). Invariant:
     rows_read = accepted_rows + quarantined_rows + pending_rows.
-    Mart: ``ingest_ledger.parquet``, ordered by ``source_file``.
+    Mart: ``ingest_ledger/`` (``base.parquet`` + ``recent.parquet``, ``pipeline.io.file_marts``: a night writes
+    the rows of the files it rebuilt), each file ordered by ``source_file``.
 
     Stored in the warehouse and brought up to date per file (``update_ledger``): a night rebuilds the rows of
     the files it touched and of the run dates it refreshed, not every file's.
@@ -35,26 +37,34 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_lengths"))
         conn.execute(sql_text("ingest_ledger"))
-        rebuilt = update_ledger(conn)
-        table = conn.sql("select * from ingest_ledger order by source_file").to_arrow_table()
-    path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "ingest_ledger")))
+        rebuilt, changed = update_ledger(conn)
+        folder = paths.mart_folder(context, "ingest_ledger")
+        written = write_file_mart(conn, "ingest_ledger", folder, changed, order_by="source_file")
+        total = conn.execute("select count(*) from ingest_ledger").fetchall()[0][0]
+        outcomes = dict(conn.execute("select outcome, count(*) from ingest_ledger group by outcome").fetchall())
+        preview = conn.sql(f"select * from ingest_ledger order by source_file limit {PREVIEW_ROWS}").to_arrow_table()
     paths.publish_unless_later(context)
-    outcomes = value_counts(table["outcome"])
-    context.log.info(f"ledger: {table.num_rows} files ({rebuilt}) -> {path}")
+    path = paths.published(context, folder)
+    context.log.info(f"ledger: {total} files ({rebuilt}; mart {written.describe()}) -> {path}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=path, mart="ingest_ledger", preview_columns=["source_file", "kind", "rows_read", "accepted_rows",
-                                                            "quarantined_rows", "outcome"]),
-        "files_by_outcome": counts_markdown(dict(outcomes), "outcome"),
+        **table_metadata(preview, path=path, mart="ingest_ledger", preview_columns=[
+            "source_file", "kind", "rows_read", "accepted_rows", "quarantined_rows", "outcome"]),
+        "dagster/row_count": total,
+        "files_by_outcome": counts_markdown(outcomes, "outcome"),
     })
 
 
-def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
+def update_ledger(conn: duckdb.DuckDBPyConnection) -> tuple[str, str | None]:
     """Bring warehouse table ``ingest_ledger`` to the rows of ``ingest_ledger_rows_in`` (``sql/ingest_ledger.sql``):
     when ``raw_changes`` (``pipeline.io.storage.note_raw_changes``) names files and run dates only, delete and
     rebuild the rows of those files, of the files with runs or quarantined rows in those dates, and of files no
     longer on disk (only those files' runs are read); otherwise (a table rewritten whole, no ledger yet, other
     ledger SQL) rebuild every row.
-    Then empty ``raw_changes``. Returns what was done, for the log ("3 files rebuilt", "rebuilt whole").
+    Then empty ``raw_changes``.
+
+    Returns:
+        What was done, for the log ("3 files rebuilt", "rebuilt whole"), and the temp table naming the files
+        whose rows were rebuilt or removed (``ledger_changed``, column ``source_file``), None when every row was.
 
     Every row the view would give for an untouched file is the stored one: a file's row depends on its own
     ``raw_files``, ``raw_runs``, ``raw_rejects``, ``validated_runs`` and ``quarantine`` rows, which change only
@@ -64,7 +74,7 @@ def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
     version = hashlib.md5((sql_text("run_lengths") + sql_text("ingest_ledger")).encode()).hexdigest()
     if needs_whole_rebuild(conn, "ingest_ledger", RAW_CHANGES, version):
         conn.execute("create or replace table ingest_ledger as select * from ingest_ledger_rows_in(false)")
-        done = "rebuilt whole"
+        done, changed = "rebuilt whole", None
     else:
         conn.execute(f"""
             create or replace temp table ledger_scope as
@@ -73,9 +83,12 @@ def update_ledger(conn: duckdb.DuckDBPyConnection) -> str:
                 where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')
             union select source_file from quarantine
                 where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')""")
-        conn.execute("delete from ingest_ledger where source_file in (select source_file from ledger_scope) "
-                     "or source_file not in (select source_file from raw_files)")
+        conn.execute("create or replace temp table ledger_changed as select source_file from ledger_scope "
+                     "union select source_file from ingest_ledger "
+                     "where source_file not in (select source_file from raw_files)")
+        conn.execute("delete from ingest_ledger where source_file in (select source_file from ledger_changed)")
         conn.execute("insert into ingest_ledger select * from ingest_ledger_rows_in(true)")
-        done = f"{conn.execute('select count(*) from ledger_scope').fetchall()[0][0]} files rebuilt"
+        done, changed = f"{conn.execute('select count(*) from ledger_scope').fetchall()[0][0]} files rebuilt", \
+            "ledger_changed"
     caught_up(conn, "ingest_ledger", RAW_CHANGES, version)
-    return done
+    return done, changed
