@@ -15,6 +15,7 @@ from pipeline.io.generations import (
     CURRENT,
     GENERATIONS,
     KEEP_GENERATIONS,
+    WHOLE,
     discard,
     publish,
     published_dir,
@@ -92,6 +93,27 @@ def test_two_runs_at_once_both_keep_their_partitions(tmp_path):
     assert sorted(p.name for p in runs.iterdir()) == ["2026-01-02", "2026-01-03", "2026-01-04"]
     assert _value(out / "frontiers.parquet") == 30  # b did not write it: a's stays
     assert (out / "report" / "index.html").read_text() == "report of a"  # b's unchanged copy does not win
+
+
+@pytest.mark.parametrize("last", ["a", "b"])
+def test_a_folder_marked_whole_is_published_from_one_run(tmp_path, last):
+    """A mart whose files only make sense together (pipeline.io.file_marts: base + recent): run A writes a
+    night into recent, run B folds (a new base, no recent); whichever publishes last, the folder is that run's,
+    never B's base beside A's recent (A's rows twice)."""
+    out = tmp_path / "marts"
+    base = staging_dir(out, "base")
+    _write(base / "ledger" / "base.parquet", 1)
+    (base / "ledger" / WHOLE).touch()
+    publish(out, "base")
+    a, b = staging_dir(out, "a"), staging_dir(out, "b")
+    _write(a / "ledger" / "recent.parquet", 2)
+    _write(b / "ledger" / "base.parquet", 3)
+    _write(b / "frontiers.parquet", 4)
+    for run in sorted(("a", "b"), key=lambda r: r == last):
+        publish(out, run)
+    files = {path.name: _value(path) for path in (out / "ledger").glob("*.parquet")}
+    assert files == {"a": {"base.parquet": 1, "recent.parquet": 2}, "b": {"base.parquet": 3}}[last]
+    assert _value(out / "frontiers.parquet") == 4  # other marts are still rebased file by file
 
 
 def test_marts_of_the_layout_before_generations_are_carried_over(tmp_path):

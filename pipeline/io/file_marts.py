@@ -9,7 +9,8 @@ night whose changed files are new, the usual night, rewrites ``recent`` only; th
 rewritten whole, ``recent`` removed) when a changed file has rows in ``base``, when ``recent``'s files would
 outnumber ``RECENT_MAX_SHARE`` of ``base``'s, or when the staged files are not the state the warehouse last
 wrote (a run that failed between its warehouse commit and its publish, two runs publishing out of order): so a
-mart that drifted from the warehouse is rewritten, never carried on.
+mart that drifted from the warehouse is rewritten, never carried on. The folder holds a ``_WHOLE`` marker: two
+runs publishing at once never mix one run's ``base`` with the other's ``recent`` (``pipeline.io.generations``).
 
 Onto a million runs (1.36M files), the ledger mart was read back sorted and written whole every night (~1 s);
 a night's ``recent`` is the night's few thousand files.
@@ -26,6 +27,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.io.generations import WHOLE
 from pipeline.io.storage import table_names, write_parquet_atomic
 
 BASE, RECENT = "base.parquet", "recent.parquet"
@@ -37,14 +39,14 @@ _STATE_TABLE = "file_mart_state"  # mart, base_state, recent_state: what this wa
 @dataclass(frozen=True)
 class FileMartWrite:
     """What ``write_file_mart`` did: ``folded`` (base rewritten whole) or not, the rows it wrote, and why it
-    folded (``reason``, for the log: "whole rebuild", "a changed file is in base", …; "" when it did not)."""
+    folded (``reason``, for the log: "whole rebuild", "3 changed files are in base", …; "" when it did not)."""
 
     folded: bool
     rows_written: int
     reason: str
 
     def describe(self) -> str:
-        """For the log: "folded (a changed file is in base): 1,357,235 rows" or "recent: 2,713 rows"."""
+        """For the log: "folded (whole rebuild): 1357235 rows" or "recent: 2713 rows"."""
         return f"folded ({self.reason}): {self.rows_written} rows" if self.folded else f"recent: {self.rows_written} rows"
 
 
@@ -73,6 +75,7 @@ def write_file_mart(conn: duckdb.DuckDBPyConnection, table: str, folder: Path, c
     ids.
     """
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / WHOLE).touch()  # base and recent are published together (pipeline.io.generations)
     folder.with_name(f"{folder.name}.parquet").unlink(missing_ok=True)
     base_files, recent_files = f"{table}_mart_base_files", f"{table}_mart_recent_files"
     conn.execute(f"create table if not exists {_STATE_TABLE} (mart varchar, base_state varchar, recent_state varchar)")

@@ -17,7 +17,9 @@ write into an existing file, so a hard link shared with a published generation i
 
 Two runs at once each stage from the generation current when they started; the second to publish is rebased:
 its own changes (files it wrote or removed, compared with its base) are applied on top of what the first one
-published, under a lock, so no run's partitions are lost.
+published, under a lock, so no run's partitions are lost. A mart folder holding a ``_WHOLE`` file (``WHOLE``:
+its files only make sense together, as ``pipeline.io.file_marts``' base and recent) is rebased as one: when the
+run changed any of its files, the run's folder replaces the published one whole.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ GENERATIONS = ".generations"
 CURRENT = "current"
 KEEP_GENERATIONS = 3  # the current one and the two before it
 STALE_STAGING_S = 24 * 3600  # a staging folder untouched this long belongs to a run that died
+WHOLE = "_WHOLE"  # in a mart folder: rebase it as one (readers skip names starting with "_")
 
 
 def published_dir(out_dir: Path) -> Path:
@@ -154,15 +157,26 @@ def _rebase(staging: Path, base: Path, current: Path, generation: Path) -> None:
     tmp.mkdir()
     for entry in _mart_entries(current):
         _link_copy(entry, tmp / entry.name)
-    for rel, path in ours.items():
-        old = before.get(rel)
-        if old is not None and (os.path.samefile(path, old) or filecmp.cmp(path, old, shallow=False)):
-            continue  # unchanged by this run
+    changed = [rel for rel, path in ours.items()
+               if rel not in before or not (os.path.samefile(path, before[rel])
+                                            or filecmp.cmp(path, before[rel], shallow=False))]
+    removed = before.keys() - ours.keys()
+    # a folder of files that only make sense together, which this run changed: the run's folder, whole
+    wholes = {rel.split("/")[0] for rel in [*changed, *removed]
+              if "/" in rel and (staging / rel.split("/")[0] / WHOLE).is_file()}
+    for folder in wholes:
+        shutil.rmtree(tmp / folder, ignore_errors=True)
+        _link_copy(staging / folder, tmp / folder)
+    for rel in changed:
+        if rel.split("/")[0] in wholes:
+            continue
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.unlink(missing_ok=True)
-        _link_copy(path, target)
-    for rel in before.keys() - ours.keys():
+        _link_copy(ours[rel], target)
+    for rel in removed:
+        if rel.split("/")[0] in wholes:
+            continue
         (tmp / rel).unlink(missing_ok=True)
         for parent in (tmp / rel).parents:
             if parent == tmp or any(parent.iterdir()):
