@@ -414,3 +414,38 @@ def test_a_stream_of_the_cache_is_its_rows_in_order(tmp_path):
         assert stream.files.equals(cache_now.files.select(["source_file", "sha256", "runs"]))
         assert content_hash(stream.rejects) == content_hash(cache_now.rejects)
         assert stream.rejects["source_file"].equals(cache_now.rejects["source_file"])
+
+
+def test_a_stream_for_some_dates_skips_the_base_batches_without_them(tmp_path, monkeypatch):
+    """A run's ingest keeps only its dates' runs: ``stream_cache(dates=…)`` reads only the base's record batches
+    that hold one of them (the others' ``run_date_partition`` column alone), and its rows of those dates are
+    ``load_cache``'s, in order; ``num_runs`` still counts every run (the ingest's input-loss check)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.io.storage import write_arrow_atomic
+
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    _, state = ingest_folder_cached(raw, cache)
+    runs_file = pa.ipc.open_file(pa.memory_map(str(cache / "runs.arrow")))
+    runs = runs_file.read_all()
+    # the base in record batches of 8 runs, as a large parse writes it in blocks (same rows, same stamp)
+    write_arrow_atomic(pa.Table.from_batches(runs.to_batches(max_chunksize=8), schema=runs.schema),
+                       cache / "runs.arrow", compression=None)
+    loaded = parse_cache.load_cache(cache, raw)
+    batches = loaded.runs.to_batches(max_chunksize=8)
+    dates = {batch["run_date_partition"][0].as_py() for batch in batches}
+    date = min(dates)  # a date some batches hold and some do not
+    holding = [i for i, batch in enumerate(batches) if date in batch["run_date_partition"].to_pylist()]
+    assert 0 < len(holding) < len(batches)
+
+    reads: list[int] = []
+    real = parse_cache._runs_in_order
+    monkeypatch.setattr(parse_cache, "_runs_in_order", lambda source, read_batch, *rest: real(
+        source, lambda i: reads.append(i) or read_batch(i), *rest))
+    stream = parse_cache.stream_cache(cache, raw, state.generation, dates=[date])
+    streamed = pa.Table.from_batches(list(stream.runs), schema=stream.runs.schema)
+    assert reads == holding and stream.num_runs == loaded.runs.num_rows
+    of_date = lambda table: table.filter(pc.equal(table["run_date_partition"], date))  # noqa: E731
+    assert of_date(streamed).equals(of_date(loaded.runs))

@@ -147,19 +147,23 @@ class FolderRows:
     stats: CacheStats
 
 
-def folder_rows(raw_dir: Path, cache_dir: Path, snapshot: str | None = None) -> FolderRows:
+def folder_rows(raw_dir: Path, cache_dir: Path, snapshot: str | None = None,
+                dates: list[str] | None = None) -> FolderRows:
     """``ingest_folder_cached(raw_dir, cache_dir, snapshot=snapshot)``'s tables for a run's ingest. When the cache
     still holds the state ``snapshot`` (the sensor's tick or the partition discovery that started the run), its
     runs are streamed from the cache's files a record batch at a time (``parse_cache.stream_cache``; onto a
     million runs ~1.4 GB of Arrow not loaded), its files and rejects read whole; otherwise the folder is scanned
     and the rows are in memory. Either way, the rows of ``ingest_folder(raw_dir)`` as that state saw it.
+    ``dates``: the run dates the caller keeps (it filters the runs itself): a stream then skips the cache's
+    record batches that hold none of them (``stream_cache``'s ``dates``; ``num_runs`` still counts every run).
 
     Raises:
         FileNotFoundError: ``raw_dir`` is missing (when scanned).
         RuntimeError: a parse worker failed.
     """
     raw_dir, cache_dir = Path(raw_dir), Path(cache_dir)
-    stream = stream_cache(cache_dir, raw_dir, snapshot, tuple(FILE_SCHEMA.names), rejects=True) if snapshot else None
+    stream = stream_cache(cache_dir, raw_dir, snapshot, tuple(FILE_SCHEMA.names), rejects=True,
+                          dates=dates) if snapshot else None
     if stream is not None:
         files = stream.files.cast(FILE_SCHEMA)
         stats = CacheStats(files.num_rows, files.num_rows, 0, 0, 0, True, snapshot, load_changes(cache_dir, snapshot))

@@ -29,7 +29,7 @@ import functools
 import hashlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -789,7 +789,8 @@ class CacheStream:
 
 
 def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
-                 file_columns: tuple[str, ...] = ("source_file", "sha256"), rejects: bool = False) -> CacheStream | None:
+                 file_columns: tuple[str, ...] = ("source_file", "sha256"), rejects: bool = False,
+                 dates: Sequence[str] | None = None) -> CacheStream | None:
     """Cache state ``generation``, when it is the cache's (``load_cache``'s generation), with its runs streamed: at most one of the
     base's record batches (~1/16 of it) and the delta's rows in memory at once, instead of the whole cache (onto a
     million runs ~1.4 GB of Arrow once loaded). For a reader that needs every run once: a digest, an insert.
@@ -799,6 +800,10 @@ def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
         generation: the state wanted (``CacheStats.generation``, ``cache_generation``).
         file_columns: the columns of ``CACHE_FILE_SCHEMA`` wanted in ``files``.
         rejects: read the state's rejects too (``CacheStream.rejects``).
+        dates: the run dates (``run_date_partition`` values) the reader keeps, when it keeps only some: the
+            base's record batches holding none of them are not read (their ``run_date_partition`` column is
+            read to know), so a night's ingest onto a million runs reads the delta's rows, not the base's. The
+            stream still has every row of the batches it reads (the reader filters); ``num_runs`` counts them all.
     Returns:
         The stream, or None when the cache does not hold ``generation`` any more (a later save, a torn or
         unreadable file): the caller then reads the folder as usual.
@@ -810,7 +815,7 @@ def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
     except OSError:
         return None
     try:
-        stream = _stream_of(source, cache_dir, raw_dir, generation, file_columns, rejects)
+        stream = _stream_of(source, cache_dir, raw_dir, generation, file_columns, rejects, dates)
     except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
         stream = None
     if stream is None:
@@ -819,7 +824,7 @@ def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
 
 
 def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation: str,
-               file_columns: tuple[str, ...], with_rejects: bool) -> CacheStream | None:
+               file_columns: tuple[str, ...], with_rejects: bool, dates: Sequence[str] | None) -> CacheStream | None:
     """``stream_cache`` once the base's runs file is open (``source``); raises on an unreadable file."""
     runs_file = pa.ipc.open_file(source)
     wanted = list(dict.fromkeys(["runs", "rejected", *file_columns]))
@@ -872,7 +877,9 @@ def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation
         if rejects is None:
             return None
     pieces = _merged_pieces(np.flatnonzero(keep), offsets, places, delta_offsets)
-    reader = pa.RecordBatchReader.from_batches(RUN_SCHEMA, _runs_in_order(source, runs_file, delta_runs, pieces))
+    batch_rows, needed = _batches_holding(source, runs_file.num_record_batches, dates)
+    reader = pa.RecordBatchReader.from_batches(RUN_SCHEMA, _runs_in_order(
+        source, runs_file.get_batch, delta_runs, pieces, batch_rows, needed))
     return CacheStream(files.select(list(file_columns)), reader,
                        int(offsets[-1] - np.diff(offsets)[~keep].sum() + delta_runs.num_rows), rejects)
 
@@ -904,25 +911,43 @@ def _merged_pieces(kept: np.ndarray, offsets: np.ndarray, places: np.ndarray,
     return pieces
 
 
-def _runs_in_order(source: pa.NativeFile, runs_file: pa.ipc.RecordBatchFileReader, delta_runs: pa.Table,
-                   pieces: list[tuple[bool, int, int]]) -> Iterator[pa.RecordBatch]:
-    """The record batches of ``pieces`` (``_merged_pieces``), reading each base record batch once, when the
-    first piece in it is reached; closes ``source`` at the end. Read, not mapped: a mapping would keep every page
-    this pass touched resident until it ends, the whole cache by then."""
+def _batches_holding(source: pa.NativeFile, count: int, dates: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows of each of the base runs file's ``count`` record batches and, when ``dates`` is given, whether
+    each holds a run of one of them; only the ``run_date_partition`` column is read (uncompressed: its own
+    pages, ~10 MB onto a million runs)."""
+    column = pa.ipc.open_file(source, options=pa.ipc.IpcReadOptions(
+        included_fields=[RUN_SCHEMA.get_field_index("run_date_partition")]))
+    batches = [column.get_batch(i) for i in range(count)]
+    rows = np.array([batch.num_rows for batch in batches], dtype=np.int64)
+    if dates is None:
+        return rows, None
+    value_set = pa.array(list(dates), pa.string())
+    return rows, np.array([bool(pc.any(pc.is_in(batch.column(0), value_set=value_set)).as_py()) for batch in batches])
+
+
+def _runs_in_order(source: pa.NativeFile, read_batch: Callable[[int], pa.RecordBatch], delta_runs: pa.Table,
+                   pieces: list[tuple[bool, int, int]], batch_rows: np.ndarray,
+                   needed: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
+    """The record batches of ``pieces`` (``_merged_pieces``): delta rows as slices of ``delta_runs``, base rows
+    from the base's record batch ``i`` (``read_batch(i)``, ``batch_rows[i]`` rows), each read once, when the
+    first piece in it is reached, and not at all where ``needed[i]`` is False (it holds no run the reader
+    keeps); closes ``source`` at the end. Read, not mapped: a mapping would keep every page this pass touched
+    resident until it ends, the whole cache by then."""
+    first_row = np.concatenate([[0], np.cumsum(batch_rows)])
     try:
-        index, batch, first = -1, None, 0  # the base batch in hand and its first row
+        index, batch = -1, None  # the base batch in hand
         for from_delta, start, stop in pieces:
             if from_delta:
                 yield from delta_runs.slice(start, stop - start).to_batches()
                 continue
+            i = int(np.searchsorted(first_row, start, side="right")) - 1
             while start < stop:
-                while batch is None or start >= first + batch.num_rows:
-                    first += batch.num_rows if batch is not None else 0
-                    index += 1
-                    batch = runs_file.get_batch(index).replace_schema_metadata(None)
-                take = min(stop, first + batch.num_rows) - start
-                yield batch.slice(start - first, take).cast(RUN_SCHEMA)
-                start += take
+                end = min(stop, int(first_row[i + 1]))
+                if needed is None or needed[i]:
+                    if index != i:
+                        index, batch = i, read_batch(i).replace_schema_metadata(None)
+                    yield batch.slice(start - int(first_row[i]), end - start).cast(RUN_SCHEMA)
+                start, i = end, i + 1
     finally:
         source.close()
 

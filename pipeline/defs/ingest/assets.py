@@ -69,7 +69,7 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     check_writable_folder(paths.out_dir, "PIPELINE_OUT_DIR")  # fail in one line now, not after the parse
     # a run started from a scan (the sensor's tick, the partition discovery) reads the folder as that scan saw it:
     # no second scan, and the runs streamed from the parse cache into DuckDB, when the cache still holds it
-    folder = folder_rows(raw_dir, Path(paths.cache_dir), snapshot=run_tag(context, SNAPSHOT_TAG))
+    folder = folder_rows(raw_dir, Path(paths.cache_dir), snapshot=run_tag(context, SNAPSHOT_TAG), dates=keys)
     with warehouse.get_connection() as conn:
         previous = conn.execute("select count(*) from raw_runs").fetchall()[0][0] \
             if "raw_runs" in table_names(conn) else None
