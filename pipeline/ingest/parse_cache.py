@@ -854,7 +854,9 @@ def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation
     keep = np.ones(base_files.num_rows, dtype=bool) if delta is None \
         else delta["keep"]["keep"].to_numpy(zero_copy_only=False)
     offsets = _row_offsets(base_files, "runs")
-    if len(keep) != base_files.num_rows or offsets[-1] != runs_file.count_rows():
+    # each batch's rows from its run_date_partition column alone (count_rows() read whole batches: ~0.2 s at 1M)
+    batch_rows, needed = _batches_holding(source, runs_file.num_record_batches, dates)
+    if len(keep) != base_files.num_rows or offsets[-1] != batch_rows.sum():
         return None
     kept_files = _rows_of_files(base_files, keep, _row_offsets(base_files, None))
     places = np.zeros(0, dtype=np.int64)
@@ -877,7 +879,6 @@ def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation
         if rejects is None:
             return None
     pieces = _merged_pieces(np.flatnonzero(keep), offsets, places, delta_offsets)
-    batch_rows, needed = _batches_holding(source, runs_file.num_record_batches, dates)
     reader = pa.RecordBatchReader.from_batches(RUN_SCHEMA, _runs_in_order(
         source, runs_file.get_batch, delta_runs, pieces, batch_rows, needed))
     return CacheStream(files.select(list(file_columns)), reader,
