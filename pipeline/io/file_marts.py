@@ -120,8 +120,8 @@ def _fold_reason(conn: duckdb.DuckDBPyConnection, folder: Path, changed: str | N
 
 
 def _write(conn: duckdb.DuckDBPyConnection, query: str, path: Path, state: str, schema: pa.Schema | None) -> int:
-    """Write ``query``'s rows to ``path`` stamped with ``state``; an empty result removes the file. Returns
-    the rows written."""
+    """Write ``query``'s rows to ``path`` stamped with ``state`` (in the footer's key-value metadata); an empty
+    ``recent`` removes the file instead (``base`` is always written, empty or not). Returns the rows written."""
     rows = conn.sql(query).to_arrow_table()
     if schema is not None:
         rows = rows.cast(schema)
@@ -142,5 +142,6 @@ def _stamp(path: Path) -> str | None:
 
 
 def _record(conn: duckdb.DuckDBPyConnection, table: str, base_state: str, recent_state: str | None) -> None:
+    """Remember the state ids the mart's files now carry (None: no ``recent`` file)."""
     conn.execute(f"delete from {_STATE_TABLE} where mart = ?", [table])
     conn.execute(f"insert into {_STATE_TABLE} values (?, ?, ?)", [table, base_state, recent_state]).fetchall()
