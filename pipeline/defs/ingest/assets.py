@@ -11,7 +11,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import SNAPSHOT_TAG, WAREHOUSE_POOL, PipelinePaths, run_tag
-from pipeline.defs.ui import counts_markdown, table_metadata, value_counts
+from pipeline.defs.ui import PREVIEW_ROWS, counts_markdown, table_metadata, value_counts
 from pipeline.ingest.folder import folder_rows
 from pipeline.ingest.input_loss import DEFAULT_MAX_RUN_LOSS_SHARE, check_input_loss
 from pipeline.ingest.parse_cache import CacheStats
@@ -109,9 +109,6 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
             "files_by_kind": counts_markdown(dict(kinds), "kind"),
         }
     )
-
-
-PREVIEW_ROWS = 12  # rows of the asset's preview (table_metadata's default)
 
 
 def write_file_tables(conn: duckdb.DuckDBPyConnection, rejects: pa.Table, files: pa.Table, cache: CacheStats) -> None:
