@@ -15,11 +15,13 @@ GX runs in an ephemeral context over a pandas DataFrame (``dagster-ge`` supports
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.ingest.schema import AGENTIC_TRACES, BENCHMARK_TYPES, RUN_COLUMNS
 from pipeline.validate.rules import duplicates_in_table
@@ -119,8 +121,35 @@ def build_suite(known_hw: Iterable[str]) -> list[Expectation]:
     return blocking + warnings
 
 
-def with_derived_columns(runs: pa.Table) -> pd.DataFrame:
-    """``runs`` as pandas plus the helper columns some expectations read (ratios are null when an input is)."""
+def duplicates_by_run_id(runs: pa.Table) -> dict[tuple[str | None, int], str]:
+    """The duplicate rule itself (same content, or same line, conc and numbers within 1e-9) over the accepted runs
+    (``runs``: at least ``rules.DUPLICATE_SEARCH_COLUMNS``), keyed so a slice of the table can look its rows up:
+    (``run_id``, which copy of that run_id in table order, from 0) of each run that duplicates another → the kept
+    run's ``run_id``. Empty when the rules did their job; repeats (same line, sweep and conc, other numbers) are
+    measurements and pass. A run_id twice (``run_id_unique`` fails) keeps its copies apart."""
+    found = duplicates_in_table(runs)[1]
+    if not found:
+        return {}
+    run_ids = runs["run_id"]
+    named = {run_ids[i].as_py() for i in found}
+    same_id = pc.is_in(run_ids, value_set=pa.array([n for n in named if n is not None], pa.string()))
+    if None in named:
+        same_id = pc.or_(same_id, pc.is_null(run_ids))
+    copies: Counter = Counter()
+    keyed = {}
+    for at in pc.indices_nonzero(pc.fill_null(same_id, False)).to_pylist():
+        run_id = run_ids[at].as_py()
+        if at in found:
+            keyed[(run_id, copies[run_id])] = found[at][2]
+        copies[run_id] += 1
+    return keyed
+
+
+def with_derived_columns(runs: pa.Table, duplicate_of: Mapping[tuple[str | None, int], str]) -> pd.DataFrame:
+    """``runs`` as pandas plus the helper columns some expectations read (ratios are null when an input is);
+    ``duplicate_of`` (``duplicates_by_run_id`` of every accepted run, not only these; every copy of a run_id is
+    in ``runs``, in table order) fills the column of that name (object dtype, None for a run that duplicates
+    nothing)."""
     df = runs.to_pandas(types_mapper=None)
     completed = df["completed"].astype("float64")
     failed = df["failed"].astype("float64").fillna(0.0)
@@ -132,21 +161,46 @@ def with_derived_columns(runs: pa.Table) -> pd.DataFrame:
     df["isl_ratio"] = df["total_input_tokens"].astype("float64") / completed / df["isl"].astype("float64")
     df["osl_ratio"] = df["total_output_tokens"].astype("float64") / completed / df["osl"].astype("float64")
     df["intvty_x_tpot"] = df["reported_median_intvty"] * df["median_tpot_s"]
-    # the duplicate rule itself (same content, or same line, conc and numbers within 1e-9) over the accepted table:
-    # the run_id of an accepted run each row duplicates, null for all when the rules did their job. Repeats (same
-    # line, sweep and conc, other numbers) are measurements and pass.
-    duplicate_of = [None] * runs.num_rows
-    for i, (_, _, kept) in duplicates_in_table(runs)[1].items():
-        duplicate_of[i] = kept
-    df["duplicate_of"] = pd.Series(duplicate_of, index=df.index, dtype="object")
+    named = {run_id for run_id, _ in duplicate_of}
+    copies: Counter = Counter()
+    column: list[str | None] = [None] * len(df)
+    if named:
+        for at, run_id in enumerate(df["run_id"]):
+            if run_id in named:
+                column[at] = duplicate_of.get((run_id, copies[run_id]))
+                copies[run_id] += 1
+    df["duplicate_of"] = pd.Series(column, index=df.index, dtype="object")
     return df
 
 
-def run_suite(runs: pa.Table, known_hw: Iterable[str]) -> list[Outcome]:
-    """Validate ``runs`` (``RUN_SCHEMA``) against the suite in an ephemeral GX context.
+SUITE_CHUNK_ROWS = 200_000  # rows GX validates at a time (as pandas ~2.5x their Arrow size; ~1.4 GB at 1M runs whole)
 
+
+def suite_chunks(num_rows: int) -> int:
+    """How many chunks ``run_suite`` takes ``num_rows`` runs in: at most ``SUITE_CHUNK_ROWS`` rows each on
+    average, at least one (an empty table is still checked for its columns)."""
+    return max(1, -(-num_rows // SUITE_CHUNK_ROWS))
+
+
+def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
+              duplicate_of: Mapping[tuple[str | None, int], str]) -> list[Outcome]:
+    """Validate the runs (``RUN_SCHEMA``) against the suite in an ephemeral GX context, a chunk at a time, and
+    combine each expectation's results as if GX had seen one table.
+
+    Every expectation of the suite is row-wise (set membership, nulls, ranges, pairs of columns) or a table's
+    column set, except ``run_id_unique``: so every copy of one ``run_id`` must be in one chunk, in table order
+    (split them by a hash of ``run_id``; the check asset does). Combined: success when every chunk succeeds; element and
+    unexpected counts summed; ``unexpected_percent`` GX's definition (of the non-missing values) over the sums;
+    examples the first five in chunk order.
+
+    Args:
+        chunks: the validated runs, split by ``run_id`` as above; at least one chunk (possibly empty).
+        known_hw: the GPU reference's ``hw`` keys.
+        duplicate_of: ``duplicates_by_run_id`` of all the validated runs (the duplicate rule needs them all).
     Returns:
         One Outcome per expectation, in suite order.
+    Raises:
+        ValueError: ``chunks`` is empty.
     """
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -155,25 +209,41 @@ def run_suite(runs: pa.Table, known_hw: Iterable[str]) -> list[Outcome]:
     suite_items = build_suite(known_hw)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch = (
+    batches = (
         context.data_sources.add_pandas("warehouse")
         .add_dataframe_asset("validated_runs")
         .add_batch_definition_whole_dataframe("all_rows")
-        .get_batch(batch_parameters={"dataframe": with_derived_columns(runs)})
     )
     suite = context.suites.add(gx.ExpectationSuite(name="validated_runs", expectations=[i.gx for i in suite_items]))
-    by_id = {result.expectation_config.id: result for result in batch.validate(suite).results}
-    outcomes = []
-    for item in suite_items:
-        result = by_id[item.gx.id]
+    per_chunk: list[dict[str, Any]] = []
+    for chunk in chunks:
+        frame = with_derived_columns(chunk, duplicate_of)
+        batch = batches.get_batch(batch_parameters={"dataframe": frame})
+        by_id = {result.expectation_config.id: result for result in batch.validate(suite).results}
+        per_chunk.append({"rows": chunk.num_rows, "results": by_id})
+        del frame, batch
+    if not per_chunk:
+        raise ValueError("run_suite needs at least one chunk of runs (an empty table is a chunk)")
+    return [_combined(item, [(c["rows"], c["results"][item.gx.id]) for c in per_chunk]) for item in suite_items]
+
+
+def _combined(item: Expectation, results: list[tuple[int, Any]]) -> Outcome:
+    """One expectation's Outcome from its GX result in every chunk ((chunk rows, result) pairs)."""
+    element = unexpected = missing = 0
+    examples: list[str] = []
+    for rows, result in results:
         stats = result.result or {}
-        outcomes.append(Outcome(
-            name=item.name,
-            blocking=item.blocking,
-            success=bool(result.success),
-            element_count=int(stats.get("element_count") or len(runs)),
-            unexpected_count=int(stats.get("unexpected_count") or 0),
-            unexpected_percent=float(stats.get("unexpected_percent") or 0.0),
-            examples=[str(x) for x in (stats.get("partial_unexpected_list") or [])[:5]],
-        ))
-    return outcomes
+        element += int(stats.get("element_count") or rows)
+        unexpected += int(stats.get("unexpected_count") or 0)
+        missing += int(stats.get("missing_count") or 0)
+        examples += [str(x) for x in (stats.get("partial_unexpected_list") or [])]
+    assessed = element - missing
+    return Outcome(
+        name=item.name,
+        blocking=item.blocking,
+        success=all(bool(result.success) for _, result in results),
+        element_count=element,
+        unexpected_count=unexpected,
+        unexpected_percent=100.0 * unexpected / assessed if assessed else 0.0,
+        examples=examples[:5],
+    )

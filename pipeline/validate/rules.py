@@ -505,9 +505,15 @@ def accepted_runs(runs: pa.Table, known_hw: Iterable[str],
     return accepted, pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
 
 
+# Every column the duplicate search reads, so a caller holding a million runs can read these alone.
+DUPLICATE_SEARCH_COLUMNS = tuple(dict.fromkeys((
+    "source_file", "source_format", "source_row", "run_id", "run_date_partition", "content_sha256", "run_date",
+    *MEASUREMENT_KEY, *MEASUREMENT_COLUMNS)))
+
+
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
-    """``find_duplicates`` over an Arrow table (``RUN_SCHEMA`` columns), searching only the rows that could pair
-    (``_could_pair``: a shared content hash, or the line's verbatim columns and ``conc`` with a median TPOT within
+    """``find_duplicates`` over an Arrow table (its ``DUPLICATE_SEARCH_COLUMNS``; others are ignored), searching
+    only the rows that could pair (``_could_pair``: a shared content hash, or the line's verbatim columns and ``conc`` with a median TPOT within
     2e-9 relative of another row's) and, of those, the ones that share a content hash or a line and ``conc``
     with another (any other row is never a duplicate nor the kept copy of one).
 
@@ -515,6 +521,7 @@ def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[
         (candidate rows as dicts by row position, duplicates by row position → (``duplicate_run``, detail,
         ``duplicate_of`` run_id)).
     """
+    runs = runs.select(list(DUPLICATE_SEARCH_COLUMNS))  # so the search provably reads nothing else
     # only rows that could pair with another are keyed in Python (``_could_pair``); among them, bucketed by
     # line_id (not the raw columns), which reads an absent EP as 1 etc. as find_duplicates does
     maybe = _could_pair(runs)
