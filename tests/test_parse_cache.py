@@ -345,6 +345,49 @@ def test_a_file_that_kills_its_worker_costs_only_that_file(monkeypatch, tmp_path
                       "rejected": 1}
 
 
+def test_a_first_parse_in_workers_is_saved_block_by_block_and_given_back_mapped(monkeypatch, tmp_path):
+    """With no cache, the workers' blocks (and a file that killed its worker, in memory) go into the cache a group
+    of blocks at a time, never concatenated whole (onto a million runs ~1.6 GB), and the answer is the saved
+    cache's rows, memory-mapped: the rows of a parse without a cache, in scan order; a second scan reuses all."""
+    import parse_crash
+    import pyarrow as pa
+
+    import pipeline.ingest.parse
+    import pipeline.ingest.parse_cache as parse_cache
+    from pipeline.ingest.parse import ParsedBlocks
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR, raw)
+    (raw / "poison.json").write_text((raw / VLLM_RUN).read_text())
+    monkeypatch.setattr(pipeline.ingest.parse, "_parse_block", parse_crash.parse_block_or_die)
+    monkeypatch.setattr(pipeline.ingest.parse, "PARALLEL_BLOCK_FILES", 4)  # the sample in many blocks
+    expected = ingest_folder(raw, workers=2)
+    assert "poison.json" in expected.rejects["source_file"].to_pylist()
+
+    groups = []
+    real_groups = ParsedBlocks.groups
+    monkeypatch.setattr(ParsedBlocks, "groups", lambda self, name, count: (
+        groups.append((name, len(self.parts), count)), real_groups(self, name, count))[1])
+    real_result = ParsedBlocks.result
+    monkeypatch.setattr(ParsedBlocks, "result", lambda self: pytest.fail("the blocks were concatenated whole"))
+    before = pa.total_allocated_bytes()
+    first, stats = ingest_folder_cached(raw, tmp_path / "cache", workers=2)
+    grew = pa.total_allocated_bytes() - before
+    assert not stats.cache_used and stats.parsed == len(expected.files) and stats.generation
+    assert [(name, count) for name, _, count in groups] == [
+        ("files", pipeline.ingest.parse.RESULT_CHUNKS), ("runs", parse_cache.MAX_CACHE_CHUNKS),
+        ("rejects", parse_cache.MAX_CACHE_CHUNKS)]
+    assert all(parts > 10 for _, parts, _ in groups)
+    size = first.runs.nbytes + first.rejects.nbytes + first.files.nbytes
+    assert grew < size / 4, (grew, size)  # the rows are the cache file's pages, not a copy
+    assert _same(expected, first)
+    monkeypatch.setattr(ParsedBlocks, "result", real_result)  # a scan onto the cache merges its few files
+    again, again_stats = ingest_folder_cached(raw, tmp_path / "cache", workers=2)
+    # the file that killed its worker has no sha256, so every scan tries it again: one file, parsed in this
+    # process, where it does not crash; the rest comes from the saved cache
+    assert again_stats.cache_used and again_stats.parsed == 1 and _same(ingest_folder(raw, workers=1), again)
+
+
 def test_a_pool_that_breaks_before_reading_any_file_is_an_error(monkeypatch):
     """Workers that die before their first file leave no file to blame: after two such pools the parse stops with
     an error instead of retrying forever."""

@@ -7,6 +7,8 @@ every file; ``ingest_folder_cached`` parses only what changed since the cache wa
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,8 @@ from pipeline.ingest.parse import (
     FILE_SCHEMA,
     PARALLEL_MIN_FILES,
     IngestResult,
+    ParsedBlocks,
+    parse_blocks,
     parse_files,
     start_fork_server,
 )
@@ -25,6 +29,7 @@ from pipeline.ingest.parse_cache import (
     Cache,
     CacheChanges,
     CacheStats,
+    Lookup,
     cache_changes,
     cache_generation,
     load_cache,
@@ -35,7 +40,7 @@ from pipeline.ingest.parse_cache import (
     save_cache,
     stream_cache,
 )
-from pipeline.ingest.scan import scan_folder, scan_tree
+from pipeline.ingest.scan import Folders, Listing, scan_folder, scan_tree
 from pipeline.io.storage import release_arrow_memory
 
 
@@ -110,20 +115,40 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         if cache is None or cache.generation != generation:  # saved by another process meanwhile: start over
             return ingest_folder_cached(raw_dir, cache_dir, workers, write, snapshot, quick_scan)
     lookup = look_up(cache, listing, raw_dir, quick=(*previous, folders) if previous is not None else None)
-    # a quick scan's listing is mostly the saved Arrow table: its names are probed there, not made Python strings
-    fresh = parse_files(raw_dir, lookup.to_parse, workers,
-                        listed=listing.table["rel"] if previous is not None else listing.rel)
-    result = merge_in_scan_order(lookup.kept, fresh, listing, lookup.positions)
-    # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
-    folders_moved = quick_scan and (previous is None or folders != previous[1])
-    changes = cache_changes(cache, lookup, load_changes(cache_dir, cache.generation)) if cache is not None else None
-    if write and (lookup.to_parse or lookup.hashed or lookup.removed or cache is None or folders_moved):
-        generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
-                                changes, lookup.kept_dependencies, lookup.to_parse, cache, lookup.stale)
     stats = CacheStats(len(listing), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
-                       cache is not None, generation, changes)
+                       cache is not None, generation, None)
+    with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as work:
+        # a quick scan's listing is mostly the saved Arrow table: its names are probed there, not made Python
+        # strings
+        blocks = parse_blocks(raw_dir, lookup.to_parse, Path(work), workers,
+                              listed=listing.table["rel"] if previous is not None else listing.rel)
+        if cache is None and write:
+            result, stats = _first_save(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup, stats)
+        else:
+            result = merge_in_scan_order(lookup.kept, blocks.result(), listing, lookup.positions)
+    if cache is not None:
+        # a quick scan keeps its folders for the next one: none saved yet, or one trusted now and not then
+        folders_moved = quick_scan and (previous is None or folders != previous[1])
+        changes = cache_changes(cache, lookup, load_changes(cache_dir, cache.generation))
+        if write and (lookup.to_parse or lookup.hashed or lookup.removed or folders_moved):
+            generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
+                                    changes, lookup.kept_dependencies, lookup.to_parse, cache, lookup.stale)
+        stats = dataclasses.replace(stats, generation=generation, changes=changes)
     release_arrow_memory()  # the parse's parts, the look-up's and the save's intermediates
     return result, stats
+
+
+def _first_save(cache_dir: Path, raw_dir: Path, scan_started_ns: int, blocks: ParsedBlocks, listing: Listing,
+                folders: Folders, lookup: Lookup, stats: CacheStats) -> tuple[IngestResult, CacheStats]:
+    """Save a parse with no cache to build on (the first, or after the parser changed) straight from its blocks,
+    and give the saved cache's tables, memory-mapped, as the result: a million runs' rows are never whole in
+    memory (the parse's parts and the result were ~1.6 GB each, and the peak of a first full refresh). When
+    another process saved the cache meanwhile, the blocks are read whole instead."""
+    generation = save_cache(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup.listed)
+    saved = load_cache(cache_dir, raw_dir)
+    if saved is None or saved.generation != generation:
+        return blocks.result(), dataclasses.replace(stats, generation=generation)
+    return _cache_as_result(saved)[0], dataclasses.replace(stats, generation=generation)
 
 
 def _cache_as_result(cache: Cache, changes: CacheChanges | None = None) -> tuple[IngestResult, CacheStats]:

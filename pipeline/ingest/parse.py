@@ -85,9 +85,21 @@ CRASH_REASON = "parse_crashed"
 
 
 def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
-                 listed: Iterable[str] | pa.Array | pa.ChunkedArray | None = None) -> IngestResult:
+                listed: Iterable[str] | pa.Array | pa.ChunkedArray | None = None) -> IngestResult:
     """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
-    and file rows, in the order of ``rels``.
+    and file rows, in the order of ``rels``: ``parse_blocks`` in a temporary folder, its blocks concatenated.
+
+    Args and errors: as ``parse_blocks``.
+    """
+    with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as work:
+        return parse_blocks(raw_dir, rels, Path(work), workers, listed).result()
+
+
+def parse_blocks(raw_dir: Path, rels: list[str], work: Path, workers: int | None = None,
+                 listed: Iterable[str] | pa.Array | pa.ChunkedArray | None = None) -> ParsedBlocks:
+    """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
+    and file rows, block by block in the order of ``rels``, left where the workers wrote them under ``work``
+    (``ParsedBlocks``: a caller that writes the rows on need not hold them all; onto a million runs ~1.6 GB).
 
     A worker process that dies (killed, out of memory, a crash in native code) costs only the file it was reading:
     the files its block and the other in-flight blocks had not finished are parsed again, the ones that were being
@@ -98,8 +110,9 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
     Args:
         raw_dir: the folder ``rels`` are relative to (sidecars and ``runs.csv`` are looked up beside each file).
         rels: the files to parse.
+        work: an existing folder for the workers' files; the blocks are readable while it exists.
         workers: worker processes to parse in; default one per core when there are ``PARALLEL_MIN_FILES`` files or
-            more, else none (this process parses). The output does not depend on it.
+            more, else none (this process parses, one block in memory). The output does not depend on it.
         listed: every file of the scan that found ``rels`` (``scan_folder``; strings, or an Arrow string array),
             when known: a run log's sidecar is then read only if the scan listed it, instead of tried on disk for
             every log (most have none).
@@ -118,36 +131,55 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
     if workers is None:
         workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(rels) < 2:
-        return parse_serial(raw_dir, rels, sidecars)
+        return ParsedBlocks([parse_serial(raw_dir, rels, sidecars)])
     block = max(1, min(PARALLEL_BLOCK_FILES, len(rels) // (4 * workers)))
-    with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as tmp:
-        parts = _parse_in_pool(Path(raw_dir), [rels[i:i + block] for i in range(0, len(rels), block)], workers,
-                               sidecars, Path(tmp))
+    parts = _parse_in_pool(Path(raw_dir), [rels[i:i + block] for i in range(0, len(rels), block)], workers,
+                           sidecars, Path(work))
     # every part is the rows of a run of consecutive files of rels, no two overlapping (a block, what is left of
     # one after a crash, a suspect file alone): ordered by their first file, they are in scan order
     firsts = {first for first, _ in parts}
     position = {rel: at for at, rel in enumerate(rels) if rel in firsts}
     parts.sort(key=lambda part: position[part[0]])
-    results = [result for _, result in parts]
-    parts.clear()
-    return _concatenated(results)
+    return ParsedBlocks([part for _, part in parts])
 
 
 RESULT_CHUNKS = 16  # record batches per table of a parallel parse (a parse cache table is compacted past 32)
+_RESULT_SCHEMAS = {"runs": RUN_SCHEMA, "rejects": QUARANTINE_SCHEMA, "files": FILE_SCHEMA}
 
 
-def _concatenated(parts: list[IngestResult]) -> IngestResult:
-    """``parts`` as one result, each table in at most ``RESULT_CHUNKS`` record batches. Parts are copied in group
-    by group and dropped from ``parts`` as they are, so the parts and the result are never both whole in memory
-    (onto a million runs the runs table alone is ~1 GB)."""
-    group = max(1, -(-len(parts) // RESULT_CHUNKS))
-    chunks: dict[str, list[pa.Table]] = {"runs": [], "rejects": [], "files": []}
-    while parts:
-        taken, parts[:group] = parts[:group], []
-        for name, tables in chunks.items():
-            tables.append(pa.concat_tables([getattr(result, name) for result in taken]).combine_chunks())
-        del taken
-    return IngestResult(**{name: pa.concat_tables(tables) for name, tables in chunks.items()})
+@dataclass
+class ParsedBlocks:
+    """A parse's rows in blocks of consecutive files, in scan order: each block the Arrow IPC files a worker wrote
+    (``<prefix>.{runs,rejects,files}.arrow``, ``write_result``; read only when asked for) or an ``IngestResult``
+    in memory (a serial parse; a file that killed its worker). Readable while ``parse_blocks``' work folder
+    exists."""
+
+    parts: list[str | IngestResult]
+
+    def tables(self, name: str) -> Iterator[pa.Table]:
+        """Table ``name`` ("runs", "rejects" or "files") of each block in turn."""
+        from pipeline.io.storage import (
+            read_arrow,  # here, not at the top: workers import this module, not DuckDB
+        )
+
+        for part in self.parts:
+            yield getattr(part, name) if isinstance(part, IngestResult) else read_arrow(Path(f"{part}.{name}.arrow"))
+
+    def groups(self, name: str, count: int) -> Iterator[pa.Table]:
+        """Table ``name``'s rows as at most ``count`` tables of consecutive blocks, each one record batch, read a
+        group at a time (none when there are no blocks)."""
+        size = max(1, -(-len(self.parts) // count))
+        tables = self.tables(name)
+        for _ in range(0, len(self.parts), size):
+            yield pa.concat_tables(itertools.islice(tables, size)).combine_chunks()
+
+    def read(self, name: str) -> pa.Table:
+        """Table ``name`` whole, in at most ``RESULT_CHUNKS`` record batches."""
+        return pa.concat_tables([_RESULT_SCHEMAS[name].empty_table(), *self.groups(name, RESULT_CHUNKS)])
+
+    def result(self) -> IngestResult:
+        """Every table whole (``read``): the blocks and the result are never both whole in memory."""
+        return IngestResult(**{name: self.read(name) for name in _RESULT_SCHEMAS})
 
 
 def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
@@ -244,9 +276,10 @@ def _started(prefix: str) -> int:
 
 
 def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecars: set[str] | None,
-                   work: Path) -> list[tuple[str, IngestResult]]:
-    """The results of every block, each with the first file it parsed, in no particular order (the caller puts
-    them into scan order).
+                   work: Path) -> list[tuple[str, str | IngestResult]]:
+    """The results of every block (the prefix of its files under ``work``, or an ``IngestResult`` for a file that
+    killed its worker), each with the first file it parsed, in no particular order (the caller puts them into
+    scan order).
 
     Blocks run in a pool of ``workers``. When the pool breaks (a worker died; ``concurrent.futures`` then ends
     the others), every unfinished block is split: the files it had finished or not yet started go back into the
@@ -256,7 +289,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
     Raises:
         RuntimeError: a pool broke twice in a row with no file in flight.
     """
-    parts: list[tuple[str, IngestResult]] = []
+    parts: list[tuple[str, str | IngestResult]] = []
     suspects: list[str] = []
     queue, tasks, fruitless = blocks, 0, 0
     while queue:
@@ -275,7 +308,7 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
             queue, in_flight = unsubmitted, 0
             for future, rels, prefix in pending:
                 try:
-                    parts.append((rels[0], _read_result(future.result())))
+                    parts.append((rels[0], future.result()))
                 except BrokenProcessPool:
                     started = _started(prefix)
                     if started:  # the file being read is suspect; the ones before it and after it are not
@@ -291,14 +324,14 @@ def _parse_in_pool(raw_dir: Path, blocks: list[list[str]], workers: int, sidecar
     return parts
 
 
-def _parse_alone(raw_dir: Path, rel: str, sidecars: set[str] | None, prefix: Path) -> IngestResult:
-    """``rel`` parsed in a pool of one process of its own: its rows, or its ``_crashed`` rows when that process
-    dies too."""
+def _parse_alone(raw_dir: Path, rel: str, sidecars: set[str] | None, prefix: Path) -> str | IngestResult:
+    """``rel`` parsed in a pool of one process of its own: the prefix of its files, or its ``_crashed`` rows when
+    that process dies too."""
     with _pool(1, raw_dir, sidecars, prefix.parent) as (pool, begin):
         try:
             future = pool.submit(_parse_block, [rel], os.fspath(prefix))
             begin()
-            return _read_result(future.result())
+            return future.result()
         except BrokenProcessPool:
             return _crashed(raw_dir, rel)
 
@@ -318,15 +351,6 @@ def _crashed(raw_dir: Path, rel: str) -> IngestResult:
         rejects=pa.Table.from_pylist([_reject_row(rel, None, None, CRASH_REASON, readout.rejects[0].detail)],
                                      schema=QUARANTINE_SCHEMA),
         files=pa.Table.from_pylist([_file_row(rel, readout, 0, 1)], schema=FILE_SCHEMA))
-
-
-def _read_result(prefix: str) -> IngestResult:
-    """The three Arrow IPC files a ``_parse_block`` task wrote at ``prefix``."""
-    from pipeline.io.storage import (
-        read_arrow,  # here, not at the top: workers import this module, not DuckDB
-    )
-
-    return IngestResult(**{name: read_arrow(Path(f"{prefix}.{name}.arrow")) for name in ("runs", "rejects", "files")})
 
 
 def write_result(result: IngestResult, prefix: Path) -> None:

@@ -40,12 +40,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.ingest.keys import GPU_ALIASES_CSV_NAME
-from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, in_scan_order
+from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, ParsedBlocks, in_scan_order
 from pipeline.ingest.parsers import SIDECAR_SUFFIX
 from pipeline.ingest.scan import MANIFEST_NAME, Folders, Listing
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.io.paths import reference_dir, sql_text
-from pipeline.io.storage import map_arrow, write_arrow_atomic
+from pipeline.io.storage import map_arrow, write_arrow_atomic, write_arrow_parts_atomic
 
 CACHE_FILE_SCHEMA = pa.schema([
     *FILE_SCHEMA,
@@ -498,11 +498,20 @@ def _write(table: pa.Table, path: Path) -> Path:
     return write_arrow_atomic(table, path, compression=None)
 
 
+def _write_base(table: pa.Table, stamp: dict, path: Path) -> None:
+    """Write one table of a new base, compacted into one record batch when it has more than
+    ``MAX_CACHE_CHUNKS`` (nights of splices)."""
+    if table.num_columns and table.column(0).num_chunks > MAX_CACHE_CHUNKS:
+        table = table.combine_chunks()
+    _write(_stamp(table, stamp), path)
+
+
 def _stamp(table: pa.Table, stamp: dict) -> pa.Table:
     return table.replace_schema_metadata({_METADATA_KEY: orjson.dumps(stamp)})
 
 
-def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult, listing: Listing,
+def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: IngestResult | ParsedBlocks,
+               listing: Listing,
                folders: Folders | None = None, listed: pa.Table | None = None,
                changes: CacheChanges | None = None, kept_dependencies: pa.Table | None = None,
                parsed: list[str] | None = None, previous: Cache | None = None,
@@ -516,7 +525,9 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         cache_dir: the cache's folder (created when missing).
         raw_dir: the folder scanned (recorded: a cache of another folder is never used).
         scan_started_ns: when the scan of ``listing`` started.
-        result: the merged result of that scan (``merge_in_scan_order``).
+        result: the merged result of that scan (``merge_in_scan_order``), or, with no ``previous``, a whole
+            parse's blocks (``parse_blocks``), written a group of blocks at a time (a first parse of a million runs
+            is never whole in memory).
         listing: that scan.
         folders: the folders that scan entered (``scan_tree``).
         listed: ``listing_table(listing)`` when the caller has it (built otherwise).
@@ -541,19 +552,28 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
     listed = listed if listed is not None else listing_table(listing)
     stamp = {"generation": uuid.uuid4().hex, "parser_version": parser_version(),
              "raw_dir": str(raw_dir.resolve()), "scan_started_ns": scan_started_ns}
+    if isinstance(result, ParsedBlocks) and previous is not None:
+        raise ValueError("save_cache: a parse's blocks are saved as a new base, not onto a previous cache")
     plan = _delta_plan(previous, result, parsed, stale) if previous is not None and parsed is not None else None
-    delta = _delta_tables(plan, result, _files_to_save(result, listed, plan.in_delta)) if plan is not None else None
+    delta = (_delta_tables(plan, result, _files_to_save(result.files, listed, plan.in_delta))
+             if plan is not None else None)
     if delta is not None:
         delta_stamp = {**stamp, "base_generation": previous.base_generation}
         for name, table in delta.items():
             _write(_stamp(table, delta_stamp), cache_dir / f"{DELTA_PREFIX}{name}.arrow")
     else:
-        files = _files_to_save(result, listed, dependencies=_saved_dependencies(
-            result.files.select(["source_file", "sha256"]), kept_dependencies, parsed))
-        for name, table in (("runs", result.runs), ("rejects", result.rejects), ("files", files)):
-            if table.num_columns and table.column(0).num_chunks > MAX_CACHE_CHUNKS:  # nights of splices, compacted
-                table = table.combine_chunks()
-            _write(_stamp(table, stamp), cache_dir / f"{name}.arrow")
+        parsed_files = result.read("files") if isinstance(result, ParsedBlocks) else result.files
+        files = _files_to_save(parsed_files, listed, dependencies=_saved_dependencies(
+            parsed_files.select(["source_file", "sha256"]), kept_dependencies, parsed))
+        del parsed_files
+        for name, schema in (("runs", RUN_SCHEMA), ("rejects", QUARANTINE_SCHEMA)):
+            if isinstance(result, ParsedBlocks):
+                write_arrow_parts_atomic(_stamp(schema.empty_table(), stamp).schema,
+                                         result.groups(name, MAX_CACHE_CHUNKS), cache_dir / f"{name}.arrow",
+                                         compression=None)
+            else:
+                _write_base(getattr(result, name), stamp, cache_dir / f"{name}.arrow")
+        _write_base(files, stamp, cache_dir / "files.arrow")
         # after the base: a reader between the two finds a delta on another base, and ignores it
         for name, _ in _DELTA_TABLES:
             (cache_dir / f"{DELTA_PREFIX}{name}.arrow").unlink(missing_ok=True)
@@ -644,19 +664,18 @@ def _delta_tables(plan: _DeltaPlan, result: IngestResult, files: pa.Table) -> di
     return tables
 
 
-def _files_to_save(result: IngestResult, listed: pa.Table, mask: np.ndarray | None = None,
+def _files_to_save(files: pa.Table, listed: pa.Table, mask: np.ndarray | None = None,
                    dependencies: pa.Table | None = None) -> pa.Table:
-    """``result.files``' rows (those where ``mask`` is True, or all) with the cache's columns
-    (``CACHE_FILE_SCHEMA``): the scan's ``mtime_ns`` (from ``listed``, ``listing_table``) and the sidecar and
-    manifest sha256 (``dependencies``, one row per chosen file, or looked up here for the chosen files)."""
-    rows = result.files if mask is None else _rows_of_files(result.files, mask, _row_offsets(result.files, None))
+    """The rows of ``files`` (a result's, ``FILE_SCHEMA``; those where ``mask`` is True, or all) with the cache's
+    columns (``CACHE_FILE_SCHEMA``): the scan's ``mtime_ns`` (from ``listed``, ``listing_table``) and the sidecar
+    and manifest sha256 (``dependencies``, one row per chosen file, or looked up here for the chosen files)."""
+    rows = files if mask is None else _rows_of_files(files, mask, _row_offsets(files, None))
     if dependencies is None:
-        shas = result.files.select(["source_file", "sha256"])
+        shas = files.select(["source_file", "sha256"])
         dependencies = file_dependencies(shas) if mask is None else file_dependencies(shas, only=pa.array(mask))
     mtime_ns = listed["mtime_ns"]
-    if not result.files["source_file"].equals(listed["source_file"]):  # merge_in_scan_order keeps scan order
-        mtime_ns = mtime_ns.take(pc.index_in(result.files["source_file"],
-                                             value_set=listed["source_file"].combine_chunks()))
+    if not files["source_file"].equals(listed["source_file"]):  # merge_in_scan_order keeps scan order
+        mtime_ns = mtime_ns.take(pc.index_in(files["source_file"], value_set=listed["source_file"].combine_chunks()))
     if mask is not None:
         mtime_ns = mtime_ns.filter(pa.array(mask))
     columns = {"mtime_ns": mtime_ns, "sidecar_sha256": dependencies["sidecar_sha256"],
