@@ -8,7 +8,6 @@ every file; ``ingest_folder_cached`` parses only what changed since the cache wa
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,11 +116,9 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     lookup = look_up(cache, listing, raw_dir, quick=(*previous, folders) if previous is not None else None)
     stats = CacheStats(len(listing), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation, None)
-    with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as work:
-        # a quick scan's listing is mostly the saved Arrow table: its names are probed there, not made Python
-        # strings
-        blocks = parse_blocks(raw_dir, lookup.to_parse, Path(work), workers,
-                              listed=listing.table["rel"] if previous is not None else listing.rel)
+    # a quick scan's listing is mostly the saved Arrow table: its names are probed there, not made Python strings
+    with parse_blocks(raw_dir, lookup.to_parse, workers,
+                      listed=listing.table["rel"] if previous is not None else listing.rel) as blocks:
         if cache is None and write:
             result, stats = _first_save(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup, stats)
         else:

@@ -91,15 +91,16 @@ def parse_files(raw_dir: Path, rels: list[str], workers: int | None = None,
 
     Args and errors: as ``parse_blocks``.
     """
-    with tempfile.TemporaryDirectory(prefix="inference-frontier-parse-") as work:
-        return parse_blocks(raw_dir, rels, Path(work), workers, listed).result()
+    with parse_blocks(raw_dir, rels, workers, listed) as blocks:
+        return blocks.result()
 
 
-def parse_blocks(raw_dir: Path, rels: list[str], work: Path, workers: int | None = None,
+def parse_blocks(raw_dir: Path, rels: list[str], workers: int | None = None,
                  listed: Iterable[str] | pa.Array | pa.ChunkedArray | None = None) -> ParsedBlocks:
     """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
-    and file rows, block by block in the order of ``rels``, left where the workers wrote them under ``work``
-    (``ParsedBlocks``: a caller that writes the rows on need not hold them all; onto a million runs ~1.6 GB).
+    and file rows, block by block in the order of ``rels``, left where the workers wrote them (``ParsedBlocks``,
+    a context manager that removes their temporary folder on leaving): a caller that writes the rows on need not
+    hold them all (onto a million runs ~1.6 GB).
 
     A worker process that dies (killed, out of memory, a crash in native code) costs only the file it was reading:
     the files its block and the other in-flight blocks had not finished are parsed again, the ones that were being
@@ -110,7 +111,6 @@ def parse_blocks(raw_dir: Path, rels: list[str], work: Path, workers: int | None
     Args:
         raw_dir: the folder ``rels`` are relative to (sidecars and ``runs.csv`` are looked up beside each file).
         rels: the files to parse.
-        work: an existing folder for the workers' files; the blocks are readable while it exists.
         workers: worker processes to parse in; default one per core when there are ``PARALLEL_MIN_FILES`` files or
             more, else none (this process parses, one block in memory). The output does not depend on it.
         listed: every file of the scan that found ``rels`` (``scan_folder``; strings, or an Arrow string array),
@@ -133,14 +133,19 @@ def parse_blocks(raw_dir: Path, rels: list[str], work: Path, workers: int | None
     if workers <= 1 or len(rels) < 2:
         return ParsedBlocks([parse_serial(raw_dir, rels, sidecars)])
     block = max(1, min(PARALLEL_BLOCK_FILES, len(rels) // (4 * workers)))
-    parts = _parse_in_pool(Path(raw_dir), [rels[i:i + block] for i in range(0, len(rels), block)], workers,
-                           sidecars, Path(work))
+    work = tempfile.TemporaryDirectory(prefix="inference-frontier-parse-")
+    try:
+        parts = _parse_in_pool(Path(raw_dir), [rels[i:i + block] for i in range(0, len(rels), block)], workers,
+                               sidecars, Path(work.name))
+    except BaseException:
+        work.cleanup()
+        raise
     # every part is the rows of a run of consecutive files of rels, no two overlapping (a block, what is left of
     # one after a crash, a suspect file alone): ordered by their first file, they are in scan order
     firsts = {first for first, _ in parts}
     position = {rel: at for at, rel in enumerate(rels) if rel in firsts}
     parts.sort(key=lambda part: position[part[0]])
-    return ParsedBlocks([part for _, part in parts])
+    return ParsedBlocks([part for _, part in parts], work)
 
 
 RESULT_CHUNKS = 16  # record batches per table of a parallel parse (a parse cache table is compacted past 32)
@@ -151,10 +156,18 @@ _RESULT_SCHEMAS = {"runs": RUN_SCHEMA, "rejects": QUARANTINE_SCHEMA, "files": FI
 class ParsedBlocks:
     """A parse's rows in blocks of consecutive files, in scan order: each block the Arrow IPC files a worker wrote
     (``<prefix>.{runs,rejects,files}.arrow``, ``write_result``; read only when asked for) or an ``IngestResult``
-    in memory (a serial parse; a file that killed its worker). Readable while ``parse_blocks``' work folder
-    exists."""
+    in memory (a serial parse; a file that killed its worker). A context manager: leaving it removes the
+    workers' temporary folder (``work``), after which only the blocks in memory can be read."""
 
     parts: list[str | IngestResult]
+    work: tempfile.TemporaryDirectory | None = None
+
+    def __enter__(self) -> ParsedBlocks:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.work is not None:
+            self.work.cleanup()
 
     def tables(self, name: str) -> Iterator[pa.Table]:
         """Table ``name`` ("runs", "rejects" or "files") of each block in turn."""
