@@ -37,6 +37,9 @@ QUARANTINE_KEY = dg.AssetKey(["validate", "quarantine"])
 # the asset's preview is of the accepted rows among the first this many raw rows (enough for its 12 preview rows
 # unless nearly all of them were rejected), not of a copy of every accepted row
 PREVIEW_SCAN_ROWS = 1000
+# width of the ln|TPOT| buckets sql/duplicate_candidates.sql joins on: any width well above the tolerance finds the
+# same rows (two runs within it are in one bucket or adjacent ones); narrower buckets pair fewer runs
+TPOT_BUCKET_WIDTH = 1000 * SAME_MEASUREMENT_RTOL
 
 
 @dg.asset(
@@ -70,7 +73,8 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
             conn.register("_batch", raw)
             try:
                 elsewhere = conn.sql(sql_text("duplicate_candidates"), params={
-                    "partition_keys": keys, "rtol": SAME_MEASUREMENT_RTOL}).to_arrow_table()
+                    "partition_keys": keys, "rtol": SAME_MEASUREMENT_RTOL,
+                    "bucket_width": TPOT_BUCKET_WIDTH}).to_arrow_table()
             finally:
                 conn.unregister("_batch")
         if elsewhere is not None and elsewhere.column_names != raw.column_names:
