@@ -44,10 +44,10 @@ def discover_partitions(raw_dir: str, cache_dir: str) -> tuple[list[str], str | 
     """
     from pathlib import Path
 
+    import pyarrow.compute as pc
+
     from pipeline.ingest.folder import ingest_folder_cached
     from pipeline.ingest.schema import UNDATED
-
-    import pyarrow.compute as pc
 
     result, stats = ingest_folder_cached(Path(raw_dir), Path(cache_dir))
     dates = pc.unique(result.runs.column("run_date_partition")).to_pylist()  # onto a million runs, ~250 dates

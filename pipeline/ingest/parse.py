@@ -187,7 +187,9 @@ class ParsedBlocks:
             yield pa.concat_tables(itertools.islice(tables, size)).combine_chunks()
 
     def read(self, name: str) -> pa.Table:
-        """Table ``name`` whole, in at most ``RESULT_CHUNKS`` record batches."""
+        """Table ``name`` whole, in at most ``RESULT_CHUNKS`` record batches (a serial parse's own table)."""
+        if len(self.parts) == 1 and isinstance(self.parts[0], IngestResult):
+            return getattr(self.parts[0], name)  # not copied: a serial parse of a large folder would hold two
         return pa.concat_tables([_RESULT_SCHEMAS[name].empty_table(), *self.groups(name, RESULT_CHUNKS)])
 
     def result(self) -> IngestResult:

@@ -539,6 +539,8 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
             files: ``result`` is then saved as a delta on ``previous``' base when it can be (``_delta_plan``).
     Returns:
         The generation id stamped on the files.
+    Raises:
+        ValueError: ``result`` is a parse's blocks and ``previous`` is given (blocks make a new base only).
 
     Base and delta: the base is three Arrow IPC files (``files``, ``runs``, ``rejects``); a save onto a loaded
     cache writes only a delta beside it (``delta.files``, ``delta.runs``, ``delta.rejects``: the rows of every
