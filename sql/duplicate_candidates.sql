@@ -14,13 +14,13 @@
 -- of every accepted run to filter them took most of the time). A 2,000-run night onto a million runs: 0.27-0.43 s
 -- before, 0.17-0.33 s (warm, four runs each, interleaved).
 with keyed_batch as (
-    select content_sha256, model, hw, conc, median_tpot_s,
+    select content_sha256, {'model': model, 'hw': hw, 'conc': conc} as line_key, median_tpot_s,
            case when isfinite(median_tpot_s) and median_tpot_s <> 0
                 then floor(ln(abs(median_tpot_s)) / $bucket_width)::bigint end as tpot_bucket
     from _batch
 ),
 history as (
-    select rowid as row_at, content_sha256, model, hw, conc, median_tpot_s,
+    select rowid as row_at, content_sha256, {'model': model, 'hw': hw, 'conc': conc} as line_key, median_tpot_s,
            case when isfinite(median_tpot_s) and median_tpot_s <> 0
                 then floor(ln(abs(median_tpot_s)) / $bucket_width)::bigint end as tpot_bucket
     from validated_runs
@@ -29,34 +29,30 @@ history as (
     where not list_contains($partition_keys, run_date_partition)
 ),
 near_batch as (  -- each bucketed batch run under its bucket and both neighbours
-    select model, hw, conc, median_tpot_s, unnest([tpot_bucket - 1, tpot_bucket, tpot_bucket + 1]) as near_bucket
+    select line_key, median_tpot_s, unnest([tpot_bucket - 1, tpot_bucket, tpot_bucket + 1]) as near_bucket
     from keyed_batch
     where tpot_bucket is not null
 ),
+pairs as (  -- (accepted run, batch run) of one model, GPU and conc (null equal to null) that may be within $rtol
+    select o.row_at, o.median_tpot_s as accepted_tpot, b.median_tpot_s as batch_tpot
+    from history as o
+    join near_batch as b on b.line_key is not distinct from o.line_key and b.near_bucket = o.tpot_bucket
+    union all
+    select o.row_at, o.median_tpot_s, b.median_tpot_s
+    from history as o
+    join keyed_batch as b on b.line_key is not distinct from o.line_key
+    where b.tpot_bucket is null or o.tpot_bucket is null
+),
 candidates as (
-    select o.row_at
-    from history as o
-    where o.content_sha256 in (select content_sha256 from keyed_batch where content_sha256 is not null)
+    select row_at
+    from history
+    where content_sha256 in (select content_sha256 from keyed_batch where content_sha256 is not null)
     union
-    select o.row_at
-    from history as o
-    join near_batch as b
-      on b.model is not distinct from o.model
-     and b.hw is not distinct from o.hw
-     and b.conc is not distinct from o.conc
-     and b.near_bucket = o.tpot_bucket
-    where abs(b.median_tpot_s - o.median_tpot_s) <= $rtol * greatest(abs(b.median_tpot_s), abs(o.median_tpot_s))
-    union
-    select o.row_at
-    from history as o
-    join keyed_batch as b
-      on b.model is not distinct from o.model
-     and b.hw is not distinct from o.hw
-     and b.conc is not distinct from o.conc
-    where (b.tpot_bucket is null or o.tpot_bucket is null)
-      and abs(b.median_tpot_s - o.median_tpot_s) <= $rtol * greatest(abs(b.median_tpot_s), abs(o.median_tpot_s))
+    select row_at
+    from pairs
+    where abs(batch_tpot - accepted_tpot) <= $rtol * greatest(abs(batch_tpot), abs(accepted_tpot))
 )
 select e.*
 from validated_runs as e
 where e.rowid in (select row_at from candidates)
-
+order by e.rowid
