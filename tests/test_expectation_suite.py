@@ -78,8 +78,8 @@ def test_a_suite_in_slices_agrees_with_one_over_the_whole_table(sample_run):
     # the percentage is of the values present: OSL ratio has one missing value (row 3's OSL) and the test works
     # the count out from the table itself
     osl = {o.name: o for o in whole}["measured_osl_near_nominal"]
-    ratio = pc.divide(pc.divide(pc.cast(bad["total_output_tokens"], pa.float64()), pc.cast(bad["completed"], pa.float64())),
-                      pc.cast(bad["osl"], pa.float64()))
+    per_request = pc.divide(pc.cast(bad["total_output_tokens"], pa.float64()), pc.cast(bad["completed"], pa.float64()))
+    ratio = pc.divide(per_request, pc.cast(bad["osl"], pa.float64()))
     present = len(ratio) - ratio.null_count
     outside = pc.sum(pc.or_(pc.less(ratio, 0.5), pc.greater(ratio, 1.5))).as_py() or 0
     assert outside >= 1 and osl.unexpected_count == outside

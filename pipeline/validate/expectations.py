@@ -189,9 +189,9 @@ def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
 
     Every expectation of the suite is row-wise (set membership, nulls, ranges, pairs of columns) or a table's
     column set, except ``run_id_unique``: so every copy of one ``run_id`` must be in one chunk, in table order
-    (split them by a hash of ``run_id``; the check asset does). Combined: success when every chunk succeeds; element and
-    unexpected counts summed; ``unexpected_percent`` GX's definition (of the non-missing values) over the sums;
-    examples the first five in chunk order.
+    (split them by a hash of ``run_id``; the check asset does). Combined: success when every chunk succeeds;
+    element and unexpected counts summed; ``unexpected_percent`` GX's definition (of the non-missing values)
+    over the sums; examples the first five in chunk order.
 
     Args:
         chunks: the validated runs, split by ``run_id`` as above; at least one chunk (possibly empty).
@@ -233,7 +233,8 @@ def _combined(item: Expectation, results: list[tuple[int, Any]]) -> Outcome:
     examples: list[str] = []
     for rows, result in results:
         stats = result.result or {}
-        element += int(stats.get("element_count") or rows)
+        counted = stats.get("element_count")  # absent for the table-level column check: the chunk's rows
+        element += int(counted) if counted is not None else rows
         unexpected += int(stats.get("unexpected_count") or 0)
         missing += int(stats.get("missing_count") or 0)
         examples += [str(x) for x in (stats.get("partial_unexpected_list") or [])]

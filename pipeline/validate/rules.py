@@ -512,9 +512,9 @@ def accepted_runs(runs: pa.Table, known_hw: Iterable[str],
 
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
     """``find_duplicates`` over an Arrow table (its ``DUPLICATE_SEARCH_COLUMNS``; others are ignored), searching
-    only the rows that could pair (``_could_pair``: a shared content hash, or the line's verbatim columns and ``conc`` with a median TPOT within
-    2e-9 relative of another row's) and, of those, the ones that share a content hash or a line and ``conc``
-    with another (any other row is never a duplicate nor the kept copy of one).
+    only the rows that could pair (``_could_pair``: a shared content hash, or the line's verbatim columns and
+    ``conc`` with a median TPOT within 2e-9 relative of another row's) and, of those, the ones that share a
+    content hash or a line and ``conc`` with another (any other row is never a duplicate nor the kept copy of one).
 
     Returns:
         (candidate rows as dicts by row position, duplicates by row position → (``duplicate_run``, detail,
