@@ -7,7 +7,6 @@ every file; ``ingest_folder_cached`` parses only what changed since the cache wa
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,13 +113,12 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         if cache is None or cache.generation != generation:  # saved by another process meanwhile: start over
             return ingest_folder_cached(raw_dir, cache_dir, workers, write, snapshot, quick_scan)
     lookup = look_up(cache, listing, raw_dir, quick=(*previous, folders) if previous is not None else None)
-    stats = CacheStats(len(listing), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
-                       cache is not None, generation, None)
+    changes = None
     # a quick scan's listing is mostly the saved Arrow table: its names are probed there, not made Python strings
     with parse_blocks(raw_dir, lookup.to_parse, workers,
                       listed=listing.table["rel"] if previous is not None else listing.rel) as blocks:
         if cache is None and write:
-            result, stats = _first_save(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup, stats)
+            result, generation = _first_save(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup)
         else:
             result = merge_in_scan_order(lookup.kept, blocks.result(), listing, lookup.positions)
     if cache is not None:
@@ -130,22 +128,23 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         if write and (lookup.to_parse or lookup.hashed or lookup.removed or folders_moved):
             generation = save_cache(cache_dir, raw_dir, scan_started_ns, result, listing, folders, lookup.listed,
                                     changes, lookup.kept_dependencies, lookup.to_parse, cache, lookup.stale)
-        stats = dataclasses.replace(stats, generation=generation, changes=changes)
+    stats = CacheStats(len(listing), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
+                       cache is not None, generation, changes)
     release_arrow_memory()  # the parse's parts, the look-up's and the save's intermediates
     return result, stats
 
 
 def _first_save(cache_dir: Path, raw_dir: Path, scan_started_ns: int, blocks: ParsedBlocks, listing: Listing,
-                folders: Folders, lookup: Lookup, stats: CacheStats) -> tuple[IngestResult, CacheStats]:
+                folders: Folders, lookup: Lookup) -> tuple[IngestResult, str]:
     """Save a parse with no cache to build on (the first, or after the parser changed) straight from its blocks,
-    and give the saved cache's tables, memory-mapped, as the result: a million runs' rows are never whole in
-    memory (the parse's parts and the result were ~1.6 GB each, and the peak of a first full refresh). When
-    another process saved the cache meanwhile, the blocks are read whole instead."""
+    and give the saved cache's tables, memory-mapped, as the result, with the generation saved: a million runs'
+    rows are never whole in memory (the parse's parts and the result were ~1.6 GB each, and the peak of a first
+    full refresh). When another process saved the cache meanwhile, the blocks are read whole instead."""
     generation = save_cache(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup.listed)
     saved = load_cache(cache_dir, raw_dir)
     if saved is None or saved.generation != generation:
-        return blocks.result(), dataclasses.replace(stats, generation=generation)
-    return _cache_as_result(saved)[0], dataclasses.replace(stats, generation=generation)
+        return blocks.result(), generation
+    return _cache_as_result(saved)[0], generation
 
 
 def _cache_as_result(cache: Cache, changes: CacheChanges | None = None) -> tuple[IngestResult, CacheStats]:

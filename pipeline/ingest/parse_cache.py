@@ -29,7 +29,7 @@ import functools
 import hashlib
 import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +45,7 @@ from pipeline.ingest.parsers import SIDECAR_SUFFIX
 from pipeline.ingest.scan import MANIFEST_NAME, Folders, Listing
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.io.paths import reference_dir, sql_text
-from pipeline.io.storage import map_arrow, write_arrow_atomic, write_arrow_parts_atomic
+from pipeline.io.storage import map_arrow, write_arrow_parts_atomic
 
 CACHE_FILE_SCHEMA = pa.schema([
     *FILE_SCHEMA,
@@ -492,10 +492,15 @@ def _rows_of_files(table: pa.Table, mask: np.ndarray, offsets: np.ndarray) -> pa
 
 
 def _write(table: pa.Table, path: Path) -> Path:
-    """Write one cache file, uncompressed: every reader memory-maps it (``map_arrow``), so a load costs no
-    copy and a tick that uses a few columns of a million runs brings in only their pages (the price: onto a
-    million runs the cache takes ~1.6 GB on disk instead of ~0.55 GB with LZ4)."""
-    return write_arrow_atomic(table, path, compression=None)
+    """Write one cache file from ``table`` (``_write_parts``)."""
+    return _write_parts(table.schema, [table], path)
+
+
+def _write_parts(schema: pa.Schema, parts: Iterable[pa.Table], path: Path) -> Path:
+    """Write one cache file, ``parts`` one after another, uncompressed: every reader memory-maps it
+    (``map_arrow``), so a load costs no copy and a tick that uses a few columns of a million runs brings in only
+    their pages (the price: onto a million runs the cache takes ~1.6 GB on disk instead of ~0.55 GB with LZ4)."""
+    return write_arrow_parts_atomic(schema, parts, path, compression=None)
 
 
 def _write_base(table: pa.Table, stamp: dict, path: Path) -> None:
@@ -570,9 +575,8 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         del parsed_files
         for name, schema in (("runs", RUN_SCHEMA), ("rejects", QUARANTINE_SCHEMA)):
             if isinstance(result, ParsedBlocks):
-                write_arrow_parts_atomic(_stamp(schema.empty_table(), stamp).schema,
-                                         result.groups(name, MAX_CACHE_CHUNKS), cache_dir / f"{name}.arrow",
-                                         compression=None)
+                _write_parts(_stamp(schema.empty_table(), stamp).schema, result.groups(name, MAX_CACHE_CHUNKS),
+                             cache_dir / f"{name}.arrow")
             else:
                 _write_base(getattr(result, name), stamp, cache_dir / f"{name}.arrow")
         _write_base(files, stamp, cache_dir / "files.arrow")
