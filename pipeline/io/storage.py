@@ -30,7 +30,10 @@ _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32()
 
 RAW_CHANGES = "raw_changes"  # what the ingest ledger has not read yet
 QUARANTINE_CHANGES = "quarantine_changes"  # what the quarantine has not read yet
-CHANGE_LOGS = (RAW_CHANGES, QUARANTINE_CHANGES)  # each reader empties its own log once it has caught up
+VALIDATED_CHANGES = "validated_changes"  # files gone from raw_files that the validated tables still hold rows of
+CHANGE_LOGS = (RAW_CHANGES, QUARANTINE_CHANGES, VALIDATED_CHANGES)  # the ingest's readers; each empties its own
+RUN_METRICS_CHANGES = "run_metrics_changes"  # run dates of validated_runs that run_metrics has not checked yet
+RUN_POWER_CHANGES = "run_power_changes"  # the same for run_power
 
 
 def release_arrow_memory() -> None:
@@ -56,16 +59,19 @@ def column_names(conn: duckdb.DuckDBPyConnection, name: str) -> list[str]:
         [name]).fetchall()]
 
 
-def note_raw_changes(conn: duckdb.DuckDBPyConnection, kind: str, values: Sequence[str] | pa.Array = ()) -> None:
-    """Record what a run rewrote in each change log of ``CHANGE_LOGS`` (warehouse tables ``(kind, value)``): the
-    ingest ledger and the quarantine each rebuild only the files and dates their log names, then empty it, so
-    one reader's catching up never hides a change from the other. ``kind`` ``file`` (``values``: files whose
-    ``raw_rejects``/``raw_files`` rows were rewritten, removed files included), ``partition`` (``values``: run
-    dates whose ``raw_runs`` or ``validated_runs``/``validation_rejects`` rows were rewritten) or ``all`` (a
-    whole table was rewritten: each reader rebuilds whole)."""
+def note_raw_changes(conn: duckdb.DuckDBPyConnection, kind: str, values: Sequence[str] | pa.Array = (),
+                     logs: Sequence[str] = CHANGE_LOGS) -> None:
+    """Record what a run rewrote in each change log of ``logs`` (warehouse tables ``(kind, value)``; default
+    ``CHANGE_LOGS``, the ingest's readers; ``validated_runs`` names its own for what it rewrote): the ingest
+    ledger and the quarantine rebuild only the files and dates their log names, the validated tables and the
+    metric tables check only those for rows left behind, then each empties its own log, so one reader's catching
+    up never hides a change from another. ``kind`` ``file`` (``values``: files whose ``raw_rejects``/``raw_files``
+    rows were rewritten, removed files included), ``partition`` (``values``: run dates whose ``raw_runs`` or
+    ``validated_runs``/``validation_rejects`` rows were rewritten or lost rows) or ``all`` (a whole table was
+    rewritten: each reader rebuilds or checks whole)."""
     conn.register("_noted", pa.table({"value": pa.array(values, pa.string())}))
     try:
-        for log in CHANGE_LOGS:
+        for log in logs:
             conn.execute(f"create table if not exists {log} (kind varchar, value varchar)")
             if kind == "all":
                 conn.execute(f"insert into {log} values ('all', null)")
@@ -94,6 +100,16 @@ def caught_up(conn: duckdb.DuckDBPyConnection, table: str, log: str, version: st
     code ``version`` (``needs_whole_rebuild``)."""
     conn.execute(f"delete from {log}")
     conn.execute(f"create or replace table {table}_version as select ? as version", [version])
+
+
+def logged_partitions(conn: duckdb.DuckDBPyConnection, table: str, log: str, version: str) -> list[str] | None:
+    """The run dates (``partition`` entries) change log ``log`` names since ``table`` last caught up with it
+    (``caught_up``), or None when the table must be checked whole (``needs_whole_rebuild``: no log or table
+    yet, another ``version`` of the check, an ``all`` entry)."""
+    if needs_whole_rebuild(conn, table, log, version):
+        return None
+    return [row[0] for row in conn.execute(
+        f"select distinct value from {log} where kind = 'partition' order by 1").fetchall()]
 
 
 def write_table(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:

@@ -15,7 +15,12 @@ from pipeline.io.file_marts import write_file_mart
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
     QUARANTINE_CHANGES,
+    RAW_CHANGES,
+    RUN_METRICS_CHANGES,
+    RUN_POWER_CHANGES,
+    VALIDATED_CHANGES,
     caught_up,
+    logged_partitions,
     needs_whole_rebuild,
     note_raw_changes,
     read_table,
@@ -92,10 +97,15 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
             conn.unregister("_judged")
         del raw  # before the connection closes: its checkpoint is the asset's peak of memory
         replace_partitions(conn, "validation_rejects", rejects, keys)
-        # runs whose files vanished since (ingest dropped them) leave every partition
-        for table in ("validated_runs", "validation_rejects"):
-            conn.execute(f"delete from {table} where source_file not in (select source_file from raw_files)")
-        note_raw_changes(conn, "partition", keys)  # the ledger's accepted/quarantined counts of these dates
+        emptied = drop_vanished_files(conn)
+        # the ledger's accepted/quarantined counts of these dates; the dates the metric tables check for runs
+        # that are no longer validated
+        note_raw_changes(conn, "partition", keys, logs=(RAW_CHANGES, QUARANTINE_CHANGES))
+        if emptied is None:
+            note_raw_changes(conn, "all", logs=(RUN_METRICS_CHANGES, RUN_POWER_CHANGES))
+        else:
+            note_raw_changes(conn, "partition", sorted(set(keys) | emptied),
+                             logs=(RUN_METRICS_CHANGES, RUN_POWER_CHANGES))
     context.log.info(f"{n_accepted} runs accepted, {rejects.num_rows} rejected by the rules in "
                      f"{keys[:3]}{'…' if len(keys) > 3 else ''} ({len(keys)} dates)")
     return dg.MaterializeResult(
@@ -141,6 +151,34 @@ def quarantine(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pat
                   "dagster/row_count": total,
                   "rows_by_reason": counts_markdown(reasons, "reason_code")},
     )
+
+
+# rows of files that vanished since (the ingest dropped their runs) leave every partition of the validated tables
+VANISHED_FILES_SQL = ("delete from {table} where {scope} source_file not in "
+                      "(select source_file from raw_files {scope_of_files}) returning run_date_partition")
+
+
+def drop_vanished_files(conn: duckdb.DuckDBPyConnection) -> set[str] | None:
+    """Delete the ``validated_runs`` and ``validation_rejects`` rows of files that are no longer in ``raw_files``,
+    in any run date: those the ingest noted as rewritten or removed since the last call
+    (``pipeline.io.storage.VALIDATED_CHANGES``; onto a million runs a few files instead of an anti-join of every
+    row, ~0.4 s), or every row when the log cannot say (``logged_partitions`` is None: first run, a table the
+    ingest rewrote whole).
+
+    Returns:
+        The run dates that lost rows, or None when every row was checked (a reader of ``validated_runs`` then
+        checks every row too).
+    """
+    version = hashlib.md5(VANISHED_FILES_SQL.encode()).hexdigest()
+    whole = logged_partitions(conn, "validated_runs", VALIDATED_CHANGES, version) is None
+    files = f"(select value from {VALIDATED_CHANGES} where kind = 'file')"
+    emptied: set[str] = set()
+    for table in ("validated_runs", "validation_rejects"):
+        emptied |= {row[0] for row in conn.execute(VANISHED_FILES_SQL.format(
+            table=table, scope="" if whole else f"source_file in {files} and",
+            scope_of_files="" if whole else f"where source_file in {files}")).fetchall()}
+    caught_up(conn, "validated_runs", VALIDATED_CHANGES, version)
+    return None if whole else emptied
 
 
 def update_quarantine(conn: duckdb.DuckDBPyConnection) -> tuple[str, str | None]:

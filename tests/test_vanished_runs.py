@@ -1,0 +1,83 @@
+"""Runs whose files vanish leave every table derived from them, whichever dates the run that notices is for: the
+validated tables drop the rows of files the ingest removed (its change log names them), and the metric tables
+drop the rows of runs ``validated_runs`` no longer holds, in the dates it rewrote or lost rows in."""
+
+import sys
+
+import dagster as dg
+import duckdb
+import pytest
+from conftest import REPO
+
+from pipeline.defs.ingest.assets import IngestConfig, raw_runs
+from pipeline.defs.metrics.assets import run_metrics, run_power
+from pipeline.defs.metrics.reference import PriceBooksConfig, gpu_reference, price_books
+from pipeline.defs.partitions import register_partitions
+from pipeline.defs.resources import PipelinePaths, Warehouse
+from pipeline.defs.validate.assets import validated_runs
+
+sys.path.insert(0, str(REPO))
+from benchmarks.generate import generate  # noqa: E402
+
+NIGHTS = ("2026-04-01", "2026-04-02")
+
+
+def _materialize(instance, keys, warehouse, paths):
+    """The ingest, validation and metric assets for run dates ``keys``, in dependency order, as a run does."""
+    context = dg.build_asset_context(instance=instance, partition_key_range=dg.PartitionKeyRange(keys[0], keys[-1]))
+    resources = {"warehouse": warehouse, "paths": paths}
+    raw_runs(context, config=IngestConfig(), **resources)
+    validated_runs(context, warehouse=warehouse)
+    run_power(context, **resources)
+    run_metrics(context, **resources)
+
+
+def _run_ids(database, table, where="true"):
+    with duckdb.connect(database, read_only=True) as conn:
+        return {row[0] for row in conn.execute(f"select run_id from {table} where {where}").fetchall()}
+
+
+@pytest.fixture
+def warehouse_of_two_nights(tmp_path):
+    raw = tmp_path / "raw"
+    for seed, night in enumerate(NIGHTS, start=1):
+        generate(40, raw / night, seed=seed, run_date=night)
+    paths = PipelinePaths(raw_dir=str(raw), out_dir=str(tmp_path / "marts"), cache_dir=str(tmp_path / "cache"))
+    warehouse = Warehouse(database=str(tmp_path / "warehouse.duckdb"))
+    instance = dg.DagsterInstance.ephemeral()
+    register_partitions(instance, list(NIGHTS))
+    gpu_reference(warehouse=warehouse)
+    price_books(dg.build_asset_context(instance=instance), config=PriceBooksConfig(), warehouse=warehouse)
+    _materialize(instance, list(NIGHTS), warehouse, paths)
+    return raw, paths, warehouse, instance
+
+
+@pytest.mark.parametrize("removed_night", [0, 1])
+def test_a_vanished_files_runs_leave_every_table_when_another_date_is_refreshed(warehouse_of_two_nights,
+                                                                               removed_night):
+    """Remove one of a night's run files, then refresh the other night only: its runs are gone from
+    ``validated_runs`` and ``run_metrics`` all the same, and every metric row is a validated run's, as a full
+    refresh leaves them. Then refresh a date again with nothing changed: nothing else goes."""
+    raw, paths, warehouse, instance = warehouse_of_two_nights
+    database = warehouse.database
+    night, other = NIGHTS[removed_night], NIGHTS[1 - removed_night]
+    with duckdb.connect(database, read_only=True) as conn:
+        source_file = conn.execute(
+            "select source_file from validated_runs where run_date_partition = ? and source_format like 'vllm%' "
+            "order by source_file limit 1", [night]).fetchall()[0][0]
+    gone = _run_ids(database, "validated_runs", f"source_file = '{source_file}'")
+    assert gone and gone <= _run_ids(database, "run_metrics")
+    kept = _run_ids(database, "validated_runs") - gone
+    (raw / source_file).unlink()
+
+    _materialize(instance, [other], warehouse, paths)
+    assert _run_ids(database, "validated_runs") == kept
+    assert _run_ids(database, "run_metrics") == kept
+    assert _run_ids(database, "run_power") <= kept
+    with duckdb.connect(database, read_only=True) as conn:  # every reader caught up: its log is empty again
+        assert [conn.execute(f"select count(*) from {log}").fetchall()[0][0] for log in (
+            "validated_changes", "run_metrics_changes", "run_power_changes")] == [0, 0, 0]
+
+    _materialize(instance, [night], warehouse, paths)  # nothing changed since: the same rows stay
+    assert _run_ids(database, "validated_runs") == kept
+    assert _run_ids(database, "run_metrics") == kept
