@@ -1,6 +1,7 @@
 """Runs whose files vanish leave every table derived from them, whichever dates the run that notices is for: the
-validated tables drop the rows of files the ingest removed (its change log names them), and the metric tables
-drop the rows of runs ``validated_runs`` no longer holds, in the dates it rewrote or lost rows in."""
+ingest drops their raw rows, the validated tables the rows of files the ingest removed (its change log names
+them), and the metric tables the rows of runs ``validated_runs`` no longer holds, in the dates it rewrote or lost
+rows in."""
 
 import sys
 
@@ -71,6 +72,7 @@ def test_a_vanished_files_runs_leave_every_table_when_another_date_is_refreshed(
     (raw / source_file).unlink()
 
     _materialize(instance, [other], warehouse, paths)
+    assert not _run_ids(database, "raw_runs") & gone
     assert _run_ids(database, "validated_runs") == kept
     assert _run_ids(database, "run_metrics") == kept
     assert _run_ids(database, "run_power") <= kept

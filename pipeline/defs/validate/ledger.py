@@ -57,14 +57,14 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
 def update_ledger(conn: duckdb.DuckDBPyConnection) -> tuple[str, str | None]:
     """Bring warehouse table ``ingest_ledger`` to the rows of ``ingest_ledger_rows_in`` (``sql/ingest_ledger.sql``):
     when ``raw_changes`` (``pipeline.io.storage.note_raw_changes``) names files and run dates only, delete and
-    rebuild the rows of those files, of the files with runs or quarantined rows in those dates, and of files no
-    longer on disk (only those files' runs are read); otherwise (a table rewritten whole, no ledger yet, other
-    ledger SQL) rebuild every row.
+    rebuild the rows of those files (removed files included: the ingest names them, and their rows are not
+    rebuilt) and of the files with runs or quarantined rows in those dates (only those files' runs are read);
+    otherwise (a table rewritten whole, no ledger yet, other ledger SQL) rebuild every row.
     Then empty ``raw_changes``.
 
     Returns:
         What was done, for the log ("3 files rebuilt", "rebuilt whole"), and the temp table naming the files
-        whose rows were rebuilt or removed (``ledger_changed``, column ``source_file``), None when every row was.
+        whose rows were rebuilt or removed (``ledger_scope``, column ``source_file``), None when every row was.
 
     Every row the view would give for an untouched file is the stored one: a file's row depends on its own
     ``raw_files``, ``raw_runs``, ``raw_rejects``, ``validated_runs`` and ``quarantine`` rows, which change only
@@ -83,12 +83,11 @@ def update_ledger(conn: duckdb.DuckDBPyConnection) -> tuple[str, str | None]:
                 where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')
             union select source_file from quarantine
                 where run_date_partition in (select value from {RAW_CHANGES} where kind = 'partition')""")
-        conn.execute("create or replace temp table ledger_changed as select source_file from ledger_scope "
-                     "union select source_file from ingest_ledger "
-                     "where source_file not in (select source_file from raw_files)")
-        conn.execute("delete from ingest_ledger where source_file in (select source_file from ledger_changed)")
+        # a removed file is in the scope as the ingest named it: no anti-join of every ledger row with raw_files
+        # (onto a million files ~0.2 s)
+        conn.execute("delete from ingest_ledger where source_file in (select source_file from ledger_scope)")
         conn.execute("insert into ingest_ledger select * from ingest_ledger_rows_in(true)")
         done, changed = f"{conn.execute('select count(*) from ledger_scope').fetchall()[0][0]} files rebuilt", \
-            "ledger_changed"
+            "ledger_scope"
     caught_up(conn, "ingest_ledger", RAW_CHANGES, version)
     return done, changed
