@@ -20,7 +20,6 @@ from pipeline.io.storage import (
     RUN_POWER_CHANGES,
     VALIDATED_CHANGES,
     caught_up,
-    logged_partitions,
     needs_whole_rebuild,
     note_raw_changes,
     read_table,
@@ -162,15 +161,15 @@ def drop_vanished_files(conn: duckdb.DuckDBPyConnection) -> set[str] | None:
     """Delete the ``validated_runs`` and ``validation_rejects`` rows of files that are no longer in ``raw_files``,
     in any run date: those the ingest noted as rewritten or removed since the last call
     (``pipeline.io.storage.VALIDATED_CHANGES``; onto a million runs a few files instead of an anti-join of every
-    row, ~0.4 s), or every row when the log cannot say (``logged_partitions`` is None: first run, a table the
-    ingest rewrote whole).
+    row, ~0.4 s), or every row when the log cannot say (``needs_whole_rebuild``: first run, a table the ingest
+    rewrote whole, another version of the statement).
 
     Returns:
         The run dates that lost rows, or None when every row was checked (a reader of ``validated_runs`` then
         checks every row too).
     """
     version = hashlib.md5(VANISHED_FILES_SQL.encode()).hexdigest()
-    whole = logged_partitions(conn, "validated_runs", VALIDATED_CHANGES, version) is None
+    whole = needs_whole_rebuild(conn, "validated_runs", VALIDATED_CHANGES, version)
     files = f"(select value from {VALIDATED_CHANGES} where kind = 'file')"
     emptied: set[str] = set()
     for table in ("validated_runs", "validation_rejects"):
