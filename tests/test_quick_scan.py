@@ -416,6 +416,20 @@ def test_a_stream_of_the_cache_is_its_rows_in_order(tmp_path):
         assert stream.rejects["source_file"].equals(cache_now.rejects["source_file"])
 
 
+def _base_in_batches_of_8(raw, cache):
+    """The cache of ``raw`` saved under ``cache``, its base runs rewritten in record batches of 8 runs, as a
+    large parse writes it in blocks (same rows, same stamp); returns (the state's stats, the runs)."""
+    import pyarrow as pa
+
+    from pipeline.io.storage import write_arrow_atomic
+
+    _, state = ingest_folder_cached(raw, cache)
+    runs = pa.ipc.open_file(pa.memory_map(str(cache / "runs.arrow"))).read_all()
+    write_arrow_atomic(pa.Table.from_batches(runs.to_batches(max_chunksize=8), schema=runs.schema),
+                       cache / "runs.arrow", compression=None)
+    return state, runs
+
+
 def test_a_stream_for_some_dates_skips_the_base_batches_without_them(tmp_path, monkeypatch):
     """A run's ingest keeps only its dates' runs: ``stream_cache(dates=…)`` reads only the base's record batches
     that hold one of them (the others' ``run_date_partition`` column alone), and its rows of those dates are
@@ -423,16 +437,9 @@ def test_a_stream_for_some_dates_skips_the_base_batches_without_them(tmp_path, m
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.io.storage import write_arrow_atomic
-
     raw = _aged_copy(tmp_path)
     cache = tmp_path / "cache"
-    _, state = ingest_folder_cached(raw, cache)
-    runs_file = pa.ipc.open_file(pa.memory_map(str(cache / "runs.arrow")))
-    runs = runs_file.read_all()
-    # the base in record batches of 8 runs, as a large parse writes it in blocks (same rows, same stamp)
-    write_arrow_atomic(pa.Table.from_batches(runs.to_batches(max_chunksize=8), schema=runs.schema),
-                       cache / "runs.arrow", compression=None)
+    state, _ = _base_in_batches_of_8(raw, cache)
     loaded = parse_cache.load_cache(cache, raw)
     batches = loaded.runs.to_batches(max_chunksize=8)
     dates = {batch["run_date_partition"][0].as_py() for batch in batches}
@@ -449,20 +456,6 @@ def test_a_stream_for_some_dates_skips_the_base_batches_without_them(tmp_path, m
     assert reads == holding and stream.num_runs == loaded.runs.num_rows
     of_date = lambda table: table.filter(pc.equal(table["run_date_partition"], date))  # noqa: E731
     assert of_date(streamed).equals(of_date(loaded.runs))
-
-
-def _base_in_batches_of_8(raw, cache):
-    """The cache of ``raw`` saved under ``cache``, its base runs rewritten in record batches of 8 runs, as a
-    large parse writes it in blocks (same rows, same stamp); returns (the state's stats, the runs)."""
-    import pyarrow as pa
-
-    from pipeline.io.storage import write_arrow_atomic
-
-    _, state = ingest_folder_cached(raw, cache)
-    runs = pa.ipc.open_file(pa.memory_map(str(cache / "runs.arrow"))).read_all()
-    write_arrow_atomic(pa.Table.from_batches(runs.to_batches(max_chunksize=8), schema=runs.schema),
-                       cache / "runs.arrow", compression=None)
-    return state, runs
 
 
 def _bytes_read() -> int:
