@@ -101,6 +101,10 @@ def appended_lines(conn: duckdb.DuckDBPyConnection, lines: set[str]) -> tuple[se
         head = conn.sql(f"select distinct {_RUN_COLUMNS}, repeat_group is null as new from run_metrics "
                         "where line_id in (select line_id from _lines) and superseded_by is null "
                         "order by run_id").to_arrow_table()
+        if pc.all(head["new"]).as_py() is not False:
+            # only new rows: every line is new (a line with older rows has a current sweep among them), as on a
+            # full refresh, where the sweep bookkeeping below cost ~0.35 s a 100k runs
+            return set(lines), head.drop_columns(["new"])
         conn.register("_head", head)
         # a new row in a sweep the line already superseded: an insertion into its past
         into_past = {row[0] for row in conn.execute(
