@@ -9,7 +9,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from pipeline.defs.validate.assets import TPOT_BUCKET_WIDTH
+from pipeline.validate.judge import TPOT_BUCKET_WIDTH
 from pipeline.io.paths import sql_text
 from pipeline.validate.rules import SAME_MEASUREMENT_RTOL
 

@@ -480,6 +480,32 @@ def accepted_runs(runs: pa.Table, known_hw: Iterable[str],
         KeyError: ``runs`` lacks a ``RUN_SCHEMA`` column a screen reads.
     """
     runs = runs.cast(RUN_SCHEMA)
+    failed, rejected = rule_verdicts(runs, known_hw)
+    # the duplicate search's columns of the passing runs: onto a million runs 0.5 GB, where every column was 1 GB
+    passing_rows = np.flatnonzero(~failed)
+    searched = runs.select(list(DUPLICATE_SEARCH_COLUMNS))
+    passing = searched.take(pa.array(passing_rows, pa.int64())) if failed.any() else searched
+    duplicates, duplicate_rejects = duplicate_verdicts(passing, accepted_elsewhere)
+    del passing
+    accepted = ~failed
+    accepted[passing_rows[np.array(duplicates, dtype=np.int64)]] = False
+    return accepted, pa.Table.from_pylist(rejected + duplicate_rejects, schema=QUARANTINE_SCHEMA)
+
+
+def rule_verdicts(runs: pa.Table, known_hw: Iterable[str]) -> tuple[np.ndarray, list[dict]]:
+    """The row rules' half of ``accepted_runs``: the rules of ``rules()`` applied to the rows some rule's
+    ``screen`` flags.
+
+    Args:
+        runs: ``RUN_SCHEMA`` rows (cast to it), in any order.
+        known_hw: the GPU reference's ``hw`` keys.
+    Returns:
+        (failed: numpy bool array, one per row of ``runs``; the failed rows' quarantine rows (``QUARANTINE_SCHEMA``
+        dicts, stage ``validate``) in input order).
+    Raises:
+        KeyError: ``runs`` lacks a ``RUN_SCHEMA`` column a screen reads.
+    """
+    runs = runs.cast(RUN_SCHEMA)
     rule_list = rules(known_hw)
     flagged_at = pc.indices_nonzero(reduce(pc.or_, (rule.screen(runs) for rule in rule_list)))
     rejected, failed = [], np.zeros(runs.num_rows, dtype=bool)
@@ -488,26 +514,51 @@ def accepted_runs(runs: pa.Table, known_hw: Iterable[str],
         if finding is not None:
             rejected.append(_quarantine_row(run, *finding))
             failed[at] = True
-    # the duplicate search's columns of the passing runs: onto a million runs 0.5 GB, where every column was 1 GB
-    passing_rows = np.flatnonzero(~failed)
-    searched = runs.select(list(DUPLICATE_SEARCH_COLUMNS))
-    passing = searched.take(pa.array(passing_rows, pa.int64())) if failed.any() else searched
+    return failed, rejected
 
+
+def duplicate_verdicts(passing: pa.Table, accepted_elsewhere: pa.Table | None = None) -> tuple[list[int], list[dict]]:
+    """The duplicate half of ``accepted_runs``: which runs that passed the rules are duplicates
+    (``find_duplicates``), among themselves and of runs accepted in other run-date partitions.
+
+    Args:
+        passing: ``DUPLICATE_SEARCH_COLUMNS`` of the runs that passed every rule, or of those among them that
+            ``pairing_rows`` flags (any other run is never a duplicate nor the kept copy of one, so the verdicts
+            are the same).
+        accepted_elsewhere: as ``accepted_runs``.
+    Returns:
+        (the duplicates' positions in ``passing``, ascending; their quarantine rows (``QUARANTINE_SCHEMA`` dicts,
+        reason ``duplicate_run``, ``duplicate_of`` the kept run's ``run_id``) in that order).
+    """
     candidates, duplicates = duplicates_in_table(passing)
     if accepted_elsewhere is not None and accepted_elsewhere.num_rows:
         ours = [i for i in range(passing.num_rows) if i not in duplicates]
         prior = accepted_elsewhere.cast(RUN_SCHEMA).select(list(DUPLICATE_SEARCH_COLUMNS))
-        both = pa.concat_tables([prior, passing.take(pa.array(ours, pa.int64()))])
+        both = pa.concat_tables([prior, passing.select(list(DUPLICATE_SEARCH_COLUMNS))
+                                 .cast(prior.schema).take(pa.array(ours, pa.int64()))])
         rows, found = duplicates_in_table(both, accepted_before=prior.num_rows)
         for at, finding in found.items():
             if at >= prior.num_rows:
                 candidates[ours[at - prior.num_rows]] = rows[at]
                 duplicates[ours[at - prior.num_rows]] = finding
-    rejected += [_quarantine_row(candidates[at], *finding) for at, finding in sorted(duplicates.items())]
-    del passing
-    accepted = ~failed
-    accepted[passing_rows[np.array(sorted(duplicates), dtype=np.int64)]] = False
-    return accepted, pa.Table.from_pylist(rejected, schema=QUARANTINE_SCHEMA)
+    at = sorted(duplicates)
+    return at, [_quarantine_row(candidates[i], *duplicates[i]) for i in at]
+
+
+def pairing_rows(passing: pa.Table, accepted_elsewhere: pa.Table | None = None) -> np.ndarray:
+    """Positions (ascending) of the rows of ``passing`` that may be a duplicate or the kept copy of one, among
+    ``passing`` or of a run of ``accepted_elsewhere`` (``_could_pair`` over both): the rows ``duplicate_verdicts``
+    needs, so a caller judging a million runs reads the search columns of these alone.
+
+    Args:
+        passing: runs that passed every rule, at least their ``PAIRING_COLUMNS`` (``RUN_SCHEMA`` types).
+        accepted_elsewhere: as ``accepted_runs`` (``RUN_SCHEMA``).
+    """
+    ours = passing.select(list(PAIRING_COLUMNS)).cast(RUN_SCHEMA_PAIRING)
+    prior = (accepted_elsewhere.cast(RUN_SCHEMA).select(list(PAIRING_COLUMNS))
+             if accepted_elsewhere is not None else RUN_SCHEMA_PAIRING.empty_table())
+    at = _could_pair(pa.concat_tables([prior, ours]))
+    return at[at >= prior.num_rows] - prior.num_rows
 
 
 def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[int, dict], dict[int, tuple[str, str, str]]]:
@@ -542,6 +593,9 @@ def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[
 # passed the rules none is null), and the tolerance two median TPOTs of one measurement are within at most.
 _VERBATIM_KEY = ("model", "hw", "framework", "precision", "spec_decoding", "conc")
 _NEIGHBOUR_RTOL = 2 * SAME_MEASUREMENT_RTOL
+# every column _could_pair reads, and their RUN_SCHEMA types
+PAIRING_COLUMNS = ("content_sha256", *_VERBATIM_KEY, "median_tpot_s")
+RUN_SCHEMA_PAIRING = pa.schema([RUN_SCHEMA.field(name) for name in PAIRING_COLUMNS])
 
 
 def _could_pair(runs: pa.Table) -> np.ndarray:

@@ -24,16 +24,10 @@ from pipeline.io.storage import (
     note_raw_changes,
     read_table,
     replace_partitions,
-    table_names,
     write_table,
 )
-from pipeline.validate.rules import (
-    QUARANTINE_SCHEMA,
-    RUN_SCHEMA,
-    SAME_MEASUREMENT_RTOL,
-    accepted_runs,
-    quarantine_table,
-)
+from pipeline.validate.judge import judge_raw_runs
+from pipeline.validate.rules import QUARANTINE_SCHEMA, quarantine_table
 
 RAW_KEY = dg.AssetKey(["ingest", "parsed_runs"])
 VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
@@ -41,9 +35,6 @@ QUARANTINE_KEY = dg.AssetKey(["validate", "quarantine"])
 # the asset's preview is of the accepted rows among the first this many raw rows (enough for its 12 preview rows
 # unless nearly all of them were rejected), not of a copy of every accepted row
 PREVIEW_SCAN_ROWS = 1000
-# width of the ln|TPOT| buckets sql/duplicate_candidates.sql joins on: any width well above the tolerance finds the
-# same rows (two runs within it are in one bucket or adjacent ones); narrower buckets pair fewer runs
-TPOT_BUCKET_WIDTH = 1000 * SAME_MEASUREMENT_RTOL
 
 
 @dg.asset(
@@ -61,40 +52,23 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
     count) and are not duplicates. Grain: one row per run; schema ``RUN_SCHEMA`` (latencies in s, throughputs in
     tok/s). Partitioned by run date; the rejected rows of the same dates go to ``validation_rejects`` (stage
     ``validate``), which ``validate/quarantine`` gathers. Good rows always go through.
+
+    The raw runs are judged a group of dates at a time (``pipeline.validate.judge``: memory follows the group,
+    not the history) and the accepted ones copied inside DuckDB, never held as Arrow.
     """
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
-        # in storage order: accepted_runs' outcome does not depend on row order (find_duplicates' keep rule),
-        # and a sort here held a second copy of the history (onto a million runs ~1 GiB more, ~1 s)
-        raw = conn.sql("select * from raw_runs where list_contains($keys, run_date_partition)",
-                       params={"keys": keys}).to_arrow_table()
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
-        # the same measurement can sit in two partitions (a dated raw result, its undated agg row): only the
-        # other partitions' runs that could be a duplicate of this batch's are read (sql/duplicate_candidates.sql)
-        exists = "validated_runs" in table_names(conn)
-        elsewhere = None
-        if exists:
-            conn.register("_batch", raw)
-            try:
-                elsewhere = conn.sql(sql_text("duplicate_candidates"), params={
-                    "partition_keys": keys, "rtol": SAME_MEASUREMENT_RTOL,
-                    "bucket_width": TPOT_BUCKET_WIDTH}).to_arrow_table()
-            finally:
-                conn.unregister("_batch")
-        if elsewhere is not None and elsewhere.column_names != raw.column_names:
-            elsewhere = None  # stored before a schema change: this run rebuilds the table (replace_partitions)
-        accepted, rejects = accepted_runs(raw, known_hw, elsewhere)
-        del elsewhere
-        n_accepted = int(accepted.sum())
-        preview = raw.slice(0, PREVIEW_SCAN_ROWS).filter(pa.array(accepted[:PREVIEW_SCAN_ROWS])).cast(RUN_SCHEMA)
-        # DuckDB reads the accepted rows straight from the raw table (a filtered copy was ~1 GB onto 1M runs)
-        conn.register("_judged", raw.append_column("_accepted", pa.array(accepted)))
+        judged = judge_raw_runs(conn, keys, known_hw, preview_rows=PREVIEW_SCAN_ROWS)
+        rejects, n_accepted = judged.rejects, judged.accepted
+        # DuckDB reads the accepted rows straight from the raw table (an Arrow copy was ~1 GB onto 1M runs)
+        conn.register("_rejected", pa.table({"raw_row": judged.rejected_rows}))
         try:
-            replace_partitions(conn, "validated_runs",
-                               conn.sql("select * exclude (_accepted) from _judged where _accepted"), keys)
+            replace_partitions(conn, "validated_runs", conn.sql(
+                "select r.* from raw_runs r where list_contains($keys, r.run_date_partition) "
+                "and r.rowid not in (select raw_row from _rejected)", params={"keys": keys}), keys)
         finally:
-            conn.unregister("_judged")
-        del raw  # before the connection closes: its checkpoint is the asset's peak of memory
+            conn.unregister("_rejected")
         replace_partitions(conn, "validation_rejects", rejects, keys)
         emptied = drop_vanished_files(conn)
         # the ledger's accepted/quarantined counts of these dates; the dates the metric tables check for runs
@@ -108,8 +82,8 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
     context.log.info(f"{n_accepted} runs accepted, {rejects.num_rows} rejected by the rules in "
                      f"{keys[:3]}{'…' if len(keys) > 3 else ''} ({len(keys)} dates)")
     return dg.MaterializeResult(
-        metadata={**table_metadata(preview, preview_columns=["source_file", "model", "hw", "precision",
-                                                             "spec_decoding", "framework", "conc"]),
+        metadata={**table_metadata(judged.preview, preview_columns=["source_file", "model", "hw", "precision",
+                                                                    "spec_decoding", "framework", "conc"]),
                   "dagster/row_count": n_accepted,
                   "runs_rejected_by_rules": rejects.num_rows,
                   "rejected_by_reason": counts_markdown(dict(Counter(rejects.column("reason_code").to_pylist())),
