@@ -150,7 +150,6 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     if table["line_id"].null_count or table["sweep_id"].null_count:
         raise ValueError("run_lineage: a row without line_id or sweep_id (compute them with line_and_sweep_ids)")
     n = table.num_rows
-    lines, sweeps = table["line_id"].to_pylist(), table["sweep_id"].to_pylist()
     days = pc.cast(table["run_date"], pa.date32()).cast(pa.int32())
     dated = days.is_valid().to_numpy(zero_copy_only=False)
     day = pc.fill_null(days, 0).to_numpy().astype(np.int64)
@@ -177,7 +176,10 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
         order = np.lexsort((id_rank[id_of], newest[shown], line_of))
         same_line = line_of[order[:-1]] == line_of[order[1:]]  # a sweep is superseded by the one right after it
         successor[shown[order[:-1][same_line]]] = np.array(id_names, dtype=object)[id_of[order[1:][same_line]]]
-    superseded = np.where(visible, successor[sweep], None)
+    # per row by Arrow take of the per-sweep values (Python lists of a million strings were ~0.5 GiB and ~1 s)
+    sweep_at = pa.array(sweep, pa.int64())
+    superseded = pc.if_else(pa.array(visible), pa.array(successor.tolist(), pa.string()).take(sweep_at),
+                            pa.scalar(None, pa.string()))
     # distinct visible runs per repeat group
     groups = int(group.max(initial=-1)) + 1
     if pc.count_distinct(table["run_id"]).as_py() == n:  # one row per run (run_metrics' distinct rows)
@@ -186,14 +188,15 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
         run = row_codes(table, ("run_id",))
         pairs = np.unique(group[visible] * (int(run.max(initial=-1)) + 1) + run[visible])
         members = np.bincount(pairs // (int(run.max(initial=-1)) + 1), minlength=groups)
-    concs = table["conc"].to_pylist()
-    names = np.array([f"{lines[i]}|{sweeps[i]}|conc={concs[i]}" for i in first_rows(group, groups).tolist()],
-                     dtype=object)
+    # f"{line_id}|{sweep_id}|conc={conc}" as column work (conc an integer; a null one reads "None", as Python)
+    conc = pc.fill_null(pc.cast(table["conc"], pa.string()), "None")
+    names = pc.binary_join_element_wise(table["line_id"], table["sweep_id"], pc.binary_join_element_wise(
+        "conc", conc, "="), "|")
     return pa.table({"run_id": table["run_id"], "line_id": table["line_id"], "sweep_id": table["sweep_id"],
-                     "superseded_by": pa.array(superseded.tolist(), pa.string()),
-                     "repeat_group": pa.array(names[group].tolist() if n else [], pa.string()),
+                     "superseded_by": superseded,
+                     "repeat_group": names,
                      "repeat_n": pa.array(np.where(visible, members[group], 1), pa.int32()),
-                     "current": pa.array(visible & np.equal(superseded, None))},
+                     "current": pa.array(visible & pc.is_null(superseded).to_numpy(zero_copy_only=False))},
                     schema=LINEAGE_SCHEMA)
 
 
