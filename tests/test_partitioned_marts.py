@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from pipeline.io.storage import read_mart, replace_mart_partitions
@@ -127,9 +128,9 @@ def test_pipeline_marts_read_alike_in_every_reader(sample_run, name):
 
 
 def test_runs_written_a_few_partitions_at_a_time_equal_runs_written_at_once(sample_run, tmp_path, monkeypatch):
-    """``write_runs_mart`` reads and writes ``runs/`` in groups of whole (model, date) partitions: the same files
-    with the same rows in the same order as one read of every row; the first group starts the mart's order; a
-    date folder whose runs are gone is removed, other dates' folders are not touched."""
+    """``write_runs_mart`` sorts ``runs/`` in groups of whole run dates and writes it a few whole partitions at a
+    time as the sorted rows stream in: the same files with the same rows in the same order as one read of every
+    row; the first rows written are whole partitions of the earliest date; a date folder whose runs are gone is removed, other dates' folders are not touched."""
     import pipeline.defs.metrics.assets as metrics_assets
 
     conn = duckdb.connect(str(sample_run.db_path), read_only=True)
@@ -139,6 +140,7 @@ def test_runs_written_a_few_partitions_at_a_time_equal_runs_written_at_once(samp
     one = tmp_path / "one" / "runs"
     first_one, rows_one, written_one = metrics_assets.write_runs_mart(conn, one, dates)
     monkeypatch.setattr(metrics_assets, "MART_CHUNK_ROWS", 7)
+    monkeypatch.setattr(metrics_assets, "MART_WRITE_ROWS", 3)  # partitions of more rows are read on, not split
     few = tmp_path / "few" / "runs"
     stale = few / "gone-model" / dates[0]
     stale.mkdir(parents=True)
@@ -153,7 +155,12 @@ def test_runs_written_a_few_partitions_at_a_time_equal_runs_written_at_once(samp
     first_few, rows_few, written_few = metrics_assets.write_runs_mart(conn, few, dates)
     assert rows_one == rows_few == whole.num_rows and first_one.equals(whole)
     assert len(groups) > 1 and sum(groups) == whole.num_rows, groups
-    assert first_few.equals(whole.slice(0, first_few.num_rows))
+    # the first rows written: whole partitions of the earliest date, in the files' order
+    earliest = whole.filter(pc.equal(whole["run_date_partition"], dates[0]))
+    assert 0 < first_few.num_rows < earliest.num_rows and first_few.equals(earliest.slice(0, first_few.num_rows))
+    partitions = {(r["model"], r["run_date"]) for r in first_few.select(["model", "run_date"]).to_pylist()}
+    assert sum(1 for r in earliest.select(["model", "run_date"]).to_pylist()
+               if (r["model"], r["run_date"]) in partitions) == first_few.num_rows
     assert len(written_few) == len(written_one) >= 3
     assert not stale.exists() and (other / "part-0.parquet").read_bytes() == b"another date"
     for path in _files(one):

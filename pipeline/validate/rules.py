@@ -5,9 +5,9 @@ run in ``rules()`` order and every failing rule is reported; the first one is th
 ``detail`` lists them all. Reason codes are stable snake_case (docs/inputs.md); field names in codes use the
 engine's canonical key (``total_token_throughput``, ``median_tpot_ms``) whatever the source format called it.
 
-One path: ``validate_table`` (what the asset runs) first asks each rule's ``screen``, a column expression over the
-whole Arrow table that is True wherever the rule might fire, and applies the rules only to the rows some screen
-flags. The row function decides and words the reason; the screen only chooses the rows it looks at, so it may flag
+One path: ``rule_verdicts`` (which ``validate_table`` and the asset's ``pipeline.validate.judge`` run) first asks
+each rule's ``screen``, a column expression over the whole Arrow table that is True wherever the rule might fire,
+and applies the rules only to the rows some screen flags. The row function decides and words the reason; the screen only chooses the rows it looks at, so it may flag
 too much, never too little. Every rule has a screen. Tests hold ``validate_table`` to the
 result of every rule applied to every run (written in the tests) on the sample, the bad-input corpus and the
 real logs, and each screen to hand-computed rows.

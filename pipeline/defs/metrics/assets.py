@@ -2,11 +2,13 @@
 
 import hashlib
 from collections import Counter
+from itertools import chain
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
@@ -164,48 +166,70 @@ def drop_runs_not_validated(conn: duckdb.DuckDBPyConnection, table: str, log: st
     return rows
 
 
-MART_CHUNK_ROWS = 200_000  # runs/ is read back and written at most this many rows at a time (whole partitions)
+MART_CHUNK_ROWS = 200_000  # runs/ is sorted at most this many rows at a time (whole dates)
+MART_WRITE_ROWS = 50_000  # and written as soon as this many rows of whole partitions have arrived
 
 
 def write_runs_mart(conn: duckdb.DuckDBPyConnection, folder: Path, dates: list[str]) -> tuple[pa.Table, int, list[Path]]:
     """Write the ``runs/`` mart's partitions of ``dates`` from warehouse table ``run_metrics``
-    (``pipeline.io.storage.write_mart_partitions``, then ``prune_mart_partitions``), reading the rows in the
-    files' order (model, ``run_date``, price book, file, row) a group of whole (model, date) partitions of at
-    most ``MART_CHUNK_ROWS`` rows at a time (one larger partition alone), so a full refresh never holds the
-    history as Arrow: onto a million runs one read was 1.4 GiB of Arrow and peaked at 3.3 GiB with DuckDB's sort
-    (1.9 GiB by groups, ~1 s slower).
+    (``pipeline.io.storage.write_mart_partitions``, then ``prune_mart_partitions``), so that a full refresh never
+    holds the history, nor a large part of it, as Arrow.
+
+    DuckDB sorts a group of whole run dates of at most ``MART_CHUNK_ROWS`` rows at a time (one larger date alone)
+    into the files' order (model, ``run_date``, price book, file, row); the sorted rows arrive as a stream and are
+    written whenever ``MART_WRITE_ROWS`` rows of whole (model, date) partitions have arrived (a partition is never
+    split between two writes). Onto a million runs one read of every row was 1.4 GiB of Arrow and peaked at
+    3.3 GiB with DuckDB's sort; groups of (model, date) partitions read whole, 2.2 GiB in the asset.
 
     Returns:
-        (the first group's rows, which start the mart's order (``run_metrics``' schema; no rows when ``dates``
-        hold none), the rows written, the partition files written).
+        (the first rows written: whole partitions of the earliest dates (``undated`` last), in the files' order
+        (``run_metrics``' schema; no rows when ``dates`` hold none), the rows written, the partition files
+        written).
     """
-    parts = conn.execute(
-        "select model, run_date_partition, count(*) from run_metrics where list_contains($dates, run_date_partition) "
-        "group by all order by model, any_value(run_date) nulls last", {"dates": dates}).fetchall()
-    groups: list[list[tuple]] = []
+    counts = conn.execute(
+        "select run_date_partition, count(*) from run_metrics where list_contains($dates, run_date_partition) "
+        "group by all order by 1", {"dates": dates}).fetchall()
+    groups: list[list[str]] = []
     in_group = 0  # rows in the last group
-    for part in parts:
-        if not groups or in_group + part[2] > MART_CHUNK_ROWS:
+    for date, count in counts:
+        if not groups or in_group + count > MART_CHUNK_ROWS:
             groups.append([])
             in_group = 0
-        groups[-1].append(part)
-        in_group += part[2]
+        groups[-1].append(date)
+        in_group += count
     first, rows, written = None, 0, []
     for group in groups or [[]]:
-        conn.register("_parts", pa.table({"model": pa.array([p[0] for p in group], pa.string()),
-                                          "run_date_partition": pa.array([p[1] for p in group], pa.string())}))
-        try:
-            table = conn.sql(
-                "select r.* from run_metrics r semi join _parts p "
-                "on r.model is not distinct from p.model and r.run_date_partition = p.run_date_partition "
-                "order by model, run_date nulls last, price_book, source_file, source_row").to_arrow_table()
-        finally:
-            conn.unregister("_parts")
-        written += write_mart_partitions(table, folder)
-        rows += table.num_rows
-        first = table if first is None else first
+        sorted_rows = conn.sql(
+            "select * from run_metrics where list_contains($dates, run_date_partition) "
+            "order by model, run_date nulls last, price_book, source_file, source_row", params={"dates": group}
+        ).to_arrow_reader(max(1, MART_WRITE_ROWS // 5))
+        pending: list[pa.RecordBatch] = []
+        for batch in chain(sorted_rows, [None]):  # None: the stream's end, where the last partition is whole
+            if batch is not None:
+                pending.append(batch)
+                if sum(b.num_rows for b in pending) < MART_WRITE_ROWS:
+                    continue
+            table = pa.Table.from_batches(pending, schema=sorted_rows.schema)
+            whole = table.num_rows if batch is None else _whole_partitions(table)
+            if whole == 0 and table.num_rows:  # one partition larger than MART_WRITE_ROWS: read on
+                continue
+            if whole or first is None:
+                written += write_mart_partitions(table.slice(0, whole), folder)
+                rows += whole
+                first = table.slice(0, whole) if first is None else first
+            pending = table.slice(whole).to_batches()
     prune_mart_partitions(folder, dates, written)
     return first, rows, written
+
+
+def _whole_partitions(table: pa.Table) -> int:
+    """How many leading rows of ``table`` (sorted by model, then ``run_date``) belong to (model, date) partitions
+    it holds whole, given more rows may follow: every row but those of its last (model, date)."""
+    last = table.slice(table.num_rows - 1)
+    same_model = pc.equal(table["model"], last["model"][0]) if last["model"][0].is_valid else pc.is_null(table["model"])
+    same_date = pc.equal(table["run_date"], last["run_date"][0]) if last["run_date"][0].is_valid \
+        else pc.is_null(table["run_date"])
+    return table.num_rows - pc.sum(pc.and_(pc.fill_null(same_model, False), pc.fill_null(same_date, False))).as_py()
 
 
 RAW_REQUESTS_KEY = dg.AssetKey(["ingest", "parsed_requests"])
