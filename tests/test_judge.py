@@ -26,9 +26,9 @@ DAYS = ("2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04")
 
 @pytest.fixture(scope="module")
 def raw_runs(tmp_path_factory) -> pa.Table:
-    """Four generated nights, the sample and the bad-input corpus (rule rejections, undated runs), plus copies of early runs re-dated
-    to the last night under a file name that sorts first: same content, or same numbers under another content hash
-    (kept: the copy, whose group is judged last)."""
+    """Four generated nights, the sample and the bad-input corpus (rule rejections, undated runs), plus copies of
+    early runs re-dated to the last night under a file name that sorts first: same content, or same numbers under
+    another content hash (kept: the copy, whose group is judged last)."""
     root = tmp_path_factory.mktemp("judge")
     for seed, day in enumerate(DAYS, start=1):
         generate(60, root / day, seed=seed, run_date=day)
@@ -73,14 +73,15 @@ def test_judging_by_groups_of_dates_gives_the_whole_tables_verdicts(raw_runs, ma
     kept = [r for r in rejects.to_pylist() if r["source_file"].endswith(".json") and r["duplicate_of"] == "copy-0"]
     assert kept  # a copy in the last group is the kept one: the earlier group's run is its duplicate
     assert _rejects(judged.rejects) == _rejects(rejects)
-    assert _accepted_ids(conn, judged.rejected_rows, keys) == sorted(raw_runs["run_id"].filter(pa.array(accepted)).to_pylist())
+    accepted_ids = sorted(raw_runs["run_id"].filter(pa.array(accepted)).to_pylist())
+    assert _accepted_ids(conn, judged.rejected_rows, keys) == accepted_ids
     assert judged.accepted == int(accepted.sum())
     groups = date_groups(conn, keys, max_rows)
     assert [key for group in groups for key in group] == keys
     # one date a group; groups of several dates; one group
     assert len(groups) == {1: len(keys), 50: 7, 10_000: 1}[max_rows]
     # the preview is accepted runs only, the first group's first ones
-    assert set(judged.preview["run_id"].to_pylist()) <= set(raw_runs["run_id"].filter(pa.array(accepted)).to_pylist())
+    assert set(judged.preview["run_id"].to_pylist()) <= set(accepted_ids)
     assert judged.preview.num_rows > 0 and judged.preview.schema == RUN_SCHEMA
 
 
@@ -108,5 +109,6 @@ def test_a_batch_run_unique_in_its_batch_is_a_duplicate_of_another_dates_accepte
 def test_no_raw_runs_in_the_dates_judges_nothing(raw_runs):
     conn = _warehouse(raw_runs)
     judged = judge_raw_runs(conn, ["2031-01-01"], KNOWN_HW)
-    assert (judged.accepted, judged.rejects.num_rows, len(judged.rejected_rows), judged.preview.num_rows) == (0, 0, 0, 0)
+    counts = (judged.accepted, judged.rejects.num_rows, len(judged.rejected_rows), judged.preview.num_rows)
+    assert counts == (0, 0, 0, 0)
     assert np.asarray(judged.rejected_rows).dtype == np.int64

@@ -7,10 +7,10 @@ engine's canonical key (``total_token_throughput``, ``median_tpot_ms``) whatever
 
 One path: ``rule_verdicts`` (which ``validate_table`` and the asset's ``pipeline.validate.judge`` run) first asks
 each rule's ``screen``, a column expression over the whole Arrow table that is True wherever the rule might fire,
-and applies the rules only to the rows some screen flags. The row function decides and words the reason; the screen only chooses the rows it looks at, so it may flag
-too much, never too little. Every rule has a screen. Tests hold ``validate_table`` to the
-result of every rule applied to every run (written in the tests) on the sample, the bad-input corpus and the
-real logs, and each screen to hand-computed rows.
+and applies the rules only to the rows some screen flags. The row function decides and words the reason; the
+screen only chooses the rows it looks at, so it may flag too much, never too little. Every rule has a screen.
+Tests hold ``validate_table`` to the result of every rule applied to every run (written in the tests) on the
+sample, the bad-input corpus and the real logs, and each screen to hand-computed rows.
 To add a rule, append a function to ``rules()`` and give it a ``screen`` (``_screen``; ``lambda t: pa.array([True] *
 t.num_rows)`` applies it to every row).
 """
