@@ -56,9 +56,11 @@ class Table:
         print(f"{name:<44} {seconds:7.2f} s {n_rows:>9,} {rate:>11} {MEMORY.peak_mib():7,.0f} MiB", flush=True)
 
     def timed(self, name: str, fn, rows=None) -> float:
+        MEMORY.next_step()  # what ran between the steps is a step of its own
         started = time.perf_counter()
         result = fn()
         seconds = time.perf_counter() - started
+        MEMORY.next_step()
         self.row(name, rows(result) if rows else 0, seconds)
         return seconds
 
@@ -156,7 +158,7 @@ def main(description: str) -> None:
     run_checks(table, "full: ", wh, paths)
     wall = time.perf_counter() - started
 
-    pipeline_rss = (MEMORY.own_mib(), MEMORY.children_mib())
+    pipeline_rss = (MEMORY.own_mib(), MEMORY.children_mib(), MEMORY.step_peak_mib())
     batch_s = None
     if args.batch:
         cache_dir = Path(paths.cache_dir)
@@ -173,7 +175,7 @@ def main(description: str) -> None:
         batch_s = sensor_s + materialize(table, f"batch {changed}: ", instance, changed, wh, paths,
                                          run_tags={SNAPSHOT_TAG: state[SNAPSHOT_KEY]} if SNAPSHOT_KEY in state else None)
         table.row(f"batch: TOTAL ({args.batch:,} runs onto {n_runs:,})", args.batch, batch_s)
-        pipeline_rss = (MEMORY.own_mib(), MEMORY.children_mib())
+        pipeline_rss = (MEMORY.own_mib(), MEMORY.children_mib(), MEMORY.step_peak_mib())
 
     # the nightly schedule's run and the CLI's: every date again onto the same warehouse, the folder unchanged
     # (partition discovery looks every file up in the parse cache; no target, but a history-sized cost to watch).
@@ -208,7 +210,7 @@ def main(description: str) -> None:
     verdicts = [
         (f"full refresh (parse + assets) <= {full_target:.0f} s", f"{parse_s + assets_s:.1f} s "
          f"({(parse_s + assets_s) / ref_s:.1f}x DuckDB)", parse_s + assets_s <= full_target),
-        ("peak RSS <= 2 GiB (full refresh and batch)", f"{sum(pipeline_rss):,.0f} MiB", sum(pipeline_rss) <= 2048),
+        ("peak RSS <= 2 GiB (full refresh and batch)", f"{pipeline_rss[2]:,.0f} MiB", pipeline_rss[2] <= 2048),
         ("parse + normalize >= 50 % of DuckDB's rate", f"{parse_rate / ref_rate:.0%}", parse_rate >= ref_rate / 2),
     ]
     if batch_s is not None:
@@ -216,6 +218,8 @@ def main(description: str) -> None:
                          batch_s <= 2))
     for name, value, met in verdicts:
         print(f"  {name:<50} {value:>10}  {'met' if met else 'NOT met'}")
-    print(f"  (peak RSS: this process {pipeline_rss[0]:,.0f} MiB + its parse workers and fork server "
-          f"{pipeline_rss[1]:,.0f} MiB; DuckDB memory_limit {memory_limit or 'unset (80 % of the machine)'})")
+    print(f"  (peak RSS: the largest of any one step's own peak plus its children's; over the whole run this "
+          f"process {pipeline_rss[0]:,.0f} MiB + its parse workers and fork server {pipeline_rss[1]:,.0f} MiB = "
+          f"{pipeline_rss[0] + pipeline_rss[1]:,.0f} MiB, two peaks that need not coincide; DuckDB memory_limit "
+          f"{memory_limit or 'unset (80 % of the machine)'})")
 

@@ -57,10 +57,18 @@ class PeakMemory:
     the sampled sums of every live descendant's RSS and any one descendant's ``VmHWM``. An upper bound of what
     was resident at once (the two peaks need not coincide; pages a forked worker shares with its fork server are
     counted in each), never the parent's memory again. Linux only (``/proc``).
+
+    ``step_peak_mib()`` is the tighter bound the benchmark's target reads: the caller marks the end of each step
+    (``next_step``), and only a step's own peak and its children's peak are added together, so the parse pool's
+    workers, gone or idle after the parse, are not added to a later step's peak of the process.
     """
 
     def __init__(self) -> None:
         self._children_kib = 0
+        self._step_children_kib = 0  # the children's peak since the current step began (``next_step``)
+        self._step_peak_kib = 0  # the largest own + children peak of one step so far
+        self._own_kib = 0  # this process's peak over the steps ended so far (clear_refs resets ru_maxrss too)
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
@@ -77,7 +85,32 @@ class PeakMemory:
         readings = [_status_kib(pid) for pid in _descendants(os.getpid())]
         together = sum(rss for rss, _ in readings)
         largest = max((hwm for _, hwm in readings), default=0)
-        self._children_kib = max(self._children_kib, together, largest)
+        with self._lock:
+            self._children_kib = max(self._children_kib, together, largest)
+            self._step_children_kib = max(self._step_children_kib, together, largest)
+
+    def next_step(self) -> None:
+        """End the current step (the benchmark's rows: the parse, each asset) and begin the next: the step's own
+        peak (this process's ``VmHWM``) plus its children's peak count towards ``step_peak_mib``, then both are
+        reset (``/proc/<pid>/clear_refs`` ``5`` sets ``VmHWM`` back to the current RSS; Linux 4.0+)."""
+        self.sample()
+        with self._lock:
+            own = _status_kib(os.getpid())[1]
+            self._own_kib = max(self._own_kib, own)
+            self._step_peak_kib = max(self._step_peak_kib, own + self._step_children_kib)
+            for pid in (os.getpid(), *_descendants(os.getpid())):
+                try:
+                    Path(f"/proc/{pid}/clear_refs").write_text("5")
+                except OSError:  # a child that exited, or one we may not reset: its peak stays, an over-count
+                    pass
+            self._step_children_kib = 0
+
+    def step_peak_mib(self) -> float:
+        """The largest own + children peak of any one step ended so far (MiB): still an upper bound of what was
+        resident at once (the two peaks of a step need not coincide), but the parse's workers are no longer added
+        to the process's peak of a later step, which they never lived beside."""
+        with self._lock:
+            return self._step_peak_kib / 1024
 
     def children_mib(self) -> float:
         """The children's peak so far (MiB)."""
@@ -85,8 +118,10 @@ class PeakMemory:
         return self._children_kib / 1024
 
     def own_mib(self) -> float:
-        """This process's peak RSS so far (MiB)."""
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        """This process's peak RSS so far (MiB): ``ru_maxrss``, and the peaks of the steps ``next_step`` ended
+        (resetting ``VmHWM`` resets ``ru_maxrss`` with it)."""
+        own = max(self._own_kib, _status_kib(os.getpid())[1], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        return own / 1024
 
     def peak_mib(self) -> float:
         """Own peak plus the children's peak (MiB)."""

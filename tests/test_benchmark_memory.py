@@ -56,3 +56,27 @@ def test_a_child_that_grows_is_seen_at_its_peak():
         memory.stop()
     assert 300 <= children - baseline < 400
     assert memory.peak_mib() >= memory.own_mib() + 300
+
+
+def test_a_step_peak_adds_a_childs_peak_only_to_the_step_it_ran_in():
+    """The process peaks in one step and a child in another: the step-wise peak is the larger of the two steps,
+    the whole-run sum counts both; a spike between two samples is still caught (VmHWM, reset per step)."""
+    memory = PeakMemory().start()
+    try:
+        memory.next_step()
+        spike = bytearray(300 * MIB)
+        spike[::4096] = b"\1" * len(spike[::4096])
+        del spike  # gone before any caller looks: only the high-water mark saw it
+        memory.next_step()
+        quiet = memory.step_peak_mib()
+        _run_child("import time\nb = bytearray(250 * 2**20)\nb[::4096] = b'\\1' * len(b[::4096])\ntime.sleep(0.3)")
+        time.sleep(0.05)
+        memory.next_step()
+        stepwise, own, children = memory.step_peak_mib(), memory.own_mib(), memory.children_mib()
+    finally:
+        memory.stop()
+    assert quiet >= 300  # the spike's step
+    assert children >= 250 and own >= 300
+    # the child's step holds the process at its resting size plus the child, not the spike plus the child
+    assert stepwise < own + children - 200, (stepwise, own, children)
+    assert stepwise >= max(quiet, children)
