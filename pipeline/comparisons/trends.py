@@ -74,6 +74,7 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
         ValueError: a run's interactivity or tok/s/GPU is NaN (``grouped_pareto_frontiers``).
     """
     table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
+    del runs  # each step below replaces the table: a caller that lets go of it holds one copy at a time
     if table.num_rows == 0:
         return TREND_SCHEMA.empty_table()
     key_names = ("price_book", *GROUP_KEYS, "run_date")

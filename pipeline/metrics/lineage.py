@@ -58,8 +58,10 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
                      "where run_metrics.run_id = i.run_id").fetchall()
     finally:
         conn.unregister("_ids")
-    appended, heads = appended_lines(conn, set(lines) - set(touched_lines))
-    whole = sorted((set(touched_lines) | set(lines)) - appended)
+    new_lines = set(lines)
+    del fresh, ids, lines, sweeps  # onto a million runs ~0.2 GiB not needed past this point
+    appended, heads = appended_lines(conn, new_lines - set(touched_lines))
+    whole = sorted((set(touched_lines) | new_lines) - appended)
     conn.register("_touched", pa.table({"line_id": pa.array(whole, pa.string())}))
     try:  # a semi-join: list_contains over a list of every line would compare each row with each line
         runs = conn.sql(f"select distinct {_RUN_COLUMNS} from run_metrics "
@@ -67,7 +69,9 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
     finally:
         conn.unregister("_touched")
     runs = pa.concat_tables([runs, heads.cast(runs.schema)]) if heads.num_rows else runs
+    del heads
     lineage = run_lineage(runs).select(["run_id", *LINEAGE_COLUMNS])
+    del runs
     conn.register("_lineage", lineage)
     # line_id and sweep_id were set above; a new row's repeat_group is still null, so it is among the changed too
     derived = [c for c in LINEAGE_COLUMNS if c not in ("line_id", "sweep_id")]
