@@ -14,7 +14,8 @@ from conftest import REPO, SAMPLE_DIR
 
 from pipeline.ingest.folder import ingest_folder
 from pipeline.metrics.reference import load_gpu_reference
-from pipeline.validate.judge import date_groups, judge_raw_runs
+from pipeline.io.storage import date_groups
+from pipeline.validate.judge import judge_raw_runs
 from pipeline.validate.rules import RUN_SCHEMA, accepted_runs
 
 sys.path.insert(0, str(REPO))
@@ -76,7 +77,7 @@ def test_judging_by_groups_of_dates_gives_the_whole_tables_verdicts(raw_runs, ma
     accepted_ids = sorted(raw_runs["run_id"].filter(pa.array(accepted)).to_pylist())
     assert _accepted_ids(conn, judged.rejected_rows, keys) == accepted_ids
     assert judged.accepted == int(accepted.sum())
-    groups = date_groups(conn, keys, max_rows)
+    groups = date_groups(conn, "raw_runs", keys, max_rows)
     assert [key for group in groups for key in group] == keys
     # one date a group; groups of several dates; one group
     assert len(groups) == {1: len(keys), 50: 7, 10_000: 1}[max_rows]

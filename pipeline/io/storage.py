@@ -167,6 +167,23 @@ def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tab
             conn.unregister("_incoming")
 
 
+def date_groups(conn: duckdb.DuckDBPyConnection, name: str, keys: Sequence[str], max_rows: int) -> list[list[str]]:
+    """The run-date partition keys of ``keys`` that hold rows of warehouse table ``name`` (column
+    ``run_date_partition``), in order, cut into groups of whole dates of at most ``max_rows`` rows (a date with
+    more alone): how a step reads a large table a bounded group at a time."""
+    groups: list[list[str]] = []
+    in_group = 0  # rows in the last group
+    for key, count in conn.execute(
+            f"select run_date_partition, count(*) from {name} where list_contains($keys, run_date_partition) "
+            "group by all order by 1", {"keys": list(keys)}).fetchall():
+        if not groups or in_group + count > max_rows:
+            groups.append([])
+            in_group = 0
+        groups[-1].append(key)
+        in_group += count
+    return groups
+
+
 # What DuckDB says when a file is not a database it can open: garbage or zero bytes, a truncated file, a damaged
 # block, a storage version this DuckDB cannot read.
 _CORRUPT_WAREHOUSE_SIGNS = ("not a valid duckdb database file", "could not read enough bytes", "corrupt",

@@ -13,12 +13,13 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import column_names, table_names
+from pipeline.io.storage import column_names, date_groups, table_names
 from pipeline.validate.rules import (
     DUPLICATE_SEARCH_COLUMNS,
     PAIRING_COLUMNS,
     QUARANTINE_SCHEMA,
     RUN_SCHEMA,
+    RUN_SCHEMA_PAIRING,
     SAME_MEASUREMENT_RTOL,
     duplicate_verdicts,
     pairing_rows,
@@ -52,33 +53,18 @@ class Judged:
     preview: pa.Table
 
 
-def date_groups(conn: duckdb.DuckDBPyConnection, keys: list[str], max_rows: int = GROUP_ROWS) -> list[list[str]]:
-    """``keys`` that hold raw runs, in order, cut into groups of whole run dates of at most ``max_rows`` raw rows
-    (a date with more alone)."""
-    groups: list[list[str]] = []
-    in_group = 0
-    for key, count in conn.execute(
-            "select run_date_partition, count(*) from raw_runs where list_contains($keys, run_date_partition) "
-            "group by all order by 1", {"keys": keys}).fetchall():
-        if not groups or in_group + count > max_rows:
-            groups.append([])
-            in_group = 0
-        groups[-1].append(key)
-        in_group += count
-    return groups
-
-
 def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: Iterable[str],
                    max_rows: int = GROUP_ROWS, preview_rows: int = 1000) -> Judged:
     """Judge the ``raw_runs`` rows of run dates ``keys`` as ``pipeline.validate.rules.accepted_runs`` would judge
     them all at once, with the accepted ``validated_runs`` of other dates as its ``accepted_elsewhere``.
 
-    Per group of dates (``date_groups``): every column of the group's rows, the row rules (``rule_verdicts``); of
-    the passing runs only ``PAIRING_COLUMNS`` are kept. Then, once: the other dates' accepted runs that could be a
-    duplicate of a passing run (``sql/duplicate_candidates.sql``), the passing runs that could pair with another
-    or with one of those (``pairing_rows``), their ``DUPLICATE_SEARCH_COLUMNS`` read back by rowid, and the
-    duplicate search over them (``duplicate_verdicts``). Any other passing run is never a duplicate nor the kept
-    copy of one, so the verdicts are the whole table's.
+    Per group of dates (``pipeline.io.storage.date_groups``): every column of the group's rows, the row rules
+    (``rule_verdicts``); of the passing runs only ``PAIRING_COLUMNS`` are kept. Then, once: the other dates'
+    accepted runs that could be a duplicate of a passing run (``sql/duplicate_candidates.sql``), the passing
+    runs that could pair with another or with one of those (``pairing_rows``), their
+    ``DUPLICATE_SEARCH_COLUMNS`` read back by rowid, and the duplicate search over them
+    (``duplicate_verdicts``). Any other passing run is never a duplicate nor the kept copy of one, so the
+    verdicts are the whole table's.
 
     Args:
         conn: a warehouse connection with ``raw_runs`` (``RUN_SCHEMA`` columns); ``validated_runs`` when it exists.
@@ -91,10 +77,11 @@ def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: I
     """
     known_hw = list(known_hw)
     rejected, failed_rows, passing_parts = [], [], []
-    preview = None
-    for group in date_groups(conn, keys, max_rows):
+    preview, total = None, 0
+    for group in date_groups(conn, "raw_runs", keys, max_rows):
         raw = conn.sql("select rowid as raw_row, * from raw_runs where list_contains($keys, run_date_partition)",
                        params={"keys": group}).to_arrow_table()
+        total += raw.num_rows
         rows = raw.column("raw_row")
         runs = raw.drop_columns(["raw_row"]).cast(RUN_SCHEMA)
         del raw
@@ -108,8 +95,7 @@ def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: I
                 .filter(passed[:preview_rows])
         del runs
     passing = (pa.concat_tables(passing_parts) if passing_parts else
-               pa.schema([RUN_SCHEMA.field(n) for n in PAIRING_COLUMNS]).empty_table()
-               .append_column("raw_row", pa.array([], pa.int64())))
+               RUN_SCHEMA_PAIRING.empty_table().append_column("raw_row", pa.array([], pa.int64())))
     del passing_parts
     elsewhere = accepted_elsewhere(conn, keys, passing)
     maybe = passing.column("raw_row").take(pa.array(pairing_rows(passing, elsewhere), pa.int64()))
@@ -124,8 +110,6 @@ def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: I
     rejected += found
     duplicate_rows = searched.column("raw_row").take(pa.array(duplicates, pa.int64()))
     rejected_rows = pa.array(np.concatenate([rows.to_numpy() for rows in (*failed_rows, duplicate_rows)]), pa.int64())
-    total = conn.execute("select count(*) from raw_runs where list_contains($keys, run_date_partition)",
-                         {"keys": keys}).fetchall()[0][0]
     if preview is None:
         preview = RUN_SCHEMA.empty_table()
     else:

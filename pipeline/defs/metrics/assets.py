@@ -20,6 +20,7 @@ from pipeline.io.storage import (
     RUN_METRICS_CHANGES,
     RUN_POWER_CHANGES,
     caught_up,
+    date_groups,
     logged_partitions,
     prune_mart_partitions,
     replace_mart_partitions,
@@ -186,19 +187,8 @@ def write_runs_mart(conn: duckdb.DuckDBPyConnection, folder: Path, dates: list[s
         (``run_metrics``' schema; no rows when ``dates`` hold none), the rows written, the partition files
         written).
     """
-    counts = conn.execute(
-        "select run_date_partition, count(*) from run_metrics where list_contains($dates, run_date_partition) "
-        "group by all order by 1", {"dates": dates}).fetchall()
-    groups: list[list[str]] = []
-    in_group = 0  # rows in the last group
-    for date, count in counts:
-        if not groups or in_group + count > MART_CHUNK_ROWS:
-            groups.append([])
-            in_group = 0
-        groups[-1].append(date)
-        in_group += count
     first, rows, written = None, 0, []
-    for group in groups or [[]]:
+    for group in date_groups(conn, "run_metrics", dates, MART_CHUNK_ROWS) or [[]]:
         sorted_rows = conn.sql(
             "select * from run_metrics where list_contains($dates, run_date_partition) "
             "order by model, run_date nulls last, price_book, source_file, source_row", params={"dates": group}
