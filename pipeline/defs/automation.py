@@ -20,6 +20,7 @@ from pipeline.ingest.folder import ingest_folder_cached
 from pipeline.ingest.parse_cache import stream_cache
 from pipeline.ingest.schema import UNDATED
 from pipeline.io.paths import sql_text
+from pipeline.io.storage import release_arrow_memory
 
 FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included): FILES_DIGEST
 SNAPSHOT_KEY = "_snapshot"  # the parse cache's generation the state was read from (not compared)
@@ -48,6 +49,7 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
     the state is the one a full computation gives (tested), at the cost of the night's files instead of the
     history's.
     """
+    release_arrow_memory()  # a tick in a process that ran assets before starts from what they freed
     # the cache's rows are read only when the quick scan finds something moved since the cache was saved
     result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True, rows=False)
     if previous and stats.parsed == stats.hashed == stats.removed == 0 \

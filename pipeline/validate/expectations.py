@@ -14,6 +14,7 @@ GX runs in an ephemeral context over a pandas DataFrame (``dagster-ge`` supports
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import Counter
 from dataclasses import dataclass
@@ -216,15 +217,35 @@ def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
     )
     suite = context.suites.add(gx.ExpectationSuite(name="validated_runs", expectations=[i.gx for i in suite_items]))
     per_chunk: list[dict[str, Any]] = []
-    for chunk in chunks:
-        frame = with_derived_columns(chunk, duplicate_of)
-        batch = batches.get_batch(batch_parameters={"dataframe": frame})
-        by_id = {result.expectation_config.id: result for result in batch.validate(suite).results}
-        per_chunk.append({"rows": chunk.num_rows, "results": by_id})
-        del frame, batch
+    try:
+        for chunk in chunks:
+            frame = with_derived_columns(chunk, duplicate_of)
+            batch = batches.get_batch(batch_parameters={"dataframe": frame})
+            by_id = {result.expectation_config.id: result for result in batch.validate(suite).results}
+            per_chunk.append({"rows": chunk.num_rows, "results": by_id})
+            del frame, batch
+    finally:
+        _release(context)
     if not per_chunk:
         raise ValueError("run_suite needs at least one chunk of runs (an empty table is a chunk)")
     return [_combined(item, [(c["rows"], c["results"][item.gx.id]) for c in per_chunk]) for item in suite_items]
+
+
+def _release(context: Any) -> None:
+    """Let go of what GX keeps after a validation: ``gx.get_context`` makes the context its process-wide project,
+    which holds the data source and through it the last chunk's DataFrame and GX's caches (onto 1M runs, the
+    checks left ~0.4 GiB resident in the process that ran them; dropping both, ~0.1 GiB)."""
+    from great_expectations.data_context.data_context.context_factory import project_manager
+    from great_expectations.exceptions import DataContextRequiredError
+
+    context.data_sources.delete("warehouse")
+    try:
+        current = project_manager.get_current_project()
+    except DataContextRequiredError:  # none set
+        return
+    if current is context:  # never another caller's project
+        project_manager.set_project(None)
+    gc.collect()  # GX's objects hold each other in cycles: free the DataFrame now, before Arrow's pages are returned
 
 
 def _combined(item: Expectation, results: list[tuple[int, Any]]) -> Outcome:
