@@ -30,7 +30,13 @@ from pipeline.defs.metrics.assets import run_metrics, run_power  # noqa: E402
 from pipeline.defs.metrics.checks import metrics_finite_and_positive  # noqa: E402
 from pipeline.defs.metrics.reference import PriceBooksConfig, gpu_reference, price_books  # noqa: E402
 from pipeline.defs.partitions import discover_partitions, register_partitions  # noqa: E402
-from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG, PipelinePaths, Warehouse  # noqa: E402
+from pipeline.defs.resources import (  # noqa: E402
+    DEFAULT_MEMORY_LIMIT,
+    GENERATION_TAG,
+    SNAPSHOT_TAG,
+    PipelinePaths,
+    Warehouse,
+)
 from pipeline.defs.validate.assets import quarantine, validated_runs  # noqa: E402
 from pipeline.defs.validate.checks import every_file_accounted_for, quarantine_rows_explained  # noqa: E402
 from pipeline.defs.validate.expectations import validated_runs_expectations  # noqa: E402
@@ -48,20 +54,23 @@ class Table:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
-        print(f"{'stage':<44} {'wall':>9} {'rows':>9} {'rows/s':>11} {'peak RSS':>11}")
+        # "peak RSS": the whole run's so far (own + children); "step peak": this step's own + its children's
+        print(f"{'stage':<44} {'wall':>9} {'rows':>9} {'rows/s':>11} {'peak RSS':>11} {'step peak':>11}")
 
-    def row(self, name: str, n_rows: int, seconds: float) -> None:
+    def row(self, name: str, n_rows: int, seconds: float, step_mib: float | None = None) -> None:
         self.seconds[name] = seconds
         rate = f"{n_rows / seconds:,.0f}" if seconds else ""
-        print(f"{name:<44} {seconds:7.2f} s {n_rows:>9,} {rate:>11} {MEMORY.peak_mib():7,.0f} MiB", flush=True)
+        step = f"{step_mib:7,.0f} MiB" if step_mib is not None else ""
+        print(f"{name:<44} {seconds:7.2f} s {n_rows:>9,} {rate:>11} {MEMORY.peak_mib():7,.0f} MiB {step:>11}",
+              flush=True)
 
     def timed(self, name: str, fn, rows=None) -> float:
         MEMORY.next_step()  # what ran between the steps is a step of its own
         started = time.perf_counter()
         result = fn()
         seconds = time.perf_counter() - started
-        MEMORY.next_step()
-        self.row(name, rows(result) if rows else 0, seconds)
+        step_mib = MEMORY.next_step()
+        self.row(name, rows(result) if rows else 0, seconds, step_mib)
         return seconds
 
 
@@ -129,7 +138,7 @@ def main(description: str) -> None:
     args.out.mkdir(parents=True)
     paths = PipelinePaths(raw_dir=str(raw), out_dir=str(args.out / "marts"), cache_dir=str(args.out / "parse_cache"))
     # the pipeline's own setting (pipeline.defs.resources.warehouse_resource), so a cap a user sets is measured
-    memory_limit = os.environ.get("PIPELINE_DUCKDB_MEMORY_LIMIT", "")
+    memory_limit = os.environ.get("PIPELINE_DUCKDB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT  # as the pipeline
     wh = Warehouse(database=str(args.out / "warehouse.duckdb"), memory_limit=memory_limit)
     instance = dg.DagsterInstance.ephemeral()
     for path in raw.rglob("*"):  # warm the page cache once, so neither side below pays for cold reads
@@ -221,5 +230,5 @@ def main(description: str) -> None:
     print(f"  (peak RSS: the largest of any one step's own peak plus its children's; over the whole run this "
           f"process {pipeline_rss[0]:,.0f} MiB + its parse workers and fork server {pipeline_rss[1]:,.0f} MiB = "
           f"{pipeline_rss[0] + pipeline_rss[1]:,.0f} MiB, two peaks that need not coincide; DuckDB memory_limit "
-          f"{memory_limit or 'unset (80 % of the machine)'})")
+          f"{memory_limit})")
 

@@ -89,21 +89,27 @@ class PeakMemory:
             self._children_kib = max(self._children_kib, together, largest)
             self._step_children_kib = max(self._step_children_kib, together, largest)
 
-    def next_step(self) -> None:
+    def next_step(self) -> float:
         """End the current step (the benchmark's rows: the parse, each asset) and begin the next: the step's own
         peak (this process's ``VmHWM``) plus its children's peak count towards ``step_peak_mib``, then both are
-        reset (``/proc/<pid>/clear_refs`` ``5`` sets ``VmHWM`` back to the current RSS; Linux 4.0+)."""
+        reset (``/proc/<pid>/clear_refs`` ``5`` sets ``VmHWM`` back to the current RSS; Linux 4.0+).
+
+        Returns:
+            The ended step's own peak plus its children's (MiB).
+        """
         self.sample()
         with self._lock:
             own = _status_kib(os.getpid())[1]
             self._own_kib = max(self._own_kib, own)
-            self._step_peak_kib = max(self._step_peak_kib, own + self._step_children_kib)
+            ended = own + self._step_children_kib
+            self._step_peak_kib = max(self._step_peak_kib, ended)
             for pid in (os.getpid(), *_descendants(os.getpid())):
                 try:
                     Path(f"/proc/{pid}/clear_refs").write_text("5")
                 except OSError:  # a child that exited, or one we may not reset: its peak stays, an over-count
                     pass
             self._step_children_kib = 0
+        return ended / 1024
 
     def step_peak_mib(self) -> float:
         """The largest own + children peak of any one step ended so far (MiB): still an upper bound of what was

@@ -67,11 +67,11 @@ def test_a_step_peak_adds_a_childs_peak_only_to_the_step_it_ran_in():
         spike = bytearray(300 * MIB)
         spike[::4096] = b"\1" * len(spike[::4096])
         del spike  # gone before any caller looks: only the high-water mark saw it
-        memory.next_step()
+        spike_step = memory.next_step()
         quiet = memory.step_peak_mib()
         _run_child("import time\nb = bytearray(250 * 2**20)\nb[::4096] = b'\\1' * len(b[::4096])\ntime.sleep(0.3)")
         time.sleep(0.05)
-        memory.next_step()
+        child_step = memory.next_step()
         stepwise, own, children = memory.step_peak_mib(), memory.own_mib(), memory.children_mib()
     finally:
         memory.stop()
@@ -80,3 +80,7 @@ def test_a_step_peak_adds_a_childs_peak_only_to_the_step_it_ran_in():
     # the child's step holds the process at its resting size plus the child, not the spike plus the child
     assert stepwise < own + children - 200, (stepwise, own, children)
     assert stepwise >= max(quiet, children)
+    # what each step reports for its own row: the spike's step the spike, the child's step the child on top of a
+    # process back at rest
+    assert spike_step >= 300 and spike_step == quiet
+    assert children <= child_step < own + children - 200, (child_step, own, children)

@@ -1,13 +1,17 @@
 """The resources read their folders through ``dg.EnvVar`` when the variables are set, and fall back to the
 documented defaults of ``pipeline.io.paths`` when they are not (the README's run command sets none)."""
 
+import os
 from pathlib import Path
 
 import dagster as dg
+import duckdb
+import pytest
 
 from pipeline.defs.resources import (
     PipelinePaths,
     Warehouse,
+    WarehouseOutOfMemoryError,
     paths_resource,
     warehouse_resource,
 )
@@ -81,12 +85,26 @@ def _memory_limit_seen(warehouse: Warehouse) -> str:
     return seen[0]
 
 
-def test_duckdb_memory_limit_is_set_only_when_asked(monkeypatch, tmp_path):
+def test_duckdb_memory_limit_defaults_to_1gb_and_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
     monkeypatch.delenv("PIPELINE_DUCKDB_MEMORY_LIMIT", raising=False)
-    default = _memory_limit_seen(warehouse_resource())
+    assert _memory_limit_seen(warehouse_resource()) == "953.6 MiB"  # 1GB: DuckDB shows 10^9 bytes in MiB
     monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_LIMIT", "declared")
     capped = warehouse_resource()
-    monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_LIMIT", "1GB")  # read when the run starts, as the folders are
-    assert _memory_limit_seen(capped) == "953.6 MiB"  # DuckDB shows 10^9 bytes in MiB
-    assert default != "953.6 MiB"
+    monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_LIMIT", "2GB")  # read when the run starts, as the folders are
+    assert _memory_limit_seen(capped) == "1.8 GiB"
+    monkeypatch.setenv("PIPELINE_DUCKDB_MEMORY_LIMIT", "80%")  # DuckDB's own default, a share of the machine
+    machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    shown = _memory_limit_seen(warehouse_resource())
+    number, unit = shown.split()
+    assert abs(float(number) * {"MiB": 2**20, "GiB": 2**30}[unit] - 0.8 * machine) < 0.02 * machine, shown
+
+
+def test_running_out_of_duckdb_memory_names_the_setting_to_raise(tmp_path):
+    warehouse = Warehouse(database=str(tmp_path / "w.duckdb"), memory_limit="20MB")
+    with pytest.raises(WarehouseOutOfMemoryError) as raised:
+        with warehouse.get_connection() as conn:
+            conn.execute("select list(i) from range(20000000) t(i)").fetchall()  # a list aggregate cannot spill
+    message = str(raised.value)
+    assert "PIPELINE_DUCKDB_MEMORY_LIMIT" in message and "20MB" in message and str(tmp_path / "w.duckdb") in message
+    assert isinstance(raised.value.__cause__, duckdb.OutOfMemoryException)

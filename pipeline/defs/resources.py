@@ -127,6 +127,17 @@ class WarehouseLockedError(RuntimeError):
     """Another process holds the DuckDB warehouse's write lock (a second materialization at the same time)."""
 
 
+class WarehouseOutOfMemoryError(RuntimeError):
+    """A DuckDB statement needed more memory than the warehouse's ``memory_limit`` allows and could not spill."""
+
+
+# DuckDB's memory_limit on every warehouse connection unless PIPELINE_DUCKDB_MEMORY_LIMIT says otherwise. DuckDB's
+# own default (80 % of the machine) let its buffers grow to ~1.4 GiB of a 1M-run full refresh whose steps need
+# none of it: under 1GB every step of that run spilled what it needed to disk, no step failed, and the run took
+# no longer (benchmarks/run.py, README "Performance"). "80%" gives DuckDB's default back.
+DEFAULT_MEMORY_LIMIT = "1GB"
+
+
 class Warehouse(DuckDBResource):
     """The DuckDB warehouse: ``DuckDBResource`` that waits up to ``lock_timeout_s`` for another process's write
     lock, then fails with a message that says what happened, instead of corrupting or retrying forever.
@@ -141,10 +152,10 @@ class Warehouse(DuckDBResource):
     """
 
     lock_timeout_s: float = 30.0
-    # DuckDB's ``memory_limit`` for every connection (e.g. "4GB"); empty: DuckDB's default, 80 % of the machine's
-    # memory. A cap makes DuckDB evict and spill to disk sooner; some of its operators cannot spill and then fail
-    # with an out-of-memory error instead, so the pipeline sets none unless told (PIPELINE_DUCKDB_MEMORY_LIMIT).
-    memory_limit: str = ""
+    # DuckDB's ``memory_limit`` for every connection, in DuckDB's syntax ("4GB", "80%"); empty: DuckDB's default.
+    # Under a cap DuckDB evicts and spills to disk sooner; a statement whose operators cannot spill enough fails
+    # with WarehouseOutOfMemoryError, which names the setting to raise.
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
 
     @field_validator("database")
     @classmethod
@@ -154,6 +165,8 @@ class Warehouse(DuckDBResource):
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
         Path(self.database).parent.mkdir(parents=True, exist_ok=True)
+        # what the previous asset in this process freed only after its connection closed (its locals)
+        release_arrow_memory()
         deadline = time.monotonic() + self.lock_timeout_s
         while True:
             try:
@@ -176,6 +189,12 @@ class Warehouse(DuckDBResource):
                 time.sleep(0.2)
         try:
             yield conn
+        except duckdb.OutOfMemoryException as exc:
+            raise WarehouseOutOfMemoryError(
+                f"DuckDB ran out of memory in warehouse {self.database} under memory_limit "
+                f"{self.memory_limit or 'unset (80% of the machine)'}: set PIPELINE_DUCKDB_MEMORY_LIMIT higher "
+                f"(e.g. 4GB, or 80% for DuckDB's own default) and run again. DuckDB said: "
+                f"{str(exc).splitlines()[0]}") from exc
         finally:
             conn.close()
             release_arrow_memory()  # what the asset's DuckDB results and copies freed, before the next asset
@@ -236,9 +255,10 @@ def configured(name: str, default: str) -> str:
 
 def warehouse_resource() -> Warehouse:
     """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created on first use), its connections capped at
-    ``PIPELINE_DUCKDB_MEMORY_LIMIT`` (a DuckDB size such as ``4GB``) when that is set."""
+    ``PIPELINE_DUCKDB_MEMORY_LIMIT`` (a DuckDB size such as ``4GB``, or ``80%``) when that is set, else at
+    ``DEFAULT_MEMORY_LIMIT``."""
     return Warehouse(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")),
-                     memory_limit=configured("PIPELINE_DUCKDB_MEMORY_LIMIT", ""))
+                     memory_limit=configured("PIPELINE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
 
 
 def paths_resource() -> PipelinePaths:
