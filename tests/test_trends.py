@@ -63,3 +63,42 @@ def test_single_point_frontier_only_at_its_own_interactivity():
 
 def test_default_target_is_35():
     assert {r["target_intvty"] for r in build_trends(RUNS).to_pylist()} == {35.0}
+
+
+def test_trends_built_in_slices_equal_trends_built_whole(sample_run_two_books, sample_run_copy, monkeypatch):
+    """The trends asset draws the frontiers from slices of the runs (``TREND_SLICE``, whole frontier groups and
+    whole lines each) and reads them at the target together: whatever the number of slices, the same rows in the
+    same order, to the last bit, as one ``build_trends`` of every run; in the asset's warehouse table too."""
+    import duckdb
+    import pyarrow as pa
+
+    from conftest import _materialize_sample
+    from pipeline.comparisons.trends import merge_trend_frontiers, trend_frontiers, trends_at_target
+    from pipeline.defs.comparisons import report
+
+    with duckdb.connect(str(sample_run_two_books.db_path), read_only=True) as conn:
+        def read(where: str = "true", **params) -> pa.Table:
+            return conn.sql(f"select * from run_metrics where run_date is not null and not length_off_nominal "
+                            f"and {where}", params=params or None).to_arrow_table()
+
+        whole = build_trends(read())
+        assert whole.num_rows > 10 and len(set(whole["price_book"].to_pylist())) == 2
+        assert sum(whole["in_range"].to_pylist()) > 3
+        for parts in (2, 3, 7):
+            slices = [read(f"{report.TREND_SLICE} % $parts = $part", parts=parts, part=part) for part in range(parts)]
+            assert sum(s.num_rows for s in slices) == read().num_rows
+            assert sum(1 for s in slices if s.num_rows) >= 2, parts  # a real split
+            merged = trends_at_target(merge_trend_frontiers([trend_frontiers(s) for s in slices]))
+            assert merged.equals(whole), parts
+
+    # the asset, every date again over a copy of the sample run, its runs read in slices of at most ~10
+    with duckdb.connect(str(sample_run_copy.db_path), read_only=True) as conn:
+        expected = conn.sql("select * from trends").to_arrow_table()
+    monkeypatch.setattr(report, "TRENDS_CHUNK_ROWS", 10)
+    reads = []
+    real = report.trend_frontiers
+    monkeypatch.setattr(report, "trend_frontiers", lambda runs, **k: reads.append(runs.num_rows) or real(runs, **k))
+    again = _materialize_sample(sample_run_copy.out_dir, sample_run_copy.db_path)
+    assert again.result.success and len(reads) > 2 and max(reads) < sum(reads), reads
+    with duckdb.connect(str(sample_run_copy.db_path), read_only=True) as conn:
+        assert conn.sql("select * from trends").to_arrow_table().equals(expected)

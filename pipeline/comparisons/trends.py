@@ -52,6 +52,15 @@ TREND_SCHEMA = pa.schema(
 )
 
 
+_KEY_NAMES = ("price_book", *GROUP_KEYS, "run_date")  # a trend row's key, in its sort order
+_FRONTIER_SCHEMA = pa.schema([
+    *(TREND_SCHEMA.field(name) for name in _KEY_NAMES),
+    ("runs", pa.int64()),
+    ("x_intvty", pa.float64()),
+    *((m, pa.float64()) for m in TREND_METRICS),
+])
+
+
 def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
                  target_intvty: float = DEFAULT_TARGET_INTVTY, dates: Iterable[Any] | None = None) -> pa.Table:
     """The trend mart (``TREND_SCHEMA``): one row per (price_book, frontier group, run_date) where the group has
@@ -59,10 +68,9 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     latest sweep dated that day or earlier, ``current_sweeps_by_date``; concurrencies of older sweeps not
     stitched in), repeats averaged (``average_repeats``); ``runs`` counts the runs behind it.
 
-    Column work: runs are sorted by group once, every group's frontier comes from one
-    ``grouped_pareto_frontiers`` call, and the frontiers holding the target are read by one spline per date
-    (``interpolate_frontiers``: the trend rule's numbers to about 1e-12 relative; a date's rows are the same
-    whether it is computed alone, in a nightly batch, or with every other date).
+    Two steps, ``trend_frontiers`` (the day's frontiers) then ``trends_at_target`` (each read at the target): a
+    caller with more runs than it wants to hold at once gives the first step slices of whole groups and lines,
+    and the second their frontiers together (``merge_trend_frontiers``), and gets this table to the last bit.
 
     Args:
         runs: ``run_metrics`` rows, an Arrow table or dicts, with the group keys, ``run_date``, ``price_book``,
@@ -73,46 +81,92 @@ def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
     Raises:
         ValueError: a run's interactivity or tok/s/GPU is NaN (``grouped_pareto_frontiers``).
     """
+    return trends_at_target(trend_frontiers(runs, dates), target_intvty)
+
+
+def trend_frontiers(runs: pa.Table | Iterable[Mapping[str, Any]], dates: Iterable[Any] | None = None) -> pa.Table:
+    """Each (price_book, frontier group, run_date)'s Pareto frontier as of that day (``build_trends`` says which
+    runs): one row per frontier point, groups in key order, each group's points by interactivity.
+
+    Columns: ``price_book``, the ``GROUP_KEYS``, ``run_date``, ``runs`` (int64, the runs behind the group's
+    frontier, on each of its points), ``x_intvty`` (float64, tok/s/user) and the ``TREND_METRICS`` (float64,
+    null where the point lacks one; ``concurrency`` is the run's ``conc``). Column work: runs are sorted by group
+    once, and every group's frontier comes from one ``grouped_pareto_frontiers`` call.
+
+    Args and errors: as ``build_trends``.
+    """
     table = runs if isinstance(runs, pa.Table) else pa.Table.from_pylist(list(runs))
     del runs  # each step below replaces the table: a caller that lets go of it holds one copy at a time
     if table.num_rows == 0:
-        return TREND_SCHEMA.empty_table()
-    key_names = ("price_book", *GROUP_KEYS, "run_date")
+        return _FRONTIER_SCHEMA.empty_table()
     table = table.filter(pc.is_valid(table["run_date"]))
     table = _lines_as_of_each_date(table, dates)
     if table.num_rows == 0:
-        return TREND_SCHEMA.empty_table()
-    table = table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in key_names]))  # stable
-    codes = row_codes(table, key_names)  # sorted by the keys: a new code starts a new group
-    new_group = np.concatenate(([True], codes[1:] != codes[:-1]))
-    group = np.cumsum(new_group) - 1
+        return _FRONTIER_SCHEMA.empty_table()
+    table = table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in _KEY_NAMES]))  # stable
+    codes = row_codes(table, _KEY_NAMES)  # sorted by the keys: a new code starts a new group
+    group = np.cumsum(np.concatenate(([True], codes[1:] != codes[:-1]))) - 1
     x = float_values(table["x_intvty"])
     points = grouped_pareto_frontiers(group, x, float_values(table["tput_per_gpu"]))  # by group, then x
-    runs_per_group = np.bincount(group)  # frontier candidates (repeat groups) per row
-    points_per_group = np.bincount(group[points], minlength=runs_per_group.size)
-    first_point = np.cumsum(points_per_group) - points_per_group
-    x_min, x_max = x[points[first_point]], x[points[first_point + points_per_group - 1]]
-    in_range = (x_min <= target_intvty) & (target_intvty <= x_max)
+    runs_per_group = np.bincount(group, weights=table["repeat_n"].to_numpy()).astype(np.int64)
+    taken = pa.array(points, pa.int64())
+    return pa.table({
+        **{name: table[name].take(taken) for name in _KEY_NAMES},
+        "runs": runs_per_group[group[points]],
+        "x_intvty": x[points],
+        **{m: pc.cast(table["conc" if m == "concurrency" else m], pa.float64()).take(taken) for m in TREND_METRICS},
+    }).cast(_FRONTIER_SCHEMA)
 
-    metric_columns = [table["conc" if m == "concurrency" else m] for m in TREND_METRICS]
+
+def merge_trend_frontiers(parts: list[pa.Table]) -> pa.Table:
+    """``trend_frontiers`` of disjoint slices of the runs (each slice whole frontier groups and whole lines) as
+    the one table ``trend_frontiers`` of all of them gives: groups in key order, each group's points as its
+    slice ordered them."""
+    if not parts:
+        return _FRONTIER_SCHEMA.empty_table()
+    table = pa.concat_tables(parts)
+    return table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in _KEY_NAMES]))  # stable
+
+
+def trends_at_target(frontiers: pa.Table, target_intvty: float = DEFAULT_TARGET_INTVTY) -> pa.Table:
+    """The trend mart (``TREND_SCHEMA``) from ``trend_frontiers``' points: each frontier read at
+    ``target_intvty`` (tok/s/user) by monotone cubic interpolation, null with ``in_range`` false outside its
+    interactivity range (the trend rule: no clamping, no extrapolation), a metric some point lacks null.
+
+    The frontiers holding the target are read by one spline per date (``interpolate_frontiers``: the trend
+    rule's numbers to about 1e-12 relative, and to the last bit the same for the same frontiers of a date in the
+    same order: a date's rows are the same whether it is computed alone, in a nightly batch, with every other
+    date, or from slices of the runs).
+    """
+    if frontiers.num_rows == 0:
+        return TREND_SCHEMA.empty_table()
+    codes = row_codes(frontiers, _KEY_NAMES)  # sorted by the keys: a new code starts a new group
+    new_group = np.concatenate(([True], codes[1:] != codes[:-1]))
+    group = np.cumsum(new_group) - 1
+    x = float_values(frontiers["x_intvty"])
+    points_per_group = np.bincount(group)
+    first_point = np.flatnonzero(new_group)
+    x_min, x_max = x[first_point], x[first_point + points_per_group - 1]
+    in_range = (x_min <= target_intvty) & (target_intvty <= x_max)
+    metric_columns = [frontiers[m] for m in TREND_METRICS]
     metric_values = np.column_stack([float_values(column) for column in metric_columns])
     metric_present = np.column_stack([column.is_valid().to_numpy(zero_copy_only=False) for column in metric_columns])
     # a metric some frontier point lacks (e.g. output tok/s in an export row) is null, not bridged
-    gaps = np.zeros((runs_per_group.size, len(TREND_METRICS)))
-    np.add.at(gaps, group[points], ~metric_present[points])
+    gaps = np.zeros((points_per_group.size, len(TREND_METRICS)))
+    np.add.at(gaps, group, ~metric_present)
     known = in_range[:, None] & (gaps == 0)
     values = np.full(known.shape, np.nan)
-    firsts = table.take(pa.array(np.flatnonzero(new_group)))
+    firsts = frontiers.take(pa.array(first_point))
     day_of_group = firsts["run_date"].to_numpy(zero_copy_only=False)
     for day in np.unique(day_of_group[in_range]):  # one spline per date: a batch re-reads whole dates
         chosen = np.flatnonzero(in_range & (day_of_group == day))
-        on_frontier = points[slices(first_point[chosen], points_per_group[chosen])]
+        on_frontier = slices(first_point[chosen], points_per_group[chosen])
         values[chosen] = interpolate_frontiers(x[on_frontier], metric_values[on_frontier],
                                                points_per_group[chosen], target_intvty)
     return pa.table({
-        **{name: firsts[name] for name in key_names},
-        "target_intvty": np.full(runs_per_group.size, float(target_intvty)),
-        "runs": np.bincount(group, weights=table["repeat_n"].to_numpy()).astype(np.int32),
+        **{name: firsts[name] for name in _KEY_NAMES},
+        "target_intvty": np.full(points_per_group.size, float(target_intvty)),
+        "runs": firsts["runs"],
         "frontier_points": points_per_group,
         "frontier_intvty_min": x_min, "frontier_intvty_max": x_max, "in_range": in_range,
         **{m: pa.array(values[:, i], mask=~known[:, i]) for i, m in enumerate(TREND_METRICS)},

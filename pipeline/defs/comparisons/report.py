@@ -21,7 +21,9 @@ from pipeline.comparisons.trends import (
     DEFAULT_TARGET_INTVTY,
     GROUP_KEYS,
     TREND_METRICS,
-    build_trends,
+    merge_trend_frontiers,
+    trend_frontiers,
+    trends_at_target,
 )
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
@@ -30,6 +32,16 @@ from pipeline.defs.ui import table_metadata
 from pipeline.io.storage import replace_mart_partitions, replace_partitions, table_names
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
+
+# The trends are built from slices of at most about this many runs (onto 1M runs, four). A slice must hold whole
+# frontier groups (GROUP_KEYS) and whole lines (pipeline.validate.lines.line_id), so that each day's frontier sees
+# every run and each line its every sweep: it is a hash of what both keys hold alike (a null read as the line id
+# writes it; of benchmark_type, a line keeps only whether it is an agentic trace).
+TRENDS_CHUNK_ROWS = 250_000
+TREND_SLICE = ("hash(" + ", ".join(f"coalesce({name}::varchar, 'None')" for name in
+                                  ("model", "hw", "framework", "precision", "spec_decoding"))
+               + ", coalesce(benchmark_type = 'agentic_traces', false))")
+
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 
 
@@ -76,12 +88,18 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         # current now (superseded_by null) are all it needs, not the history (a backfill reads the history)
         current_only = "and superseded_by is null" if [k for k in build if k != "undated"] == [newest] else ""
         # runs whose measured ISL/OSL is > 10 % off nominal are left off every frontier (sql/run_lengths.sql)
-        runs = conn.sql(f"select {columns} from run_metrics where run_date is not null "
-                        f"and strftime(run_date, '%Y-%m-%d') <= $last and not length_off_nominal {current_only}",
-                        params={"last": max(build)})
+        where = ("run_date is not null and strftime(run_date, '%Y-%m-%d') <= $last and not length_off_nominal "
+                 f"{current_only}")
+        rows = conn.execute(f"select count(*) from run_metrics where {where}", {"last": max(build)}).fetchall()[0][0]
+        parts = max(1, -(-rows // TRENDS_CHUNK_ROWS))
         build_dates = [dt.date.fromisoformat(k) for k in build if k != "undated"]
-        # the runs are not held here: build_trends replaces them step by step (onto 1M runs ~0.3 GiB less)
-        fresh = build_trends(runs.to_arrow_table(), config.target_intvty, dates=build_dates)
+        # the runs are read a slice at a time, and each slice is let go of once its frontiers are drawn
+        # (trend_frontiers replaces it step by step); the frontiers are read at the target together, so the
+        # numbers are those of one build_trends over every run
+        fresh = trends_at_target(merge_trend_frontiers([trend_frontiers(conn.sql(
+            f"select {columns} from run_metrics where {where} and {TREND_SLICE} % $parts = $part",
+            params={"last": max(build), "parts": parts, "part": part}).to_arrow_table(), dates=build_dates)
+            for part in range(parts)]), config.target_intvty)
         replace_partitions(conn, "trends", fresh, build, key_column="strftime(run_date, '%Y-%m-%d')")
         # days whose runs are all gone (files removed) leave the table and the mart
         emptied = conn.execute("delete from trends where strftime(run_date, '%Y-%m-%d') not in "
