@@ -171,17 +171,11 @@ def date_groups(conn: duckdb.DuckDBPyConnection, name: str, keys: Sequence[str],
     """The run-date partition keys of ``keys`` that hold rows of warehouse table ``name`` (column
     ``run_date_partition``), in order, cut into groups of whole dates of at most ``max_rows`` rows (a date with
     more alone): how a step reads a large table a bounded group at a time."""
-    return cut_into_groups(conn.execute(
-        f"select run_date_partition, count(*) from {name} where list_contains($keys, run_date_partition) "
-        "group by all order by 1", {"keys": list(keys)}).fetchall(), max_rows)
-
-
-def cut_into_groups(counts: Iterable[tuple[Any, int]], max_rows: int) -> list[list[Any]]:
-    """``(key, rows)`` pairs, in their order, cut into groups of whole keys of at most ``max_rows`` rows (a key with
-    more alone): the keys of each group."""
-    groups: list[list[Any]] = []
+    groups: list[list[str]] = []
     in_group = 0  # rows in the last group
-    for key, count in counts:
+    for key, count in conn.execute(
+            f"select run_date_partition, count(*) from {name} where list_contains($keys, run_date_partition) "
+            "group by all order by 1", {"keys": list(keys)}).fetchall():
         if not groups or in_group + count > max_rows:
             groups.append([])
             in_group = 0
