@@ -171,7 +171,9 @@ def main(description: str) -> None:
     batch_s = None
     if args.batch:
         cache_dir = Path(paths.cache_dir)
-        before = raw_dir_state(raw, cache_dir)  # the sensor's last tick before the night
+        before: dict[str, str] = {}  # the sensor's last tick before the night: its first after the refresh
+        table.timed("sensor tick, first after the refresh (not in the batch)",
+                    lambda: before.update(raw_dir_state(raw, cache_dir)))
         table.timed("sensor tick, nothing new (not in the batch)", lambda: raw_dir_state(raw, cache_dir, before))
         generate(args.batch, batch_dir, seed=11, run_date=BATCH_DATE)
         batch_dir.with_name(f"{batch_dir.name}.generated.json").unlink()  # not beside the history's own

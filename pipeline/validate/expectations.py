@@ -174,7 +174,9 @@ def with_derived_columns(runs: pa.Table, duplicate_of: Mapping[tuple[str | None,
     return df
 
 
-SUITE_CHUNK_ROWS = 200_000  # rows GX validates at a time (as pandas ~2.5x their Arrow size; ~1.4 GB at 1M runs whole)
+# rows GX validates at a time (as pandas ~2.5x their Arrow size; ~1.4 GB at 1M runs whole). Onto 1M runs, 100k
+# rather than 200k: peak 1.72 -> 1.59 GiB and 0.85 -> 0.56 GiB left resident after the checks, for 31 -> 36 s
+SUITE_CHUNK_ROWS = 100_000
 
 
 def suite_chunks(num_rows: int) -> int:
