@@ -493,3 +493,43 @@ def test_dependencies_of_some_files_are_those_of_a_whole_look_up(share):
     for seed in range(5):
         mask = pa.array(np.random.default_rng(seed).random(len(names)) < share)
         assert file_dependencies(files, only=mask).equals(whole.filter(mask))
+
+
+@pytest.mark.parametrize("folder", [SAMPLE_DIR, REAL_LOGS], ids=["sample", "real-logs"])
+def test_an_unchanged_folder_is_answered_from_the_cache_as_the_queries_answer_it(folder, tmp_path, monkeypatch):
+    """A full scan that finds the folder as the cache holds it (the CLI's second run, the nightly schedule's)
+    reuses every cached row without the look-up's queries; the answer is field for field the queries' answer."""
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not present")
+    import pipeline.ingest.parse_cache as parse_cache
+    from pipeline.ingest.scan import scan_folder
+
+    raw = tmp_path / "raw"
+    shutil.copytree(folder, raw)
+    _age(raw)
+    ingest_folder_cached(raw, tmp_path / "cache")
+    cache, listing = parse_cache.load_cache(tmp_path / "cache", raw), scan_folder(raw)
+    asked = []
+    shortcut = parse_cache._unchanged_since_cached
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
+    fast = parse_cache.look_up(cache, listing, raw)
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: False)
+    queried = parse_cache.look_up(cache, listing, raw)
+    assert asked == [True] and fast.reused == queried.reused == len(listing) > 0
+    for name in ("to_parse", "hashed", "removed", "positions"):
+        assert getattr(fast, name) == getattr(queried, name), name
+    assert fast.stale.to_pylist() == queried.stale.to_pylist() == []
+    assert _same(fast.kept, queried.kept) and fast.listed.equals(queried.listed)
+    assert fast.kept_dependencies.equals(queried.kept_dependencies)
+    # a file whose mtime moved (still long ago), or whose size changed (mtime put back), is not answered so
+    racy_before = cache.scan_started_ns - parse_cache.RACY_WINDOW_NS
+    first, second = [raw / r for r in listing.rel if r.endswith(".json")][:2]
+    cached = os.stat(first)
+    os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns - 60_000_000_000))
+    assert not shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before)
+    os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns))
+    assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before)  # as cached again
+    before = os.stat(second)
+    second.write_bytes(second.read_bytes() + b" ")
+    os.utime(second, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before)
