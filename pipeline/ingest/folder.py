@@ -140,6 +140,7 @@ def _first_save(cache_dir: Path, raw_dir: Path, scan_started_ns: int, blocks: Pa
     and give the saved cache's tables, memory-mapped, as the result, with the generation saved: a million runs'
     rows are never whole in memory (the parse's parts and the result were ~1.6 GB each, and the peak of a first
     full refresh). When another process saved the cache meanwhile, the blocks are read whole instead."""
+    listing.keep_table_only()  # the parse is done with the names as Python strings; the save reads the table
     generation = save_cache(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup.listed)
     saved = load_cache(cache_dir, raw_dir)
     if saved is None or saved.generation != generation:
