@@ -535,3 +535,16 @@ def test_a_base_replaced_while_a_stream_opens_gives_none(tmp_path, monkeypatch):
     assert parse_cache.stream_cache(cache, raw, state.generation, dates=["2025-01-01"]) is None
     monkeypatch.setattr(parse_cache, "_row_offsets", real)
     assert parse_cache.stream_cache(cache, raw, state.generation, dates=["2025-01-01"]) is not None
+
+
+def test_a_listing_kept_as_arrow_alone_answers_as_before(tmp_path):
+    """``Listing.keep_table_only`` (the first save lets the Python lists go) changes nothing a reader sees: the
+    same names, sizes and mtimes, in order, as lists and as the table, and the same length."""
+    shutil.copytree(SAMPLE_DIR, tmp_path / "raw")
+    listing = scan_folder(tmp_path / "raw")
+    lists, table, count = (list(listing.rel), list(listing.size), list(listing.mtime_ns)), listing.table, len(listing)
+    listing.keep_table_only()
+    assert listing._lists is None  # the point: only the table is held
+    assert len(listing) == count > 50 and listing.table.equals(table)
+    assert listing.rels_at([0, count - 1]) == [lists[0][0], lists[0][-1]]
+    assert (listing.rel, listing.size, listing.mtime_ns) == lists  # built again from the table when asked
