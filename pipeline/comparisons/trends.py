@@ -103,7 +103,7 @@ def trend_frontiers(runs: pa.Table | Iterable[Mapping[str, Any]], dates: Iterabl
     table = _lines_as_of_each_date(table, dates)
     if table.num_rows == 0:
         return _FRONTIER_SCHEMA.empty_table()
-    table = table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in _KEY_NAMES]))  # stable
+    table = _in_key_order(table)
     codes = row_codes(table, _KEY_NAMES)  # sorted by the keys: a new code starts a new group
     group = np.cumsum(np.concatenate(([True], codes[1:] != codes[:-1]))) - 1
     x = float_values(table["x_intvty"])
@@ -124,8 +124,12 @@ def merge_trend_frontiers(parts: list[pa.Table]) -> pa.Table:
     slice ordered them."""
     if not parts:
         return _FRONTIER_SCHEMA.empty_table()
-    table = pa.concat_tables(parts)
-    return table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in _KEY_NAMES]))  # stable
+    return _in_key_order(pa.concat_tables(parts))
+
+
+def _in_key_order(table: pa.Table) -> pa.Table:
+    """``table``'s rows sorted by a trend row's key (``_KEY_NAMES``), stably: rows of one key keep their order."""
+    return table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in _KEY_NAMES]))
 
 
 def trends_at_target(frontiers: pa.Table, target_intvty: float = DEFAULT_TARGET_INTVTY) -> pa.Table:

@@ -202,11 +202,10 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path,
         gone = pc.invert(pc.is_in(candidates, value_set=looked_at["source_file"]))
     racy_before = cache.scan_started_ns - RACY_WINDOW_NS
     if quick is None and _unchanged_since_cached(listed_table, cache.files, racy_before):
-        return Lookup(to_parse=[], kept=IngestResult(runs=cache.runs, rejects=cache.rejects,
-                                                     files=cache.files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA)),
-                      reused=len(listing), hashed=0, removed=0, listed=listed_table,
-                      stale=pa.array([], pa.string()), positions=[],
-                      kept_dependencies=cache.files.select(["source_file", "sidecar_sha256", "manifest_sha256"]))
+        stale = pa.array([], pa.string())
+        kept, kept_dependencies = _kept(cache, stale)
+        return Lookup(to_parse=[], kept=kept, reused=len(listing), hashed=0, removed=0, listed=listed_table,
+                      stale=stale, positions=[], kept_dependencies=kept_dependencies)
     with duckdb.connect() as conn:
         conn.register("listing", looked_at)
         conn.register("cached_files", cached_files)
@@ -227,21 +226,24 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path,
     # cached files not reused (changed or gone): usually few, so their rows are dropped by a small lookup
     stale = cached_files["source_file"].filter(
         pc.invert(pc.is_in(cached_files["source_file"], value_set=reused))).combine_chunks()
-    kept_files = _rows_kept(cache.files, stale)
-    kept = IngestResult(
-        runs=_rows_kept(cache.runs, stale),
-        rejects=_rows_kept(cache.rejects, stale),
-        files=kept_files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA),
-    )
     looked = known["source_file"]
     in_cache = int(pc.sum(known["cached"]).as_py() or 0)
     removed = cached_files.num_rows - in_cache if gone is None else int(pc.sum(gone).as_py() or 0)
     parse = pc.invert(pc.is_in(looked, value_set=reused))
     to_parse = looked.filter(parse).to_pylist()
+    kept, kept_dependencies = _kept(cache, stale)
     return Lookup(to_parse=to_parse, kept=kept, reused=len(listing) - len(to_parse), hashed=len(rehash),
                   removed=removed, listed=listed_table, stale=stale,
-                  positions=known["position"].filter(parse).to_pylist(),
-                  kept_dependencies=kept_files.select(["source_file", "sidecar_sha256", "manifest_sha256"]))
+                  positions=known["position"].filter(parse).to_pylist(), kept_dependencies=kept_dependencies)
+
+
+def _kept(cache: Cache, stale: pa.Array) -> tuple[IngestResult, pa.Table]:
+    """``Lookup``'s ``kept`` (the cache's rows of every file not in ``stale``, ``files`` in ``FILE_SCHEMA``) and
+    ``kept_dependencies`` (those files' recorded sidecar and runs.csv sha256)."""
+    kept_files = _rows_kept(cache.files, stale)
+    kept = IngestResult(runs=_rows_kept(cache.runs, stale), rejects=_rows_kept(cache.rejects, stale),
+                        files=kept_files.select(FILE_SCHEMA.names).cast(FILE_SCHEMA))
+    return kept, kept_files.select(["source_file", "sidecar_sha256", "manifest_sha256"])
 
 
 def _unchanged_since_cached(listed: pa.Table, cached_files: pa.Table, racy_before: int) -> bool:
