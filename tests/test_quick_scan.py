@@ -5,6 +5,7 @@ import os
 import shutil
 import time
 
+import pyarrow as pa
 import pytest
 from conftest import SAMPLE_DIR
 
@@ -107,7 +108,6 @@ def test_a_quiet_tick_reuses_the_last_state_and_a_busy_one_equals_a_full_one(tmp
     raw = _aged_copy(tmp_path)
     first = raw_dir_state(raw, tmp_path / "cache")
     assert first[SNAPSHOT_KEY]
-    real_sql = automation.sql_text
     monkeypatch.setattr(automation, "sql_text", lambda name: pytest.fail(f"read the runs again ({name})"))
     # nor are the cache's rows loaded (a million runs' cache is ~1.4 GB): its stamps and saved scan suffice
     monkeypatch.setattr(folder, "load_cache", lambda *args: pytest.fail("loaded the cache's rows"))
@@ -274,10 +274,10 @@ def test_a_quick_look_up_reads_only_moved_folders_and_answers_as_a_full_one(tmp_
 
 
 def test_on_many_fires_once_when_the_listing_reaches_its_count(tmp_path):
-    for folder in ("a", "b", "c"):
-        (tmp_path / folder).mkdir()
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
         for i in range(4):
-            (tmp_path / folder / f"run_{i}.json").write_text("{}")
+            (tmp_path / name / f"run_{i}.json").write_text("{}")
     calls = []
     listing, _ = scan_tree(tmp_path, on_many=(5, lambda: calls.append("started")))
     assert calls == ["started"] and len(listing.rel) == 12
@@ -517,8 +517,6 @@ def test_a_base_replaced_while_a_stream_opens_gives_none(tmp_path, monkeypatch):
     """A save that replaces the base's runs file after the stream opened it (another process's scan) is noticed
     where the batches' dates are read: the stream is None (the caller reads the folder) instead of a mix of two
     files."""
-    import pyarrow as pa
-
     from pipeline.io.storage import write_arrow_atomic
 
     raw = _aged_copy(tmp_path)
@@ -548,3 +546,55 @@ def test_a_listing_kept_as_arrow_alone_answers_as_before(tmp_path):
     assert len(listing) == count > 50 and listing.table.equals(table)
     assert listing.rels_at([0, count - 1]) == [lists[0][0], lists[0][-1]]
     assert (listing.rel, listing.size, listing.mtime_ns) == lists  # built again from the table when asked
+
+
+def _saved_scan(raw, cache):
+    """The scan the cache's current state saved, as the next quick scan reads it (``load_scan``)."""
+    generation = parse_cache.cache_generation(cache, raw)
+    return parse_cache.load_scan(cache, generation, lambda: parse_cache.load_cache(cache, raw).files)
+
+
+def test_the_saved_scan_is_the_states_file_rows_unless_they_differ(tmp_path, monkeypatch):
+    """A save does not write the listing a second time when the state's file rows are it (names, sizes, mtimes
+    in order): a first save, a night's delta. It writes ``listing.arrow`` when they differ: a file touched with
+    the same bytes (its row keeps the recorded mtime) or a file whose size changed between the scan's stat and
+    its read. Either way the saved scan is what the scan saw."""
+    raw = _aged_copy(tmp_path)
+    cache = tmp_path / "cache"
+    ingest_folder_cached(raw, cache, quick_scan=True)  # the first save: a base
+    assert not (cache / "listing.arrow").exists()
+    assert _saved_scan(raw, cache)[0].table.equals(scan_folder(raw).table)
+
+    h200 = raw / "vllm" / "h200"
+    run = next(h200.glob("*_conc16.json"))
+    shutil.copy(run, h200 / "copy_conc16.json")  # a night: saved as a delta on the base
+    _, night = ingest_folder_cached(raw, cache, quick_scan=True)
+    assert night.parsed == 1 and (cache / "delta.files.arrow").exists()
+    assert not (cache / "listing.arrow").exists()
+    assert _saved_scan(raw, cache)[0].table.equals(scan_folder(raw).table)
+
+    time.sleep(0.01)
+    _replace(run, run.read_text())  # same bytes under a new mtime: hashed, the row kept as recorded
+    _, touched = ingest_folder_cached(raw, cache, quick_scan=True)
+    assert touched.parsed == 0 and touched.hashed >= 1
+    assert (cache / "listing.arrow").exists()
+    assert _saved_scan(raw, cache)[0].table.equals(scan_folder(raw).table)
+
+    real_scan = folder.scan_tree
+
+    def grown_after_stat(*args, **kwargs):  # the scan saw one byte less than the parse then read
+        listing, folders = real_scan(*args, **kwargs)
+        table = listing.table
+        at = table["rel"].to_pylist().index(os.path.relpath(run, raw))
+        sizes = table["size"].to_pylist()
+        sizes[at] -= 1
+        return scan.Listing(table=table.set_column(1, "size", pa.array(sizes, pa.int64()))), folders
+
+    monkeypatch.setattr(folder, "scan_tree", grown_after_stat)
+    fresh = tmp_path / "fresh_cache"
+    ingest_folder_cached(raw, fresh, quick_scan=True)
+    monkeypatch.undo()
+    assert (fresh / "listing.arrow").exists()
+    saved = _saved_scan(raw, fresh)[0].table
+    assert saved["size"].to_pylist() != scan_folder(raw).table["size"].to_pylist()  # the scan's size, as seen
+    assert saved["rel"].equals(scan_folder(raw).table["rel"])

@@ -97,7 +97,13 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     generation = stamped if lazy else cache.generation if cache is not None else None
     if snapshot and cache is not None and cache.generation == snapshot:
         return _cache_as_result(cache, load_changes(cache_dir, cache.generation))
-    previous = load_scan(cache_dir, generation) if quick_scan and generation is not None else None
+    def state_files() -> pa.Table | None:  # the saved scan's listing is the state's file rows: their columns alone
+        if cache is not None:
+            return cache.files if cache.generation == generation else None
+        stream = stream_cache(cache_dir, raw_dir, generation, ("source_file", "size_bytes", "mtime_ns"))
+        return stream.files if stream is not None else None
+
+    previous = load_scan(cache_dir, generation, state_files) if quick_scan and generation is not None else None
     # with no cache every file is parsed: once the scan has listed enough files for a parallel parse, the workers'
     # fork server is started, so its imports overlap the rest of the scan (a small folder never starts one)
     listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS,

@@ -548,8 +548,9 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
                stale: pa.Array | None = None) -> str:
     """Write the cache, one generation: ``result``'s rows, and per file the scan's ``mtime_ns``
     (taken before parsing: a file changed meanwhile is caught by the next scan) and the sidecar and manifest
-    sha256 it was parsed with; with ``folders``, also the scan itself (``listing.arrow``, ``folders.arrow``,
-    same generation), which ``load_scan`` gives a later quick scan (``scan_tree``'s ``previous``).
+    sha256 it was parsed with; with ``folders``, also the scan itself (``folders.arrow``, same generation, and the
+    listing: the state's own file rows when they are it, ``_listing_in_files``, else ``listing.arrow``), which
+    ``load_scan`` gives a later quick scan (``scan_tree``'s ``previous``).
 
     Args:
         cache_dir: the cache's folder (created when missing).
@@ -609,13 +610,18 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         for name, _ in _DELTA_TABLES:
             (cache_dir / f"{DELTA_PREFIX}{name}.arrow").unlink(missing_ok=True)
     if folders is not None:
-        _write(_stamp(listed.select(["source_file", "size_bytes", "mtime_ns"])
-                                  .rename_columns(["rel", "size", "mtime_ns"]), stamp), cache_dir / "listing.arrow")
+        in_files = _listing_in_files(listed, *((result.files, plan) if delta is not None else (files, None)))
+        if in_files:
+            (cache_dir / "listing.arrow").unlink(missing_ok=True)
+        else:
+            _write(_stamp(listed.select(["source_file", "size_bytes", "mtime_ns"])
+                          .rename_columns(["rel", "size", "mtime_ns"]), stamp), cache_dir / "listing.arrow")
         _write(_stamp(pa.table({"rel": pa.array(folders.rel, pa.string()),
-                                            "mtime_ns": pa.array(folders.mtime_ns, pa.int64()),
-                                            "first": pa.array(folders.first, pa.int64()),
-                                            "count": pa.array(folders.count, pa.int64())}), stamp),
-                           cache_dir / "folders.arrow")
+                                "mtime_ns": pa.array(folders.mtime_ns, pa.int64()),
+                                "first": pa.array(folders.first, pa.int64()),
+                                "count": pa.array(folders.count, pa.int64())}),
+                      {**stamp, "listing": LISTING_IN_FILES if in_files else LISTING_FILE}),
+               cache_dir / "folders.arrow")
     else:
         for name in ("listing", "folders"):
             (cache_dir / f"{name}.arrow").unlink(missing_ok=True)
@@ -638,11 +644,14 @@ DELTA_MAX_SHARE = 1 / 8
 class _DeltaPlan:
     """Which of a merged result's files a delta holds (``in_delta``, one bool per file of the result), which base
     files it keeps (``base_keep``, one per base file) and how many kept base files precede each delta file
-    (``places``, int64)."""
+    (``places``, int64); ``fresh`` (one bool per file of the result) marks the files parsed for it, and
+    ``kept_mtime_ns`` holds the recorded ``mtime_ns`` of the others, in order (the saved state keeps them)."""
 
     in_delta: np.ndarray
     base_keep: np.ndarray
     places: np.ndarray
+    fresh: np.ndarray
+    kept_mtime_ns: pa.ChunkedArray
 
 
 def _delta_plan(previous: Cache, result: IngestResult, parsed: list[str], stale: pa.Array | None) -> _DeltaPlan | None:
@@ -660,10 +669,12 @@ def _delta_plan(previous: Cache, result: IngestResult, parsed: list[str], stale:
     if previous.base_sources is None or previous.base_keep is None or previous.in_delta is None:
         return None
     base_keep, in_delta_before = previous.base_keep, previous.in_delta
+    kept_mtime_ns = previous.files["mtime_ns"]
     if stale is not None and len(stale):
         base_keep = base_keep & ~pc.is_in(previous.base_sources, value_set=stale).to_numpy(zero_copy_only=False)
-        in_delta_before = in_delta_before[
-            ~pc.is_in(previous.files["source_file"], value_set=stale).to_numpy(zero_copy_only=False)]
+        still_cached = ~pc.is_in(previous.files["source_file"], value_set=stale).to_numpy(zero_copy_only=False)
+        in_delta_before = in_delta_before[still_cached]
+        kept_mtime_ns = kept_mtime_ns.filter(pa.array(still_cached))
     fresh = pc.is_in(result.files["source_file"], value_set=pa.array(parsed, pa.string())) \
         .to_numpy(zero_copy_only=False)
     if int((~fresh).sum()) != len(in_delta_before):
@@ -678,7 +689,7 @@ def _delta_plan(previous: Cache, result: IngestResult, parsed: list[str], stale:
     places = np.cumsum(in_base)[in_delta]  # base files before each delta file (its own term is 0)
     if len(np.unique(places)) > MAX_SPLICES or len(_true_runs(base_keep)[0]) > MAX_SLICES:
         return None  # loading it back would splice at too many places, or copy the base instead of slicing it
-    return _DeltaPlan(in_delta, base_keep, places)
+    return _DeltaPlan(in_delta, base_keep, places, fresh, kept_mtime_ns)
 
 
 def _delta_tables(plan: _DeltaPlan, result: IngestResult, files: pa.Table) -> dict[str, pa.Table] | None:
@@ -716,23 +727,64 @@ def _files_to_save(files: pa.Table, listed: pa.Table, mask: np.ndarray | None = 
     return rows.cast(CACHE_FILE_SCHEMA)
 
 
-def load_scan(cache_dir: Path, generation: str) -> tuple[Listing, Folders] | None:
+# where a saved scan's listing is (``folders.arrow``'s stamp, key "listing"): the state's own file rows, or a file
+LISTING_IN_FILES, LISTING_FILE = "files", "listing.arrow"
+
+
+def _listing_in_files(listed: pa.Table, files: pa.Table, plan: _DeltaPlan | None = None) -> bool:
+    """Whether the saved state's file rows are the scan's listing (``listed``, ``listing_table``): the same
+    ``source_file``, ``size_bytes`` and ``mtime_ns``, in order. Then the listing is not written a second time
+    (onto a million runs 123 MB, rewritten by every night's tick). It is, unless a file changed size between the
+    scan's stat and its read, or a kept file's content was confirmed by hash under a new mtime (the state keeps
+    the recorded one).
+
+    Args:
+        listed: the scan.
+        files: the state's files: the base's rows (``CACHE_FILE_SCHEMA``), or with ``plan`` the merged result's
+            (``FILE_SCHEMA``: their mtimes are the delta's, from ``listed``, and ``plan.kept_mtime_ns``).
+    """
+    if not (files["source_file"].equals(listed["source_file"]) and files["size_bytes"].equals(listed["size_bytes"])):
+        return False
+    if plan is None:
+        return files["mtime_ns"].equals(listed["mtime_ns"])
+    return listed["mtime_ns"].filter(pa.array(~plan.fresh)).equals(plan.kept_mtime_ns)
+
+
+def load_scan(cache_dir: Path, generation: str,
+              state_files: Callable[[], pa.Table | None]) -> tuple[Listing, Folders] | None:
     """The scan saved with cache ``generation`` (``save_cache`` with ``folders``), or None when it is missing,
-    unreadable or of another generation."""
-    tables = {}
-    for name in ("listing", "folders"):
-        try:
-            table = map_arrow(cache_dir / f"{name}.arrow")
-            stamp = orjson.loads((table.schema.metadata or {})[_METADATA_KEY])
-        except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
-            return None
-        if stamp.get("generation") != generation:
-            return None
-        tables[name] = table
-    listing, folders = tables["listing"], tables["folders"]
+    unreadable or of another generation.
+
+    Args:
+        cache_dir: the cache's folder.
+        generation: the cache state whose scan is wanted.
+        state_files: gives that state's file rows (``Cache.files``), or None when the cache holds another state
+            now; called only when the listing was saved as those rows (``_listing_in_files``).
+    """
+    folders, stamp = _mapped_of(cache_dir / "folders.arrow", generation)
+    if folders is None:
+        return None
+    if stamp.get("listing") == LISTING_IN_FILES:
+        files = state_files()
+        listing = None if files is None else \
+            files.select(["source_file", "size_bytes", "mtime_ns"]).rename_columns(["rel", "size", "mtime_ns"])
+    else:
+        listing = _mapped_of(cache_dir / "listing.arrow", generation)[0]
+    if listing is None:
+        return None
     # the listing stays Arrow: a quick scan takes most of it as slices (scan_tree), never as Python lists
     return (Listing(table=listing.select(["rel", "size", "mtime_ns"]).replace_schema_metadata(None)),
             Folders(*(folders[name].to_pylist() for name in ("rel", "mtime_ns", "first", "count"))))
+
+
+def _mapped_of(path: Path, generation: str) -> tuple[pa.Table | None, dict]:
+    """A cache file memory-mapped and its stamp, when it is stamped ``generation``; (None, {}) otherwise."""
+    try:
+        table = map_arrow(path)
+        stamp = orjson.loads((table.schema.metadata or {})[_METADATA_KEY])
+    except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
+        return None, {}
+    return (table, stamp) if stamp.get("generation") == generation else (None, {})
 
 
 def load_changes(cache_dir: Path, generation: str) -> CacheChanges | None:
