@@ -513,9 +513,9 @@ def test_an_unchanged_folder_is_answered_from_the_cache_as_the_queries_answer_it
     shortcut = parse_cache._unchanged_since_cached
     monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
     fast = parse_cache.look_up(cache, listing, raw)
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: False)
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: None)
     queried = parse_cache.look_up(cache, listing, raw)
-    assert asked == [True] and fast.reused == queried.reused == len(listing) > 0
+    assert asked == [[]] and fast.reused == queried.reused == len(listing) > 0
     for name in ("to_parse", "hashed", "removed", "positions"):
         assert getattr(fast, name) == getattr(queried, name), name
     assert fast.stale.to_pylist() == queried.stale.to_pylist() == []
@@ -526,10 +526,50 @@ def test_an_unchanged_folder_is_answered_from_the_cache_as_the_queries_answer_it
     first, second = [raw / r for r in listing.rel if r.endswith(".json")][:2]
     cached = os.stat(first)
     os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns - 60_000_000_000))
-    assert not shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before)
+    assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before) is None
     os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns))
-    assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before)  # as cached again
+    assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before) == []  # as cached again
     before = os.stat(second)
     second.write_bytes(second.read_bytes() + b" ")
     os.utime(second, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert not shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before)
+    assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before) is None
+
+
+def test_files_written_just_before_the_caches_scan_are_hashed_and_the_folder_answered_as_unchanged(tmp_path,
+                                                                                                 monkeypatch):
+    """A full scan right after a save whose scan started within the racy window of some files' mtimes (the
+    sensor's tick read a night's drop, then the CLI or the schedule runs): those files are hashed, and when
+    their content is the cached one every row is reused without the look-up's queries, as the queries answer
+    it; a racy file whose bytes changed under the same size and mtime is parsed again."""
+    import pipeline.ingest.parse_cache as parse_cache
+    from pipeline.ingest.scan import scan_folder
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR, raw)
+    _age(raw)
+    recent = sorted(raw.rglob("*.json"))[:3]
+    for path in recent:  # written "now": within the racy window of the scan that saves the cache
+        path.write_bytes(path.read_bytes())
+    ingest_folder_cached(raw, tmp_path / "cache")
+    cache, listing = parse_cache.load_cache(tmp_path / "cache", raw), scan_folder(raw)
+    asked = []
+    shortcut = parse_cache._unchanged_since_cached
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
+    fast = parse_cache.look_up(cache, listing, raw)
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: None)
+    queried = parse_cache.look_up(cache, listing, raw)
+    assert sorted(listing.rel[at] for at in asked[0]) == sorted(str(p.relative_to(raw)) for p in recent)
+    assert fast.to_parse == queried.to_parse == [] and fast.hashed == queried.hashed == len(recent)
+    for name in ("reused", "removed", "positions"):
+        assert getattr(fast, name) == getattr(queried, name), name
+    assert fast.stale.to_pylist() == queried.stale.to_pylist() == []
+    assert _same(fast.kept, queried.kept) and fast.kept_dependencies.equals(queried.kept_dependencies)
+
+    monkeypatch.undo()
+    changed = recent[0]
+    stat = os.stat(changed)
+    text = changed.read_bytes()
+    changed.write_bytes(text.replace(b"{", b" ", 1) if text.startswith(b"{") else b" " + text[1:])
+    os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(changed).st_size == stat.st_size
+    assert parse_cache.look_up(cache, scan_folder(raw), raw).to_parse == [str(changed.relative_to(raw))]
