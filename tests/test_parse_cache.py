@@ -495,6 +495,20 @@ def test_dependencies_of_some_files_are_those_of_a_whole_look_up(share):
         assert file_dependencies(files, only=mask).equals(whole.filter(mask))
 
 
+def _shortcut_and_queries(cache, listing, raw, monkeypatch):
+    """``look_up``'s answer with the unchanged-folder shortcut (and what the shortcut said) and without it."""
+    import pipeline.ingest.parse_cache as parse_cache
+
+    asked = []
+    shortcut = parse_cache._unchanged_since_cached
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
+    fast = parse_cache.look_up(cache, listing, raw)
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: None)
+    queried = parse_cache.look_up(cache, listing, raw)
+    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", shortcut)
+    return asked, fast, queried
+
+
 @pytest.mark.parametrize("folder", [SAMPLE_DIR, REAL_LOGS], ids=["sample", "real-logs"])
 def test_an_unchanged_folder_is_answered_from_the_cache_as_the_queries_answer_it(folder, tmp_path, monkeypatch):
     """A full scan that finds the folder as the cache holds it (the CLI's second run, the nightly schedule's)
@@ -509,12 +523,7 @@ def test_an_unchanged_folder_is_answered_from_the_cache_as_the_queries_answer_it
     _age(raw)
     ingest_folder_cached(raw, tmp_path / "cache")
     cache, listing = parse_cache.load_cache(tmp_path / "cache", raw), scan_folder(raw)
-    asked = []
-    shortcut = parse_cache._unchanged_since_cached
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
-    fast = parse_cache.look_up(cache, listing, raw)
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: None)
-    queried = parse_cache.look_up(cache, listing, raw)
+    asked, fast, queried = _shortcut_and_queries(cache, listing, raw, monkeypatch)
     assert asked == [[]] and fast.reused == queried.reused == len(listing) > 0
     for name in ("to_parse", "hashed", "removed", "positions"):
         assert getattr(fast, name) == getattr(queried, name), name
@@ -526,6 +535,7 @@ def test_an_unchanged_folder_is_answered_from_the_cache_as_the_queries_answer_it
     first, second = [raw / r for r in listing.rel if r.endswith(".json")][:2]
     cached = os.stat(first)
     os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns - 60_000_000_000))
+    shortcut = parse_cache._unchanged_since_cached
     assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before) is None
     os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns))
     assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before) == []  # as cached again
@@ -552,12 +562,7 @@ def test_files_written_just_before_the_caches_scan_are_hashed_and_the_folder_ans
         path.write_bytes(path.read_bytes())
     ingest_folder_cached(raw, tmp_path / "cache")
     cache, listing = parse_cache.load_cache(tmp_path / "cache", raw), scan_folder(raw)
-    asked = []
-    shortcut = parse_cache._unchanged_since_cached
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
-    fast = parse_cache.look_up(cache, listing, raw)
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: None)
-    queried = parse_cache.look_up(cache, listing, raw)
+    asked, fast, queried = _shortcut_and_queries(cache, listing, raw, monkeypatch)
     assert sorted(listing.rel[at] for at in asked[0]) == sorted(str(p.relative_to(raw)) for p in recent)
     assert fast.to_parse == queried.to_parse == [] and fast.hashed == queried.hashed == len(recent)
     for name in ("reused", "removed", "positions"):
