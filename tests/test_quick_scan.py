@@ -598,3 +598,15 @@ def test_the_saved_scan_is_the_states_file_rows_unless_they_differ(tmp_path, mon
     saved = _saved_scan(raw, fresh)[0].table
     assert saved["size"].to_pylist() != scan_folder(raw).table["size"].to_pylist()  # the scan's size, as seen
     assert saved["rel"].equals(scan_folder(raw).table["rel"])
+
+
+def test_moved_entries_are_the_entries_of_folders_not_taken_from_the_saved_scan():
+    """Hand-built scans: "a" taken (same trusted mtime), "b" moved, "c" untrusted when saved, "d" gone, "e" new,
+    "f" untrusted now. The look-up gets this scan's entries of b, c, e, f and the saved entries of b, c, d."""
+    saved = scan.Listing(["a/1", "b/1", "b/2", "c/1", "d/1", "d/2", "f/1"], [1] * 7, [1] * 7)
+    saved_folders = scan.Folders(["a", "b", "c", "d", "f"], [10, 20, None, 40, 60], [0, 1, 3, 4, 6], [1, 2, 1, 2, 1])
+    listing = scan.Listing(["a/1", "b/1", "b/3", "c/1", "e/1", "f/1"], [1] * 6, [1] * 6)
+    folders = scan.Folders(["a", "b", "c", "e", "f"], [10, 21, 30, 50, None], [0, 1, 3, 4, 5], [1, 2, 1, 1, 1])
+    positions, before = parse_cache.moved_entries(listing, saved, saved_folders, folders)
+    assert positions == [1, 2, 3, 4, 5]
+    assert before == ["b/1", "b/2", "c/1", "d/1", "d/2", "f/1"]
