@@ -814,12 +814,8 @@ def _mapped_of(path: Path, generation: str) -> tuple[pa.Table | None, dict]:
 def load_changes(cache_dir: Path, generation: str) -> CacheChanges | None:
     """The changes saved with cache ``generation`` (``save_cache``'s ``changes``; only ``touched`` is kept), or
     None when there are none, they are unreadable or of another generation."""
-    try:
-        table = map_arrow(cache_dir / "changes.arrow")
-        stamp = orjson.loads((table.schema.metadata or {})[_METADATA_KEY])
-    except (OSError, KeyError, ValueError, pa.ArrowInvalid, orjson.JSONDecodeError):
-        return None
-    if stamp.get("generation") != generation or not stamp.get("base_generation"):
+    table, stamp = _mapped_of(cache_dir / "changes.arrow", generation)
+    if table is None or not stamp.get("base_generation"):
         return None
     return CacheChanges(stamp["base_generation"], table["source_file"].combine_chunks(), None, None,
                         tuple(stamp.get("same_content_as", ())))
