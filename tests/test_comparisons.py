@@ -204,3 +204,43 @@ def test_a_side_splined_once_gives_the_rows_of_a_side_splined_per_comparison(sam
             alone += [{**row, "slo": slo} for c in comparisons for row in compare(c, by_side)]
     assert len(shared) > 100 and len({r["side_id"] for r in shared}) < len(shared) / 6  # sides recur
     assert shared == alone
+
+
+def test_side_curves_built_together_read_as_each_side_built_alone():
+    """``side_curves`` takes every side's Steffen tangents from one grouped pass; each side must read, at targets
+    inside, outside and on its points, exactly what ``SideCurve.of`` gives for that side alone, with the same
+    metrics splined: a one-point side, a side whose optional metric has a hole (not splined), a side with every
+    optional metric, sides whose points a neighbour's NaN column could leak into."""
+    import math
+
+    import numpy as np
+
+    from pipeline.comparisons.compare import SideCurve, side_curves
+    from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
+
+    def point(x, scale, optional=True, hole=()):
+        row = {m: scale * (1 + k) * (100 - x) ** 1.3 for k, m in enumerate(SPLINED_METRICS)}
+        row.update({m: (None if m in hole or not optional else scale * (2 + k) * math.sqrt(x))
+                    for k, m in enumerate(OPTIONAL_METRICS)})
+        return {"x_intvty": x, **row}
+
+    by_side = {
+        "full": [point(x, 1.0) for x in (5.0, 11.0, 12.5, 40.0, 77.0)],
+        "one point": [point(30.0, 2.0)],
+        "hole": [point(8.0, 0.5), point(20.0, 0.5, hole=("measured_tok_s_per_mw",)), point(60.0, 0.5)],
+        "no optional": [point(x, 3.0, optional=False) for x in (10.0, 90.0)],
+        "after nan": [point(x, 0.7) for x in (3.0, 4.0, 9.0, 50.0)],
+    }
+    targets = [0.0, 3.0, 5.0, 7.7, 11.0, 12.0, 20.0, 30.0, 41.0, 59.9, 77.0, 95.0]
+    together = side_curves(by_side)
+    assert list(together) == list(by_side)
+    for side, points in by_side.items():
+        alone = SideCurve.of(points)
+        assert together[side].splined == alone.splined, side
+        assert np.array_equal(together[side].x, alone.x)
+        for clamp in (True, False):
+            assert np.array_equal(together[side].at(targets, clamp=clamp), alone.at(targets, clamp=clamp),
+                                  equal_nan=True), (side, clamp)
+    assert "measured_tok_s_per_mw" not in together["hole"].splined
+    assert together["full"].splined == list(SPLINED_METRICS + OPTIONAL_METRICS)
+    assert side_curves({}) == {}

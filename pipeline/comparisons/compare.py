@@ -37,7 +37,7 @@ from pipeline.frontiers.points import (
     with_slo,
 )
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
-from pipeline.frontiers.spline import monotone_spline
+from pipeline.frontiers.spline import grouped_steffen_tangents, monotone_spline
 
 # Engine families whose acceptance-length conventions agree; points of two families on one comparison are
 # flagged cross_engine (the seed pages warn acceptance rates are not comparable across engines).
@@ -141,6 +141,12 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     families = {ENGINE_FAMILY.get(p["point_framework"], p["point_framework"])
                 for p in (*fa, *fb) if p["point_spec_decoding"] != "none"}
     cross_engine = len(families) > 1
+    per_side = {key: {  # what a side's rows share at every target
+        "side_runs": points[0]["side_runs"], "excluded_runs": points[0]["excluded_runs"],
+        "frontier_points": len(points),
+        "measured_power_coverage": sum(p["measured_tok_s_per_mw"] is not None for p in points) / len(points),
+        "repeat_points": sum((p.get("repeat_n") or 1) > 1 for p in points),
+    } for key, points in (("a", fa), ("b", fb))}
     rows: list[dict[str, Any]] = []
     for t_index, target in enumerate(targets):
         a_vals, b_vals = values["a"][1][t_index], values["b"][1][t_index]
@@ -157,16 +163,16 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "side_id": side.side_id, "hw": side.hw, "precision": side.precision,
                 "spec_decoding": side.spec_decoding, "framework": side.framework,
                 "benchmark_type": side.benchmark_type,
-                "side_runs": points[0]["side_runs"], "excluded_runs": points[0]["excluded_runs"],
-                "frontier_points": len(points),
+                "side_runs": per_side[key]["side_runs"], "excluded_runs": per_side[key]["excluded_runs"],
+                "frontier_points": per_side[key]["frontier_points"],
                 "band_min": lo, "band_max": hi, "band_is_union": is_union,
                 "band_display_min": d_lo, "band_display_max": d_hi,
                 "target_index": t_index + 1, "target_intvty": float(target), "evaluated_intvty": evaluated,
                 "target_clamped": bool(evaluated != target), **metrics, "cell_note": notes[key],
-                "measured_power_coverage": sum(p["measured_tok_s_per_mw"] is not None for p in points) / len(points),
+                "measured_power_coverage": per_side[key]["measured_power_coverage"],
                 "cross_engine": cross_engine,
                 "band_phrase": band_phrase(target, lo, hi), **sentences, "sentence_caveat": caveat,
-                "repeat_points": sum((p.get("repeat_n") or 1) > 1 for p in points), **intervals[key][t_index],
+                "repeat_points": per_side[key]["repeat_points"], **intervals[key][t_index],
                 "difference_significant": difference_significant(intervals["a"][t_index], intervals["b"][t_index]),
             })
     return rows
@@ -185,9 +191,15 @@ def compare_all(side_keys: Iterable[Mapping[str, Any]], frontier_rows: Iterable[
     for row in frontier_rows:
         books.setdefault(row["price_book"], []).append(row)
     comparisons = enumerate_comparisons(side_keys)
-    curves: dict[tuple[str, str], SideCurve] = {}  # a side is in several comparisons: splined once
-    rows = [row for book in sorted(books) for by_side in [frontiers_by_side(books[book])]
-            for comparison in comparisons for row in compare(comparison, by_side, curves=curves)]
+    rows: list[dict[str, Any]] = []
+    for book in sorted(books):
+        by_side = frontiers_by_side(books[book])
+        # the sides a comparison splines (both of its sides have a frontier), each once, all in one pass
+        compared = {side for c in comparisons if c.a.side_id in by_side and c.b.side_id in by_side
+                    for side in (c.a.side_id, c.b.side_id)}
+        curves = {(book, side): curve
+                  for side, curve in side_curves({s: p for s, p in by_side.items() if s in compared}).items()}
+        rows.extend(row for comparison in comparisons for row in compare(comparison, by_side, curves=curves))
     return pa.Table.from_pylist(rows, schema=COMPARISON_SCHEMA)
 
 
@@ -221,8 +233,47 @@ class SideCurve:
     @classmethod
     def of(cls, points: Sequence[Mapping[str, Any]]) -> SideCurve:
         x = np.array([p["x_intvty"] for p in points], dtype=float)
-        splined = list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
+        splined = _splined_metrics(points)
         return cls(x, splined, monotone_spline(x, np.array([[p[m] for m in splined] for p in points], dtype=float)))
+
+
+def side_curves(by_side: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, SideCurve]:
+    """``SideCurve.of`` of every side at once: the Steffen tangents of all of them come from one
+    ``grouped_steffen_tangents`` call over every metric (each metric's column is its own curve, so a side's
+    splined columns are picked afterwards), then one scipy ``CubicHermiteSpline`` per side. The same numbers, to
+    the bit, as ``SideCurve.of`` per side (``tests/test_compare.py``); one pass instead of 490 onto 100k runs.
+
+    Args:
+        by_side: frontier rows (``FRONTIER_SCHEMA``) by ``side_id``, each side in point order with ≥ 1 point
+            (``frontiers_by_side``).
+    Returns:
+        ``{side_id: SideCurve}``, the keys of ``by_side``.
+    Raises:
+        ValueError: a side whose ``x_intvty`` is not strictly increasing.
+    """
+    if not by_side:
+        return {}
+    metrics = list(SPLINED_METRICS + OPTIONAL_METRICS)
+    points = [p for side_points in by_side.values() for p in side_points]
+    x = np.array([p["x_intvty"] for p in points], dtype=float)
+    values = np.array([[p[m] for m in metrics] for p in points], dtype=float)  # a missing metric reads NaN
+    sizes = [len(side_points) for side_points in by_side.values()]
+    tangents = grouped_steffen_tangents(x, values, sizes)
+    curves: dict[str, SideCurve] = {}
+    start = 0
+    for (side, side_points), size in zip(by_side.items(), sizes):
+        rows = slice(start, start + size)
+        splined = _splined_metrics(side_points)
+        columns = [metrics.index(m) for m in splined]
+        curves[side] = SideCurve(x[rows], splined,
+                                 monotone_spline(x[rows], values[rows][:, columns], tangents[rows][:, columns]))
+        start += size
+    return curves
+
+
+def _splined_metrics(points: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The metrics a side splines: ``SPLINED_METRICS``, then each ``OPTIONAL_METRICS`` every point has."""
+    return list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
 
 
 def _curve(curves: dict[tuple[str, str], SideCurve] | None, side_id: str,
@@ -263,9 +314,11 @@ def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float],
 def _bracket(x: np.ndarray, target: float) -> dict[str, float | None]:
     """The measured frontier points around ``target``: the last x ≤ target and the first x ≥ target (the same
     point when the target is one; None on the side the target lies beyond the frontier)."""
-    below, above = x[x <= target], x[x >= target]
-    return {"bracket_lo_intvty": float(below[-1]) if below.size else None,
-            "bracket_hi_intvty": float(above[0]) if above.size else None}
+    if target != target:  # NaN: no point is on either side of it
+        return {"bracket_lo_intvty": None, "bracket_hi_intvty": None}
+    below, above = int(np.searchsorted(x, target, side="right")), int(np.searchsorted(x, target, side="left"))
+    return {"bracket_lo_intvty": float(x[below - 1]) if below else None,
+            "bracket_hi_intvty": float(x[above]) if above < x.size else None}
 
 
 def cell_note(label: str, target: float, cell: Mapping[str, Any]) -> str | None:

@@ -96,26 +96,34 @@ def interpolate(x: Sequence[float], v: Sequence[float], targets: Sequence[float]
     return monotone_spline(x, v)(targets, clamp=clamp)
 
 
-def monotone_spline(x: Sequence[float], v: Sequence[float]) -> Callable[..., np.ndarray]:
+def monotone_spline(x: Sequence[float], v: Sequence[float],
+                    tangents: Sequence[float] | None = None) -> Callable[..., np.ndarray]:
     """``interpolate``'s spline, built once (Steffen tangents, one scipy ``CubicHermiteSpline``) to be read at
     several target sets: ``monotone_spline(x, v)(targets, clamp=c)`` is ``interpolate(x, v, targets, clamp=c)``.
-    Arguments, shapes and errors as ``interpolate``'s (raised here, when the spline is built)."""
+    Arguments, shapes and errors as ``interpolate``'s (raised here, when the spline is built); ``tangents``, the
+    shape of ``v``, are ``steffen_tangents(x, v)`` when the caller has them already (``grouped_steffen_tangents``
+    of many frontiers at once gives the same numbers), else they are computed here."""
     xs = np.asarray(x, dtype=float)
     vs = np.asarray(v, dtype=float)
     if xs.size == 0 or vs.ndim not in (1, 2) or xs.shape[0] != vs.shape[0]:
         raise ValueError(f"bad frontier: x {xs.shape}, v {vs.shape}")
-    spline = None if xs.size == 1 else CubicHermiteSpline(xs, vs, steffen_tangents(xs, vs), extrapolate=False)
+    if xs.size == 1:
+        spline = None
+    else:
+        dydx = steffen_tangents(xs, vs) if tangents is None else np.asarray(tangents, dtype=float)
+        spline = CubicHermiteSpline(xs, vs, dydx, extrapolate=False)
+    low, high = vs.min(axis=0), vs.max(axis=0)  # the clamp's bounds, once per spline rather than per read
 
     def at(targets: Sequence[float], *, clamp: bool) -> np.ndarray:
         ts = np.asarray(targets, dtype=float)
-        inside = (ts >= xs[0]) & (ts <= xs[-1])
         evaluated = np.clip(ts, xs[0], xs[-1])
         if spline is None:
             out = np.broadcast_to(vs[0], ts.shape + vs.shape[1:]).copy()
         else:
             out = spline(evaluated)
         if clamp:
-            return np.clip(out, vs.min(axis=0), vs.max(axis=0))
+            return np.clip(out, low, high)
+        inside = (ts >= xs[0]) & (ts <= xs[-1])
         return np.where(inside if vs.ndim == 1 else inside[:, None], out, np.nan)
 
     return at
