@@ -242,7 +242,7 @@ def side_curves(by_side: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str,
     """``SideCurve.of`` of every side at once: the Steffen tangents of all of them come from one
     ``grouped_steffen_tangents`` call over every metric (each metric's column is its own curve, so a side's
     splined columns are picked afterwards), then one scipy ``CubicHermiteSpline`` per side. The same numbers, to
-    the bit, as ``SideCurve.of`` per side (``tests/test_compare.py``); one pass instead of 490 onto 100k runs.
+    the bit, as ``SideCurve.of`` per side (``tests/test_comparisons.py``); one pass instead of 490 onto 100k runs.
 
     Args:
         by_side: frontier rows (``FRONTIER_SCHEMA``) by ``side_id``, each side in point order with ≥ 1 point
@@ -315,7 +315,8 @@ def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float],
 
 def _bracket(x: list[float], target: float) -> dict[str, float | None]:
     """The measured frontier points around ``target``: the last x ≤ target and the first x ≥ target (the same
-    point when the target is one; None on the side the target lies beyond the frontier)."""
+    point when the target is one; None on the side the target lies beyond the frontier, both for a NaN target).
+    ``x``: the side's frontier interactivities (tok/s/user), strictly increasing."""
     if target != target:  # NaN: no point is on either side of it
         return {"bracket_lo_intvty": None, "bracket_hi_intvty": None}
     below, above = bisect.bisect_right(x, target), bisect.bisect_left(x, target)
