@@ -101,7 +101,7 @@ COMPARISON_SCHEMA = pa.schema(
 
 def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str, Any]]],
             targets: Sequence[float] | None = None,
-            curves: dict[tuple[str, str], SideCurve] | None = None) -> list[dict[str, Any]]:
+            curves: Mapping[tuple[str, str], SideCurve] | None = None) -> list[dict[str, Any]]:
     """Rows of one comparison (``COMPARISON_SCHEMA``): for each target, side a then side b.
 
     ``measured_tok_s_per_mw`` is splined only when every frontier point of the side has telemetry
@@ -122,8 +122,9 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
         comparison: the two sides.
         frontiers: frontier rows of one price book by ``side_id`` (``FRONTIER_SCHEMA`` rows, in point order).
         targets: interactivities (tok/s/user); default: the band's three default targets.
-        curves: splines already built, by (price book, ``side_id``), filled with this comparison's: a side in
-            several comparisons is splined once (``compare_all``); the values are the same without it.
+        curves: splines already built, by (price book, ``side_id``) (``compare_all`` builds every compared side's
+            at once, ``side_curves``, so a side in several comparisons is splined once); a side not in it is
+            splined here. The values are the same without it.
     Returns:
         [] when a side has no frontier.
     """
@@ -277,15 +278,12 @@ def _splined_metrics(points: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(SPLINED_METRICS) + [m for m in OPTIONAL_METRICS if all(p[m] is not None for p in points)]
 
 
-def _curve(curves: dict[tuple[str, str], SideCurve] | None, side_id: str,
+def _curve(curves: Mapping[tuple[str, str], SideCurve] | None, side_id: str,
            points: Sequence[Mapping[str, Any]]) -> SideCurve:
-    """The side's ``SideCurve``, from ``curves`` when it was built before (and kept there)."""
-    if curves is None:
-        return SideCurve.of(points)
-    key = (points[0]["price_book"], side_id)
-    if key not in curves:
-        curves[key] = SideCurve.of(points)
-    return curves[key]
+    """The side's ``SideCurve``: from ``curves`` when it was built there (``compare_all``'s ``side_curves``), else
+    splined now."""
+    curve = curves.get((points[0]["price_book"], side_id)) if curves is not None else None
+    return curve if curve is not None else SideCurve.of(points)
 
 
 def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float],
