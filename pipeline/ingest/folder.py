@@ -24,6 +24,7 @@ from pipeline.ingest.parse import (
 )
 from pipeline.ingest.parse_cache import (
     RACY_WINDOW_NS,
+    SCAN_COLUMNS,
     Cache,
     CacheChanges,
     CacheStats,
@@ -100,7 +101,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     def state_files() -> pa.Table | None:  # the saved scan's listing is the state's file rows: their columns alone
         if cache is not None:
             return cache.files if cache.generation == generation else None
-        stream = stream_cache(cache_dir, raw_dir, generation, ("source_file", "size_bytes", "mtime_ns"))
+        stream = stream_cache(cache_dir, raw_dir, generation, SCAN_COLUMNS)
         return stream.files if stream is not None else None
 
     previous = load_scan(cache_dir, generation, state_files) if quick_scan and generation is not None else None

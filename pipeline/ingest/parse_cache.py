@@ -271,7 +271,7 @@ def _unchanged_since_cached(listed: pa.Table, cached_files: pa.Table, racy_befor
     rows = listed.num_rows
     if rows == 0 or rows != cached_files.num_rows or listed["mtime_ns"].null_count or cached_files["sha256"].null_count:
         return None
-    if not all(listed[name].equals(cached_files[name]) for name in ("source_file", "size_bytes", "mtime_ns")):
+    if not all(listed[name].equals(cached_files[name]) for name in SCAN_COLUMNS):
         return None
     racy = pc.indices_nonzero(pc.greater_equal(listed["mtime_ns"], racy_before))
     return racy.to_pylist() if len(racy) <= MAX_RACY_HASHED else None
@@ -327,6 +327,16 @@ def cache_changes(cache: Cache, lookup: Lookup, base_changes: CacheChanges | Non
     return CacheChanges(cache.generation, touched,
                         old_files.filter(pc.is_in(old_files["source_file"], value_set=stale)),
                         frozenset(pc.unique(old_runs["run_date_partition"]).to_pylist()), same)
+
+
+# a file's scan as the cache's file rows hold it, and the names a ``Listing``'s table gives the same columns
+SCAN_COLUMNS = ("source_file", "size_bytes", "mtime_ns")
+_LISTING_NAMES = ["rel", "size", "mtime_ns"]
+
+
+def _as_listing(files: pa.Table) -> pa.Table:
+    """The ``SCAN_COLUMNS`` of cache file rows (or of a ``listing_table``) under a ``Listing``'s names, in order."""
+    return files.select(list(SCAN_COLUMNS)).rename_columns(_LISTING_NAMES)
 
 
 def listing_table(listing: Listing) -> pa.Table:
@@ -638,8 +648,7 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
         if in_files:
             (cache_dir / "listing.arrow").unlink(missing_ok=True)
         else:
-            _write(_stamp(listed.select(["source_file", "size_bytes", "mtime_ns"])
-                          .rename_columns(["rel", "size", "mtime_ns"]), stamp), cache_dir / "listing.arrow")
+            _write(_stamp(_as_listing(listed), stamp), cache_dir / "listing.arrow")
         _write(_stamp(pa.table({"rel": pa.array(folders.rel, pa.string()),
                                 "mtime_ns": pa.array(folders.mtime_ns, pa.int64()),
                                 "first": pa.array(folders.first, pa.int64()),
@@ -790,14 +799,13 @@ def load_scan(cache_dir: Path, generation: str,
         return None
     if stamp.get("listing") == LISTING_IN_FILES:
         files = state_files()
-        listing = None if files is None else \
-            files.select(["source_file", "size_bytes", "mtime_ns"]).rename_columns(["rel", "size", "mtime_ns"])
+        listing = None if files is None else _as_listing(files)
     else:
         listing = _mapped_of(cache_dir / "listing.arrow", generation)[0]
     if listing is None:
         return None
     # the listing stays Arrow: a quick scan takes most of it as slices (scan_tree), never as Python lists
-    return (Listing(table=listing.select(["rel", "size", "mtime_ns"]).replace_schema_metadata(None)),
+    return (Listing(table=listing.select(_LISTING_NAMES).replace_schema_metadata(None)),
             Folders(*(folders[name].to_pylist() for name in ("rel", "mtime_ns", "first", "count"))))
 
 
