@@ -250,6 +250,8 @@ def _showcase(rows: list[dict]) -> str:
 def _runs_line(runs) -> str:
     """Accepted runs counted once each (the mart has one row per run and price book), and the row count when a
     second price book makes them differ."""
+    if runs.num_rows == 0 or "run_id" not in runs.column_names:  # an empty mart has no columns
+        return "0"
     distinct = len(set(runs.column("run_id").to_pylist()))
     books = len(set(runs.column("price_book").to_pylist()))
     return f"{distinct}" if books <= 1 else f"{distinct} ({runs.num_rows} rows in runs/: one per run and price book, {books} books)"

@@ -65,7 +65,10 @@ def test_spec_comparison_rows_by_hand():
     K = H / 0.0036
     assert a["cost_per_mtok_hyperscaler"] == pytest.approx(K * 132.5 / 144000, rel=1e-12)
     assert b["cost_per_mtok_hyperscaler"] == pytest.approx(K / 600, rel=1e-12)
-    assert a["cost_sentence"] == "MTP is 81% cheaper per token"
+    # MTP's neighbours 20 and 40 are 2× apart (> GAP_RATIO 1.5): the sentence keeps N and says the value bridges a gap
+    gap = "MTP's values are interpolated across a gap between 20.0 and 40.0 tok/s/user"
+    assert a["cost_sentence"] == f"MTP is 81% cheaper per token ({gap})"
+    assert (a["cell_basis"], a["bracket_ratio"], b["cell_basis"]) == ("interpolated_gap", 2.0, "measured")
 
 
 def test_interpolated_value_between_points_matches_hermite_by_hand():
@@ -127,20 +130,45 @@ def test_bracket_and_sparse_frontier_by_hand():
     # Off is measured at 30: bracketed by that point itself, cost and throughput agree
     assert (b["bracket_lo_intvty"], b["bracket_hi_intvty"], b["sparse_frontier"], b["cell_note"]) == (30, 30, False, None)
     assert b["implied_cost_per_mtok_hyperscaler"] == pytest.approx(b["cost_per_mtok_hyperscaler"])
-    # Off's K/400 against MTP's 0.00634375·K: 2.5375 → "154% cheaper"; throughput 465.625/400 = 1.164 → 16 %
+    # Off's K/400 against MTP's 0.00634375·K: 2.5375 → N = 154 ≥ 100, said as the ratio with one decimal (2.5×)
+    # and the dashboard's N; throughput 465.625/400 = 1.164 → 16 %
     caveat = "MTP's values are interpolated across a gap between 10.0 and 50.0 tok/s/user"
-    assert a["cost_sentence"] == f"Off is 154% cheaper per token ({caveat})"
+    assert a["cost_sentence"] == f"Off is 2.5× cheaper per token (MTP costs 154% more) ({caveat})"
     assert a["tput_sentence"] == f"MTP delivers 16% more tok/s/GPU ({caveat})"
-    assert headline(a) == f"Off is 154% cheaper per token; MTP delivers 16% more tok/s/GPU ({caveat})"
+    assert headline(a) == f"Off is 2.5× cheaper per token (MTP costs 154% more); MTP delivers 16% more tok/s/GPU ({caveat})"
+    assert (a["bracket_ratio"], a["cell_basis"], b["bracket_ratio"], b["cell_basis"]) == (
+        5.0, "interpolated_gap", 1.0, "measured")
 
 
-def test_dense_frontier_cell_is_not_sparse():
+def test_agreeing_splines_across_a_wide_gap_are_still_a_gap():
     comparison = next(c for c in enumerate_comparisons(RUNS) if c.kind == "spec_decoding")
     a, b = compare(comparison, _frontiers([comparison]), targets=[30])
-    # MTP between 20 and 40: splined cost within 1 % of the one 1078.125 tok/s/GPU implies
-    assert (a["bracket_lo_intvty"], a["bracket_hi_intvty"], a["sparse_frontier"], a["cell_note"]) == (20, 40, False, None)
+    # MTP between 20 and 40: splined cost within 1 % of the one 1078.125 tok/s/GPU implies (not sparse), but the
+    # neighbours are 40/20 = 2× apart, above GAP_RATIO 1.5: interpolated across a gap whatever the splines agree on
+    assert (a["bracket_lo_intvty"], a["bracket_hi_intvty"], a["sparse_frontier"]) == (20, 40, False)
     assert a["implied_cost_per_mtok_hyperscaler"] == pytest.approx(H / (1078.125 * 3600 / 1e6))
-    assert "(" not in a["cost_sentence"] and a["sentence_caveat"] is None
+    assert (a["bracket_ratio"], a["cell_basis"]) == (2.0, "interpolated_gap")
+    assert a["cell_note"] == "MTP's values are interpolated across a gap between 20.0 and 40.0 tok/s/user"
+    assert a["sentence_caveat"] == a["cell_note"]
+
+
+def test_dense_frontier_cell_is_interpolated_without_a_note():
+    # points 20, 25, 30 (1.25× and 1.2× apart), tok/s/GPU 1000, 900, 800 on a line: tangents all −20, so at 22.5
+    # the spline is the line, 950. Cost K/y: K/1000, K/900, K/800; s0 = K/45000, s1 = K/36000, p = K/40000,
+    # m1 = 2·min(s0, s1, ½p) = K/40000, m0 = (3·s0 − m1)/2 = K/48000; at t = ½ (h = 5):
+    # ½(K/1000 + K/900) + ⅛·5·(m0 − m1) = K·(0.00105556 − 0.0000026042) = 0.00105295·K against the implied K/950 =
+    # 0.00105263·K: 1.0003 apart, well within 1.05
+    runs = [_run(40 + i, "mtp", "sglang", x, y, 64 >> i) for i, (x, y) in enumerate([(20, 1000), (25, 900), (30, 800)])]
+    runs += [_run(50 + i, "none", "sglang", x, y, 64 >> i) for i, (x, y) in enumerate([(20, 700), (30, 500)])]
+    comparison = next(c for c in enumerate_comparisons(runs) if c.kind == "spec_decoding")
+    frontiers = frontiers_by_side(build_frontiers(runs, [comparison.a, comparison.b]).to_pylist())
+    a, _ = compare(comparison, frontiers, targets=[22.5])
+    K = H / 0.0036
+    assert a["tput_per_gpu"] == pytest.approx(950)
+    by_hand = K * (0.5 * (1 / 1000 + 1 / 900) + 0.625 * (1 / 48000 - 1 / 40000))
+    assert a["cost_per_mtok_hyperscaler"] == pytest.approx(by_hand)
+    assert (a["bracket_lo_intvty"], a["bracket_hi_intvty"], a["bracket_ratio"]) == (20, 25, 1.25)
+    assert (a["sparse_frontier"], a["cell_basis"], a["cell_note"]) == (False, "interpolated", None)
 
 
 def test_clamped_target_sentence_says_where_the_frontier_ends():
@@ -151,7 +179,9 @@ def test_clamped_target_sentence_says_where_the_frontier_ends():
     assert (a["bracket_lo_intvty"], a["bracket_hi_intvty"], a["sparse_frontier"]) == (50, None, False)
     note = "MTP is outside its measured range: its frontier ends at 50.0 tok/s/user, below the 55 tok/s/user target"
     assert a["cell_note"] == note and b["cell_note"] is None
-    assert a["cost_sentence"] == f"Off is 100% cheaper per token ({note})"
+    # K/100 against K/200: ratio 2.0, N = 100 → the ratio form
+    assert a["cost_sentence"] == f"Off is 2.0× cheaper per token (MTP costs 100% more) ({note})"
+    assert (a["cell_basis"], a["bracket_ratio"]) == ("clamped", None)
     assert a["tput_sentence"] == f"Off delivers 100% more tok/s/GPU ({note})"
     low = compare(comparison, frontiers, targets=[5])[0]
     assert (low["bracket_lo_intvty"], low["bracket_hi_intvty"]) == (None, 10)
@@ -169,10 +199,10 @@ def test_cli_report_and_ui_tables_say_a_cell_is_not_measured():
     gap = "MTP's values are interpolated across a gap between 10.0 and 50.0 tok/s/user"
     cli = format_comparison(rows, comparison.comparison_id)
     assert f"not measured at the target: {note}" in cli and f"not measured at the target: {gap}" in cli
-    assert f"Off is 100% cheaper per token; Off delivers 100% more tok/s/GPU ({note})" in cli
+    assert f"Off is 2.0× cheaper per token (MTP costs 100% more); Off delivers 100% more tok/s/GPU ({note})" in cli
     assert "10.0–50.0" in cli and "50.0–—" in cli  # the measured points around each target
     ui = comparison_tables_markdown(rows)
-    assert "| 30 | MTP | 465.6 |" in ui and "| sparse |" in ui and "| clamped |" in ui and note in ui
+    assert "| 30 | MTP | 465.6 |" in ui and "| interpolated_gap |" in ui and "| clamped |" in ui and note in ui
     page = sentences(rows[2:4])
     assert "(not measured at this target)" in page[1] and page[2].endswith(f"({note}).")
 

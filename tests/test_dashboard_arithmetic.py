@@ -11,6 +11,7 @@ import pyarrow as pa
 from pipeline.comparisons.band import default_targets, interactivity_band
 from pipeline.ingest.parsers import read_file
 from pipeline.ingest.schema import RUN_COLUMNS, RUN_SCHEMA
+from pipeline.metrics.request_stats import request_stats_view
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import write_table
 from pipeline.metrics.power import POWER_SCHEMA
@@ -46,6 +47,7 @@ def _run_metrics(values: list[dict]) -> list[dict]:
     write_table(conn, "run_power", POWER_SCHEMA.empty_table())
     conn.execute(sql_text("run_gpu_counts"))
     conn.execute(sql_text("run_lengths"))
+    request_stats_view(conn)  # run_request_stats: 1 / p90(E2EL / OSL) from per-request records (none here)
     return conn.sql(sql_text("run_metrics"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()
 
 

@@ -50,6 +50,7 @@ def _row(run_id, day, sweep, conc, x, y, line="L"):
             "model": "dsr1", "isl": 1024, "osl": 1024, "hw": "mi355x", "precision": "fp4", "spec_decoding": "none",
             "framework": "sglang", "spec_metric_source": None, "conc": conc, "run_date": day, "line_id": line,
             "sweep_id": sweep, "median_intvty": x, "x_intvty": x, "benchmark_type": "fixed_seq",
+            "x_intvty_stat": "median_intvty",
             "length_off_nominal": False, "tput_per_gpu": y, "output_tput_per_gpu": y / 2,
             "input_tput_per_gpu": y / 2, "cost_per_mtok_hyperscaler": cost, "cost_per_mtok_neocloud": cost,
             "cost_per_mtok_rental": cost, "tok_s_per_mw": y * 1000 / 2.65, "measured_tok_s_per_mw": None,
@@ -193,6 +194,23 @@ def test_duplicates_only_same_content_or_same_measurement():
     assert find_duplicates([near, raw]) == {}
 
 
+def test_repeat_spread_flags_repeats_that_disagree():
+    """``repeat_spread`` = (max − min) / min of a group's tok/s/GPU; ``repeats_disagree`` above 0.10 (docs/metrics.md
+    section 8a); the point's value stays the mean."""
+    points = frontier_runs(HISTORY, []).to_pylist()
+    b8 = next(p for p in points if p["repeat_group"] == "L|date:2026-07-02|conc=8")
+    assert b8["repeat_spread"] == pytest.approx(20 / 540) and b8["repeats_disagree"] is False  # 540, 560: noise
+    single = next(p for p in points if p["run_id"] == "b4")
+    assert single["repeat_spread"] is None and single["repeats_disagree"] is False
+    for ys, spread, disagree in (((100.0, 110.0), 0.10, False),            # exactly 10 %: not above the limit
+                                 ((100.0, 111.0), 0.11, True),
+                                 ((100.0, 115.0, 104.0), 0.15, True)):     # three runs: max 115 over min 100
+        runs = [_row(f"r{i}", D1, "gha:1", 4, 10.0, y) for i, y in enumerate(ys)]
+        (point,) = frontier_runs(runs, []).to_pylist()
+        assert point["repeat_spread"] == pytest.approx(spread) and point["repeats_disagree"] is disagree
+        assert point["tput_per_gpu"] == pytest.approx(sum(ys) / len(ys))
+
+
 def test_comparison_intervals_and_significance():
     points = [{"median_intvty": 20.0, "x_intvty": 20.0, "tput_per_gpu_ci_lo": 700.0, "tput_per_gpu_ci_hi": 900.0,
                "median_intvty_ci_lo": 19.0, "median_intvty_ci_hi": 21.0},
@@ -223,13 +241,14 @@ def _workflow(row):
 
 
 def _scaled(row, day, workflow, factor):
-    """A copy of an export row re-dated into another sweep with other numbers: throughput × factor, TPOT ÷ √factor."""
+    """A copy of an export row re-dated into another sweep with other numbers: throughput × factor, TPOT, TTFT, ITL
+    and E2EL ÷ √factor (a uniformly faster run, so the output length its latencies imply stays the row's own)."""
     new = copy.deepcopy(row)
     new["date"], new["run_url"] = day.isoformat(), f"https://github.com/SemiAnalysisAI/InferenceX/actions/runs/{workflow}/attempts/1"
     m = new["metrics"]
     for key in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
         m[key] *= factor
-    for key in [k for k in m if k.endswith("_tpot")]:
+    for key in [k for k in m if k.endswith(("_tpot", "_ttft", "_itl", "_e2el"))]:
         m[key] /= factor ** 0.5
     for key in [k for k in m if k.endswith("_intvty") and not k.startswith("std")]:
         m[key] *= factor ** 0.5  # the row's own interactivity stays 1 / TPOT
@@ -256,10 +275,11 @@ def history(real_logs, tmp_path_factory):
     (raw_dir / "inferencex" / "history.json").write_text(json.dumps(export + redated + partial + [repeat]))
     shutil.copy(real_logs / RAW, raw_dir / RAW)
     shutil.copy(real_logs / AGG, raw_dir / AGG)
-    # the raw result's metadata, as the agg row states it (the raw file has only the engine and conc)
+    # the raw result's metadata, as the agg row states it (the raw file has only the engine and conc), and the
+    # length range InferenceX draws from (RANDOM_RANGE_RATIO 0.8: lengths in [0.8·n, n])
     (raw_dir / (RAW + ".meta.json")).write_text(json.dumps({
         "model": "kimik2.5", "hw": "mi355x", "precision": "int4", "spec_decoding": "mtp", "tp": 8, "ep": 1,
-        "isl": 1024, "osl": 1024}))
+        "isl": 1024, "osl": 1024, "random_range_ratio": 0.8}))
     return {"raw_dir": raw_dir, "export": export, "rows": rows, "redated": redated, "partial": partial,
             "repeat": repeat, "day0": day0}
 
@@ -340,7 +360,7 @@ def test_history_from_the_real_export(history, run_pipeline):
              and (t["hw"], t["framework"], t["precision"], t["spec_decoding"]) == (hw, framework, precision, spec)]
     assert len(trend) == 1 and trend[0]["runs"] == expected
 
-    # the raw vLLM result and its agg row: one measurement; the dated raw run is kept
+    # the raw vLLM result and its agg row: one measurement; the raw run, with its request counts, is kept
     quarantine = run.mart("quarantine").to_pylist()
     (dup,) = [q for q in quarantine if q["reason_code"] == "duplicate_run"]
     (raw_run,) = [r for r in runs if r["source_file"] == RAW]

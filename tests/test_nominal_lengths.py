@@ -32,13 +32,13 @@ def test_more_than_ten_percent_off_nominal_is_flagged():
         {"total_input_tokens": 10000, "total_output_tokens": 8000},   # OSL 800 vs 1000: 20 % off
         {"total_input_tokens": 9100, "total_output_tokens": 10000},   # ISL 910: 9 % off, kept
         {"total_input_tokens": 11100, "total_output_tokens": 10000},  # ISL 1110: 11 % over
-        {"total_input_tokens": None, "total_output_tokens": None},    # nothing measured: nothing to flag
+        {"total_input_tokens": None, "total_output_tokens": None},    # neither totals nor latencies: unverified
     )
     assert (exact["mean_input_len"], exact["mean_output_len"], exact["length_off_nominal"]) == (1000, 1000, False)
     assert (osl_20_off["mean_output_len"], osl_20_off["length_off_nominal"]) == (800, True)
     assert (isl_9_off["mean_input_len"], isl_9_off["length_off_nominal"]) == (910, False)
     assert isl_11_over["length_off_nominal"] is True
-    assert unknown["length_off_nominal"] is False
+    assert (unknown["length_check"], unknown["length_off_nominal"]) == ("unverified", True)  # kept off frontiers
 
 
 def _vllm(name: str, spec: str, tpot_ms: float, total: float, output_tokens: int) -> tuple[str, dict]:

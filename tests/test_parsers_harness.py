@@ -348,7 +348,7 @@ def test_harness_files_end_to_end(run_pipeline, tmp_path):
     runs = {r["source_format"]: r for r in result.mart("runs").to_pylist() if r["price_book"] == "inferencex-seed"}
     quarantine = {r["source_file"]: r for r in result.mart("quarantine").to_pylist()
                   if not r["reason_code"].startswith("not_a_run_log:")}
-    assert set(runs) == {"aiperf", "genai_perf", "guidellm", "inference_perf"}
+    assert set(runs) == {"aiperf", "genai_perf", "guidellm", "inference_perf", "llmperf"}
     # 2961.781439682358 tok/s on 1 GPU; interactivity 1 / 0.013248111012987014 s = 75.48245927436056 tok/s/user
     assert runs["aiperf"]["tput_per_gpu"] == pytest.approx(2961.781439682358, rel=1e-12)
     assert runs["aiperf"]["median_intvty"] == pytest.approx(75.48245927436056, rel=1e-12)
@@ -361,7 +361,9 @@ def test_harness_files_end_to_end(run_pipeline, tmp_path):
     # 262.204954787065 tok/s on 1 H100; 1 / 0.0034682437246881946 s = 288.3303710410095 tok/s/user
     assert runs["inference_perf"]["tput_per_gpu"] == pytest.approx(262.204954787065, rel=1e-12)
     assert runs["inference_perf"]["median_intvty"] == pytest.approx(288.3303710410095, rel=1e-12)
-    # LLMPerf has no TPOT, so its run is quarantined by the existing rule rather than given an interactivity
-    assert quarantine["llmperf/together_7b.json"]["reason_code"] == "missing_field:median_tpot_ms"
-    assert quarantine["llmperf/together_7b.json"]["stage"] == "validate"
-    assert set(quarantine) == {"llmperf/together_7b.json"}
+    # LLMPerf has no TPOT: its run is placed by 1 / p90 of inter_token_latency_s (E2EL / OSL per request),
+    # 1 / 0.014966241846958366 s = 66.81709... tok/s/user, named as that statistic
+    assert runs["llmperf"]["median_intvty"] is None
+    assert runs["llmperf"]["x_intvty"] == 1 / 0.014966241846958366
+    assert runs["llmperf"]["x_intvty_stat"] == "e2e_norm_intvty_p90"
+    assert quarantine == {}

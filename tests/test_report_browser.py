@@ -72,10 +72,12 @@ def test_report_pages_load_cleanly_and_show_table_and_chart(report_server):
 def test_sentences_after_an_edit_are_the_python_rule_at_the_typed_targets(report_server, _sample_session_run):
     """Typed targets: the three sentences (at the middle target) and each target's line are what
     ``report.sentences`` / ``report.target_sentence`` say of ``compare()``'s rows at those targets; the tie rule
-    (< 1.01) and half-up percentages are the Python rule's on cells made up at the boundaries."""
+    (< 1.01), half-up percentages, the ratio form at N ≥ 100 and the run-to-run noise wording (95 % intervals,
+    every tier) are the Python rule's (``compare.sentences``) on cells made up at the boundaries."""
     from playwright.sync_api import sync_playwright
 
-    from pipeline.comparisons.compare import _sentences, compare, headline
+    from pipeline.comparisons.compare import compare, headline
+    from pipeline.comparisons.compare import sentences as sentences_rule
     from pipeline.comparisons.report import sentences, slug, target_sentence
     from pipeline.frontiers.points import frontiers_by_side
     from pipeline.frontiers.sides import enumerate_comparisons
@@ -126,17 +128,51 @@ def test_sentences_after_an_edit_are_the_python_rule_at_the_typed_targets(report
         assert "not measured at this target" in " ".join(three)  # the last batch's middle target is clamped
         assert any("outside its measured range" in h for h in heads)
 
-        # the rule itself at its boundaries: tied below a ratio of 1.01, percentages rounded half up
+        # the rule itself at its boundaries: tied below a ratio of 1.01, percentages rounded half up, the ratio form
+        # from N = 100 (1.996 → 2.0×, 2.2177 → 2.2×, 5.07 → 5.1×; 1.99 → 99 % still the dashboard's sentence)
         cases = [(1.0, 1.0099, 100.0, 100.5), (1.0, 1.01, 100.0, 101.0), (2.0, 1.0, 100.0, 102.5),
-                 (1.0, 1.125, 300.0, 200.0), (1.0, 1.005, 100.0, 100.0)]
+                 (1.0, 1.125, 300.0, 200.0), (1.0, 1.005, 100.0, 100.0), (1.0, 1.99, 100.0, 100.0),
+                 (1.0, 1.996, 100.0, 100.0), (2.2177, 1.0, 100.0, 100.0), (1.0, 5.07, 507.0, 100.0)]
         for cost_a, cost_b, tput_a, tput_b in cases:
             cell = {"target_clamped": False, "sparse_frontier": False, "cell_note": None}
             js = page.evaluate("c => window.__comparison.sentences(c)[2]", {
                 "target": 40, "a": {**cell, "cost_per_mtok_hyperscaler": cost_a, "tput_per_gpu": tput_a},
                 "b": {**cell, "cost_per_mtok_hyperscaler": cost_b, "tput_per_gpu": tput_b}})
-            said = _sentences("MTP", "Off", {"cost_per_mtok_hyperscaler": cost_a, "tput_per_gpu": tput_a},
+            said = sentences_rule("MTP", "Off", {"cost_per_mtok_hyperscaler": cost_a, "tput_per_gpu": tput_a},
                               {"cost_per_mtok_hyperscaler": cost_b, "tput_per_gpu": tput_b})
             assert js == f"{said['cost_sentence']}; {said['tput_sentence']}.", (cost_a, cost_b, tput_a, tput_b)
+        # run-to-run noise: cells with 95 % intervals (tok/s/GPU, and cost at each tier), overlapping, touching,
+        # apart, or missing on one side; every tier, with and without a caveat: the one rule, compare.sentences
+        def cell(cost, tput, half, price_lo=None):
+            out = {"tput_per_gpu": tput, "tput_per_gpu_ci_lo": None if half is None else tput - half,
+                   "tput_per_gpu_ci_hi": None if half is None else tput + half}
+            for tier, factor in (("hyperscaler", 1.0), ("neocloud", 1.3), ("rental", 1.6)):
+                out[f"cost_per_mtok_{tier}"] = cost * factor
+                lo, hi = out["tput_per_gpu_ci_lo"], out["tput_per_gpu_ci_hi"]
+                out[f"cost_per_mtok_{tier}_ci_lo"] = None if half is None else cost * factor * tput / hi
+                out[f"cost_per_mtok_{tier}_ci_hi"] = None if half is None else cost * factor * tput / lo
+            return out
+        noise_cases = [(cell(1.0, 100.0, 8.0), cell(1.05, 95.0, 8.0)),     # 5 % apart, intervals overlap
+                       (cell(1.0, 100.0, 2.0), cell(1.25, 80.0, 2.0)),     # 25 % apart, intervals apart
+                       (cell(1.0, 100.0, 10.0), cell(1.0 / 1.2, 120.0, 10.0)),  # touching at 110: overlap
+                       (cell(1.0, 100.0, 8.0), cell(2.5, 40.0, None)),     # one side without interval
+                       (cell(1.0, 100.0, 60.0), cell(3.0, 33.0, 20.0))]    # N ≥ 100 and overlapping
+        for a, b in noise_cases:
+            for tier in ("hyperscaler", "neocloud", "rental"):
+                for caveat in (None, "MTP's values are interpolated across a gap between 8.1 and 65.5 tok/s/user"):
+                    js = page.evaluate("([a, b, tier, caveat]) => window.__comparison.sentenceRule('MTP', 'Off', a, b, "
+                                       "tier, caveat)", [a, b, tier, caveat or ""])
+                    said = sentences_rule("MTP", "Off", a, b, tier=tier, caveat=caveat)
+                    assert js == {"cost": said["cost_sentence"], "tput": said["tput_sentence"]}, (a, b, tier)
+            js = page.evaluate("c => window.__comparison.sentences(c)[2]", {
+                "target": 40, "a": {**a, "target_clamped": False, "cell_basis": "interpolated", "cell_note": None},
+                "b": {**b, "target_clamped": False, "cell_basis": "interpolated", "cell_note": None}})
+            said = sentences_rule("MTP", "Off", a, b)
+            assert js == f"{said['cost_sentence']}; {said['tput_sentence']}."
+        said = [sentences_rule("MTP", "Off", a, b) for a, b in noise_cases]
+        assert "within run-to-run noise on tok/s/GPU (95 % intervals overlap)" in said[0]["tput_sentence"]
+        assert said[1]["tput_sentence"] == "MTP delivers 25% more tok/s/GPU"
+        assert said[4]["cost_sentence"] == "MTP and Off are within run-to-run noise on cost per token (95 % intervals overlap)"
         # Python's number formats, including half-to-even ties on exact doubles and %g's exponent form
         for value, digits in ((2.25, 1), (2.35, 1), (0.125, 2), (1234567.25, 1), (-0.04, 1), (9.96, 1), (0.0005, 3)):
             assert page.evaluate("([v, d]) => window.__comparison.pyFixed(v, d)", [value, digits]) == \

@@ -109,7 +109,7 @@ def test_the_default_reference_is_read_once_from_the_files(monkeypatch):
     assert first.ceiling("h200", "dsr1") == pytest.approx(1.979e15 / 74e9)
     run = _row(tp=1, total_tput_tok_s=26800.0)
     assert ceiling_rule(first)(run)[1].startswith("26800 tok/s/GPU is above the 26743.2 a h200")
-    assert [rule(run) for rule in rules(["h200"])][11][0] == "implausible:tput_per_gpu"
+    assert [rule(run) for rule in rules(["h200"])][12][0] == "implausible:tput_per_gpu"
 
 
 # --- duration ratios and plain ranges --------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def _rule(name_prefix: str):
     """One rule of ``rules()``, by its place in the reporting order."""
     return {
         "total": rules(KNOWN_HW)[1], "tpot": rules(KNOWN_HW)[2], "agentic_x": rules(KNOWN_HW)[3],
-        "gpu_count": rules(KNOWN_HW)[9], "unknown_hw": rules(KNOWN_HW)[7],
+        "gpu_count": rules(KNOWN_HW)[10], "unknown_hw": rules(KNOWN_HW)[8],
     }[name_prefix]
 
 

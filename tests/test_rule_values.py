@@ -11,7 +11,7 @@ import pytest
 from rule_reference import every_rule_on_every_run
 
 from pipeline.comparisons.band import band_phrase, default_targets, interactivity_band
-from pipeline.comparisons.compare import _sentences, compare, headline
+from pipeline.comparisons.compare import compare, headline, sentences
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.frontiers.spline import interpolate, steffen_tangents
@@ -244,7 +244,7 @@ def _cell(cost: float, tput: float) -> dict:
     (1.02, "A is 2% cheaper per token"),  # a 1.05 threshold would call this a tie
 ])
 def test_cost_tie_threshold_on_both_sides_of_1_01(cost_b, sentence):
-    assert _sentences("A", "B", _cell(1.0, 500.0), _cell(cost_b, 500.0))["cost_sentence"] == sentence
+    assert sentences("A", "B", _cell(1.0, 500.0), _cell(cost_b, 500.0))["cost_sentence"] == sentence
 
 
 @pytest.mark.parametrize("tput_a, sentence", [
@@ -254,15 +254,15 @@ def test_cost_tie_threshold_on_both_sides_of_1_01(cost_b, sentence):
     (1020.0, "A delivers 2% more tok/s/GPU"),
 ])
 def test_throughput_tie_threshold_on_both_sides_of_1_01(tput_a, sentence):
-    assert _sentences("A", "B", _cell(1.0, tput_a), _cell(1.0, 1000.0))["tput_sentence"] == sentence
+    assert sentences("A", "B", _cell(1.0, tput_a), _cell(1.0, 1000.0))["tput_sentence"] == sentence
 
 
 def test_sentence_percentages_round_half_up_not_bankers():
     # cost 1.125 vs 1.0: (1.125 − 1)·100 = 12.5 exactly → 13 (banker's: 12); B is the cheaper side
     # tok/s/GPU 1000 vs 1125: 12.5 → 13, B faster; 1.625 vs 1.0 and 1625 vs 1000: 62.5 → 63 (banker's: 62)
-    s = _sentences("A", "B", _cell(1.125, 1000.0), _cell(1.0, 1125.0))
+    s = sentences("A", "B", _cell(1.125, 1000.0), _cell(1.0, 1125.0))
     assert s == {"cost_sentence": "B is 13% cheaper per token", "tput_sentence": "B delivers 13% more tok/s/GPU"}
-    s = _sentences("A", "B", _cell(1.625, 1625.0), _cell(1.0, 1000.0), caveat="note")
+    s = sentences("A", "B", _cell(1.625, 1625.0), _cell(1.0, 1000.0), caveat="note")
     assert s == {"cost_sentence": "B is 63% cheaper per token (note)", "tput_sentence": "A delivers 63% more tok/s/GPU (note)"}
 
 
@@ -422,8 +422,8 @@ def test_gpu_count_and_metadata_rules():
     assert check_run(_good_run(0, tp=None, reported_tput_per_gpu=500.0), _rules()) is None
     disagg = _good_run(0, disagg=True, tp=None, num_prefill_gpu=0, num_decode_gpu=None)
     code, detail = check_run(disagg, _rules())
-    assert code == "missing_metadata:num_prefill_gpu"
-    assert detail.startswith("missing_metadata:num_prefill_gpu: GPU count needs num_prefill_gpu, num_decode_gpu")
+    assert code == "missing_metadata:num_decode_gpu"  # the decode GPUs first: they divide the output throughput
+    assert detail.startswith("missing_metadata:num_decode_gpu: GPU count needs num_decode_gpu, num_prefill_gpu")
     assert check_run(_good_run(0, disagg=True, tp=None, num_prefill_gpu=2, num_decode_gpu=6), _rules()) is None
     # agentic runs need no ISL/OSL, fixed-sequence runs do
     agentic = _good_run(0, benchmark_type="agentic_traces", isl=None, osl=None, e2e_norm_intvty_p90=2.0)
@@ -609,10 +609,13 @@ def test_comparison_row_every_column_by_hand():
         "kind": "spec_decoding", "title": "MI355X FP4: MTP vs Off", "model": "dsr1", "isl": 1024, "osl": 1024,
         "side": "a", "side_label": "MTP", "side_id": comparison.a.side_id, "hw": "mi355x", "precision": "fp4",
         "spec_decoding": "mtp", "framework": comparison.a.framework, "benchmark_type": "fixed_seq",
+        "x_intvty_stat": "median_intvty",  # derived: these hand-built runs carry no x_intvty_stat
         "side_runs": 2, "excluded_runs": 0, "frontier_points": 1,
         "band_min": 20.0, "band_max": 30.0, "band_is_union": False, "band_display_min": 20, "band_display_max": 30,
         "target_index": 2, "target_intvty": 25.0, "evaluated_intvty": 30.0, "target_clamped": True,
         "bracket_lo_intvty": None, "bracket_hi_intvty": 30.0,
+        "bracket_ratio": None, "bracket_lo_repeat_spread": None, "bracket_hi_repeat_spread": None,  # clamped
+        "cell_basis": "clamped",
         "tput_per_gpu": 1000.0, "output_tput_per_gpu": 500.0, "input_tput_per_gpu": 500.0,
         "cost_per_mtok_hyperscaler": H / (1000 * 3600 / 1e6), "cost_per_mtok_neocloud": H / (1000 * 3600 / 1e6),
         "cost_per_mtok_rental": H / (1000 * 3600 / 1e6),
@@ -629,6 +632,7 @@ def test_comparison_row_every_column_by_hand():
         # single runs, no repeats: no interval, nothing to call significant
         "repeat_points": 0, "tput_per_gpu_ci_lo": None, "tput_per_gpu_ci_hi": None, "median_intvty_ci_lo": None,
         "median_intvty_ci_hi": None, "difference_significant": None,
+        **{f"cost_per_mtok_{t}_ci_{e}": None for t in ("hyperscaler", "neocloud", "rental") for e in ("lo", "hi")},
     }
     # Off at 25, halfway between 10 and 40 (h = 30): two-point Steffen tangents m0 = 1.5·s, m1 = 0.75·s, and
     # at u = ½ the Hermite value is ½(y0 + y1) + ⅛·h·(m0 − m1) = ½(y0 + y1) + 3.75·0.75·s.
@@ -639,6 +643,7 @@ def test_comparison_row_every_column_by_hand():
     assert b["implied_cost_per_mtok_hyperscaler"] == pytest.approx(K / 725, rel=1e-12)
     assert (b["sparse_frontier"], b["cell_note"], b["frontier_points"], b["side_runs"]) == (True, note_b, 2, 2)
     assert (b["bracket_lo_intvty"], b["bracket_hi_intvty"], b["target_clamped"]) == (10.0, 40.0, False)
+    assert (b["bracket_ratio"], b["cell_basis"]) == (4.0, "interpolated_gap")  # 40 / 10 > 1.5
     assert (b["spec_decoding"], b["side_label"], b["side_id"]) == ("none", "Off", comparison.b.side_id)
     # a side without a frontier: no rows
     assert compare(comparison, {comparison.a.side_id: frontiers[comparison.a.side_id]}) == []

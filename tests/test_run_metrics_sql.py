@@ -5,6 +5,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.ingest.schema import RUN_COLUMNS, RUN_SCHEMA
+from pipeline.metrics.request_stats import request_stats_view
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import write_table
 from pipeline.metrics.power import POWER_SCHEMA
@@ -25,6 +26,7 @@ def _metrics(*runs: dict, power: list[dict] = ()) -> list[dict]:
     write_table(conn, "run_power", pa.Table.from_pylist(list(power), schema=POWER_SCHEMA))
     conn.execute(sql_text("run_gpu_counts"))
     conn.execute(sql_text("run_lengths"))
+    request_stats_view(conn)  # run_request_stats: 1 / p90(E2EL / OSL) from per-request records (none here)
     return conn.sql(sql_text("run_metrics"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()
 
 

@@ -12,7 +12,8 @@ D1, D2 = dt.date(2026, 7, 1), dt.date(2026, 7, 2)
 def _run(date, x, y, conc, framework="sglang"):
     cost = 1.48 / (y * 3600 / 1e6)
     return {"price_book": "seed", "model": "dsr1", "isl": 1024, "osl": 1024, "hw": "mi355x", "framework": framework,
-            "precision": "fp4", "spec_decoding": "none", "benchmark_type": "fixed_seq", "run_date": date,
+            "precision": "fp4", "spec_decoding": "none", "benchmark_type": "fixed_seq", "x_intvty_stat": "median_intvty",
+            "run_date": date,
             "x_intvty": x, "conc": conc,
             "tput_per_gpu": y, "output_tput_per_gpu": y / 2, "cost_per_mtok_hyperscaler": cost,
             "cost_per_mtok_neocloud": cost, "cost_per_mtok_rental": cost, "tok_s_per_mw": y * 1000 / 2.65,

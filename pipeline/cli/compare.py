@@ -23,8 +23,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pipeline.comparisons.band import round_half_up
-from pipeline.comparisons.compare import COMPARISON_SCHEMA, TIE_RATIO, compare, headline
+from pipeline.comparisons.compare import COMPARISON_SCHEMA, GAP_RATIO, compare, headline, sentences
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import POOLED, Comparison, Side, side_label
 from pipeline.ingest.keys import (
@@ -96,8 +95,8 @@ class Catalog:
         runs: the fixed-sequence runs, the ones a comparison on the command line reads.
         price_books: every price book of the mart, sorted.
         agentic_runs: the agentic-trace runs (``benchmark_type`` = ``agentic_traces``, ISL/OSL null): listed by
-            ``--list``; their comparisons, on E2E-normalized interactivity, are in the comparisons mart and the
-            report.
+            ``--list``; their comparisons, on their runs' ``x_intvty_stat`` (E2E-normalized interactivity, or the
+            stand-in mean OSL / p90 E2EL; never the two on one axis), are in the comparisons mart and the report.
     """
 
     runs: list[dict[str, Any]]
@@ -272,27 +271,46 @@ def format_list(rows: Sequence[Mapping[str, Any]], price_books: Sequence[str], p
     lines.append("a side fixes hw and precision; spec_decoding and framework default to all (pooled)")
     if any(r["benchmark_type"] != FIXED_SEQ for r in rows):
         lines.append(f"{AGENTIC_TRACES} sides have no ISL/OSL (—): their comparisons, on E2E-normalized "
-                     "interactivity, are in comparisons.parquet and the report; compare reads fixed_seq sides")
+                     "interactivity or, for runs without it, on the stand-in mean OSL / p90 E2EL (x_intvty_stat), "
+                     "are in comparisons.parquet and the report; compare reads fixed_seq sides")
     return "\n".join(lines)
 
 
 def tier_cost_sentence(a: Mapping[str, Any], b: Mapping[str, Any], tier: str) -> str:
-    """The pages' cost sentence for ``tier`` (a row pair of one target): "<label> is N% cheaper per token" or tied
-    within 1 %, the same rule as ``pipeline.comparisons.compare``'s hyperscaler sentence."""
-    cost_a, cost_b = a[f"cost_per_mtok_{tier}"], b[f"cost_per_mtok_{tier}"]
-    if cost_a is None or cost_b is None:
-        return f"no {tier} price for one side"
-    ratio = max(cost_a, cost_b) / min(cost_a, cost_b)
-    if ratio < TIE_RATIO:
-        return f"{a['side_label']} and {b['side_label']} are essentially tied on {tier} cost per token"
-    cheaper = a["side_label"] if cost_a <= cost_b else b["side_label"]
-    return f"{cheaper} is {round_half_up((ratio - 1) * 100)}% cheaper per token at {tier} prices"
+    """The pages' cost sentence for ``tier`` of a row pair at one target (side a's and side b's
+    ``COMPARISON_SCHEMA`` rows), without the caveat: ``pipeline.comparisons.compare.sentences``, the one rule of
+    every tier ("MTP is 20% cheaper per token at rental prices", "… 2.2× cheaper per token at rental prices (Off
+    costs 122% more)", tied below 1 %, "within run-to-run noise" where the sides' 95 % cost intervals overlap, "no
+    <tier> price for one side")."""
+    return sentences(a["side_label"], b["side_label"], a, b, tier=tier)["cost_sentence"]
+
+
+def tier_headline(a: Mapping[str, Any], b: Mapping[str, Any], tier: str) -> str:
+    """A row pair's two sentences at ``tier`` as one line with the cells' caveat once at the end (``headline`` of
+    ``sentences``); at the hyperscaler tier this is the mart's ``headline``."""
+    said = sentences(a["side_label"], b["side_label"], a, b, tier=tier, caveat=b["sentence_caveat"])
+    return headline({**b, **said})
+
+
+def interval_line(row: Mapping[str, Any], tier: str) -> str | None:
+    """A cell's 95 % intervals (repeats) as one line for the table, or None when the side has none: "95 % interval
+    (repeats): 1690.2–1752.4 tok/s/GPU; $0.230–$0.243 per M tok" (the cost at ``tier``; docs/metrics.md 11)."""
+    lo, hi = row.get("tput_per_gpu_ci_lo"), row.get("tput_per_gpu_ci_hi")
+    if lo is None or hi is None:
+        return None
+    line = f"95 % interval (repeats): {lo:.1f}–{hi:.1f} tok/s/GPU"
+    cost_lo, cost_hi = row.get(f"cost_per_mtok_{tier}_ci_lo"), row.get(f"cost_per_mtok_{tier}_ci_hi")
+    if cost_lo is not None and cost_hi is not None:
+        line += f"; ${cost_lo:.3f}–${cost_hi:.3f} per M tok"
+    return line
 
 
 def format_comparison(rows: list[dict], comparison_id: str, tier: str = "hyperscaler") -> str:
     """One comparison as a terminal table: per target, both sides' throughput, ``tier`` cost, tok/s/MW,
-    concurrency, the measured frontier points bracketing the target; a target marked ``*`` is clamped to the
-    side's frontier end and ``~`` is sparse (both explained under the cell by its ``cell_note``)."""
+    concurrency, the measured frontier points bracketing the target; the mark follows ``cell_basis``: ``*``
+    clamped to the side's frontier end, ``~`` interpolated across a gap (both explained under the cell by its
+    ``cell_note``, as is a bracketing point averaging disagreeing repeats); a cell whose side has 95 % intervals
+    (repeats) gets a line with them (``interval_line``); the sentences are ``sentences`` at ``tier``."""
     mine = [r for r in rows if r["comparison_id"] == comparison_id]
     first = mine[0]
     header = (f"{first['title']}  ({first['model']}, ISL/OSL {first['isl']}/{first['osl']}; band "
@@ -301,7 +319,7 @@ def format_comparison(rows: list[dict], comparison_id: str, tier: str = "hypersc
     for row in mine[:2]:
         if row["excluded_runs"]:
             out.append(f"{'':>8} {row['side_label']}: {row['excluded_runs']} run(s) left off the frontier "
-                       "(measured ISL/OSL more than 10 % off nominal)")
+                       "(lengths not shown to be the nominal ISL/OSL, or placed by another x-axis statistic)")
     if tier != "hyperscaler":
         out[0] += f"; $/M tok at {tier} prices"
     w = max(10, *(len(r["side_label"]) for r in mine))
@@ -315,7 +333,7 @@ def format_comparison(rows: list[dict], comparison_id: str, tier: str = "hypersc
         measured = "—" if row["measured_tok_s_per_mw"] is None else f"{row['measured_tok_s_per_mw']:,.0f}"
         lo, hi = row["bracket_lo_intvty"], row["bracket_hi_intvty"]
         bracket = f"{'—' if lo is None else f'{lo:.1f}'}–{'—' if hi is None else f'{hi:.1f}'}"
-        mark = "*" if row["target_clamped"] else "~" if row["sparse_frontier"] else " "
+        mark = {"clamped": "*", "interpolated_gap": "~"}.get(row["cell_basis"], " ")
         marked = marked or mark != " "
         cost = row[f"cost_per_mtok_{tier}"]
         out.append(
@@ -324,19 +342,21 @@ def format_comparison(rows: list[dict], comparison_id: str, tier: str = "hypersc
             f" {measured:>18} {bracket:>16}"
         )
         if row["cell_note"]:
-            out.append(f"{'':>8} not measured at the target: {row['cell_note']}")
+            head = "not measured at the target" if mark != " " else "note"
+            out.append(f"{'':>8} {head}: {row['cell_note']}")
+        interval = interval_line(row, tier)
+        if interval:
+            out.append(f"{'':>8} {interval}")
         if row["side"] == "b" and row["target_index"] == len(by_target) and row["cross_engine"]:
             out.append(f"{'':>8} caveat: spec-decoding points come from engines whose acceptance rates are not "
                        "defined the same way (cross_engine)")
         if row["side"] == "b":
-            said = headline(row)
-            if tier != "hyperscaler":
-                pair = by_target[row["target_index"]]
-                said = f"{tier_cost_sentence(pair['a'], row, tier)}; {row['tput_sentence']}"
+            said = tier_headline(by_target[row["target_index"]]["a"], row, tier)
             out.append(f"{'':>8} at {row['target_intvty']:.0f} tok/s/user ({row['band_phrase']}): {said}")
     if marked:
         out.append("* target outside the side's frontier: the value is the frontier end's (clamped), not measured "
-                   "at the target; ~ frontier points too far apart around the target (sparse)")
+                   f"at the target; ~ interpolated across a gap: the measured points around the target are more than "
+                   f"{GAP_RATIO:g}× apart, or its splined cost and tok/s/GPU disagree (sparse)")
     return "\n".join(out)
 
 

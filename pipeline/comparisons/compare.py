@@ -1,9 +1,11 @@
 """Matched-interactivity comparisons: both sides' frontiers splined at the same target interactivities, with
 the seed pages' band, targets and sentences (one ``COMPARISON_SCHEMA`` row per comparison, target and side).
 
-Every cell says how it was obtained: the measured frontier points that bracket its target, whether the target was
-clamped to the side's frontier, and whether the splined cost and throughput disagree (``sparse_frontier``); no
-sentence presents a clamped or sparse value as measured.
+Every cell says how it was obtained: the measured frontier points that bracket its target and how far apart they
+are (``bracket_ratio``), whether the target was clamped to the side's frontier, whether the splined cost and
+throughput disagree (``sparse_frontier``), all summed up in ``cell_basis``, and whether a bracketing point averages
+repeats that disagree; no sentence presents a clamped or gap-bridging value as measured, and no sentence says "N%
+more" where both sides' 95 % intervals overlap (``sentences``: the one rule for every tier and price book).
 
 Interactivity is each frontier's x-axis (``x_intvty``): median interactivity for fixed-sequence sides,
 E2E-normalized interactivity for agentic-trace sides; both sides of a comparison have the same benchmark type.
@@ -12,6 +14,7 @@ E2E-normalized interactivity for agentic-trace sides; both sides of a comparison
 from __future__ import annotations
 
 import bisect
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -28,6 +31,7 @@ from pipeline.comparisons.band import (
 from pipeline.comparisons.confidence import (
     COMPARISON_CI_COLUMNS,
     difference_significant,
+    intervals_apart,
     side_intervals,
 )
 from pipeline.frontiers.points import (
@@ -37,6 +41,7 @@ from pipeline.frontiers.points import (
     frontiers_by_side,
     with_slo,
 )
+from pipeline.frontiers.latest import REPEAT_SPREAD_LIMIT
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
 from pipeline.frontiers.spline import grouped_steffen_tangents, monotone_spline
 
@@ -44,10 +49,25 @@ from pipeline.frontiers.spline import grouped_steffen_tangents, monotone_spline
 # flagged cross_engine (the seed pages warn acceptance rates are not comparable across engines).
 ENGINE_FAMILY = {"vllm": "vllm", "dynamo-vllm": "vllm", "sglang": "sglang", "dynamo-sglang": "sglang",
                  "mori-sglang": "sglang", "trtllm": "trtllm", "dynamo-trt": "trtllm", "atom": "atom"}
+# Rule: two values whose larger / smaller is below this ratio are "essentially tied" (the seed pages' sentences).
+# Why: a 1 % difference is within what a re-run moves, and the dashboard says "tied" below it.
 TIE_RATIO = 1.01
+# compare logs each comparison it leaves without rows because its sides' x-axes hold different statistics
+_log = logging.getLogger(__name__)
 # A cell whose splined cost and throughput-implied cost differ by more than this ratio is flagged sparse_frontier:
 # cost and tok/s/GPU are splined separately, and across a wide gap between two frontier points they stop agreeing.
 SPARSE_RATIO = 1.05
+# Rule: a cell whose measured neighbours are more than this ratio apart (bracket_hi_intvty / bracket_lo_intvty >
+# 1.5) is "interpolated across a gap" (cell_basis interpolated_gap), whatever the splines agree on. Why: between
+# points that far apart the curve is the spline's guess, not a measurement; splines that happen to agree (cost and
+# tok/s/GPU read off the same guess) do not make it one (a real SGLang frontier splined between 8.1 and 65.5
+# tok/s/user gave "4% more" where a log-log reading of the same gap gives 30 %).
+GAP_RATIO = 1.5
+# REPEAT_SPREAD_LIMIT (0.10, pipeline/frontiers/latest.py, where the frontier point is flagged): a repeat group whose
+# members' tok/s/GPU differ by more than 10 % ((max − min) / min) disagrees; a cell bracketed by such a point says so
+# in its note. Imported above, defined once.
+# How a cell was read off its side's frontier (column cell_basis, ``cell_basis``).
+CELL_BASES = ("measured", "interpolated", "interpolated_gap", "clamped")
 
 
 COMPARISON_SCHEMA = pa.schema(
@@ -68,6 +88,7 @@ COMPARISON_SCHEMA = pa.schema(
         ("spec_decoding", pa.string()),
         ("framework", pa.string()),
         ("benchmark_type", pa.string()),
+        ("x_intvty_stat", pa.string()),
         ("side_runs", pa.int32()),
         ("excluded_runs", pa.int32()),
         ("frontier_points", pa.int32()),
@@ -82,9 +103,13 @@ COMPARISON_SCHEMA = pa.schema(
         ("target_clamped", pa.bool_()),
         ("bracket_lo_intvty", pa.float64()),
         ("bracket_hi_intvty", pa.float64()),
+        ("bracket_ratio", pa.float64()),
+        ("bracket_lo_repeat_spread", pa.float64()),
+        ("bracket_hi_repeat_spread", pa.float64()),
         *[(m, pa.float64()) for m in SPLINED_METRICS + OPTIONAL_METRICS],
         ("implied_cost_per_mtok_hyperscaler", pa.float64()),
         ("sparse_frontier", pa.bool_()),
+        ("cell_basis", pa.string()),
         ("cell_note", pa.string()),
         ("measured_power_coverage", pa.float64()),
         ("cross_engine", pa.bool_()),
@@ -111,12 +136,15 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
     (``pipeline.comparisons.confidence``; null unless every frontier point of the side is a repeat mean).
 
     Honest cells: ``bracket_lo_intvty``/``bracket_hi_intvty`` are the side's measured frontier points around the
-    target (equal when the target is a point; null beyond the end the target lies past, with ``target_clamped``);
-    ``implied_cost_per_mtok_hyperscaler`` is the cost the splined tok/s/GPU implies at the side's $/GPU-h, and
-    ``sparse_frontier`` is True when it and the splined cost differ by more than ``SPARSE_RATIO``. The splined
-    values stay in their columns (the seed pages' numbers); ``cell_note`` says in words which side is outside its
-    measured range and where its frontier ends, or across which gap a value is interpolated, and both sentences
-    end with those notes in parentheses (``sentence_caveat``).
+    target (equal when the target is a point; null beyond the end the target lies past, with ``target_clamped``)
+    and ``bracket_ratio`` their ratio hi / lo; ``implied_cost_per_mtok_hyperscaler`` is the cost the splined
+    tok/s/GPU implies at the side's $/GPU-h, and ``sparse_frontier`` is True when it and the splined cost differ
+    by more than ``SPARSE_RATIO``; ``cell_basis`` sums them up (``cell_basis``); ``bracket_lo_repeat_spread`` /
+    ``bracket_hi_repeat_spread`` are the bracketing points' repeat spreads. The splined values stay in their columns
+    (the seed pages' numbers); ``cell_note`` says in words which side is outside its measured range and where its
+    frontier ends, across which gap a value is interpolated, or which bracketing point averages repeats that
+    disagree, and both sentences end with those notes in parentheses (``sentence_caveat``). The sentences are
+    ``sentences``' (hyperscaler tier): "within run-to-run noise" where both sides' 95 % intervals overlap.
 
     Args:
         comparison: the two sides.
@@ -126,10 +154,16 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
             at once, ``side_curves``, so a side in several comparisons is splined once); a side not in it is
             splined here. The values are the same without it.
     Returns:
-        [] when a side has no frontier.
+        [] when a side has no frontier, or when the two frontiers' ``x_intvty_stat`` differ (logged).
     """
     fa, fb = frontiers.get(comparison.a.side_id), frontiers.get(comparison.b.side_id)
     if not fa or not fb:
+        return []
+    if fa[0].get("x_intvty_stat") != fb[0].get("x_intvty_stat"):
+        # two x-axes holding different statistics (an agentic side on 1 / p90(E2EL / OSL), the other on the stand-in
+        # mean OSL / p90 E2EL) are not read at one target: no rows (docs/metrics.md section 4a)
+        _log.info("%s not compared: x-axes hold %s and %s", comparison.comparison_id,
+                  fa[0].get("x_intvty_stat"), fb[0].get("x_intvty_stat"))
         return []
     lo, hi, is_union = interactivity_band(
         [fa[0]["side_intvty_min"], fa[0]["side_intvty_max"]], [fb[0]["side_intvty_min"], fb[0]["side_intvty_max"]]
@@ -154,7 +188,8 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
         a_vals, b_vals = values["a"][1][t_index], values["b"][1][t_index]
         notes = {key: cell_note(labels[key], float(target), values[key][1][t_index]) for key in ("a", "b")}
         caveat = "; ".join(n for n in notes.values() if n) or None
-        sentences = _sentences(comparison.label_a, comparison.label_b, a_vals, b_vals, caveat)
+        said = sentences(comparison.label_a, comparison.label_b, {**a_vals, **intervals["a"][t_index]},
+                         {**b_vals, **intervals["b"][t_index]}, caveat=caveat)
         for key, side, label, points in (("a", comparison.a, comparison.label_a, fa),
                                          ("b", comparison.b, comparison.label_b, fb)):
             evaluated, metrics = values[key][0][t_index], values[key][1][t_index]
@@ -164,7 +199,7 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "model": side.model, "isl": side.isl, "osl": side.osl, "side": key, "side_label": label,
                 "side_id": side.side_id, "hw": side.hw, "precision": side.precision,
                 "spec_decoding": side.spec_decoding, "framework": side.framework,
-                "benchmark_type": side.benchmark_type,
+                "benchmark_type": side.benchmark_type, "x_intvty_stat": points[0].get("x_intvty_stat"),
                 "side_runs": per_side[key]["side_runs"], "excluded_runs": per_side[key]["excluded_runs"],
                 "frontier_points": per_side[key]["frontier_points"],
                 "band_min": lo, "band_max": hi, "band_is_union": is_union,
@@ -173,7 +208,7 @@ def compare(comparison: Comparison, frontiers: Mapping[str, Sequence[Mapping[str
                 "target_clamped": bool(evaluated != target), **metrics, "cell_note": notes[key],
                 "measured_power_coverage": per_side[key]["measured_power_coverage"],
                 "cross_engine": cross_engine,
-                "band_phrase": band_phrase(target, lo, hi), **sentences, "sentence_caveat": caveat,
+                "band_phrase": band_phrase(target, lo, hi), **said, "sentence_caveat": caveat,
                 "repeat_points": per_side[key]["repeat_points"], **intervals[key][t_index],
                 "difference_significant": difference_significant(intervals["a"][t_index], intervals["b"][t_index]),
             })
@@ -289,8 +324,8 @@ def _curve(curves: Mapping[tuple[str, str], SideCurve] | None, side_id: str,
 def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float],
               curve: SideCurve) -> tuple[list[float], list[dict]]:
     """Per target: the clamped interactivity and every metric splined along one side's frontier (``curve``, one
-    spline object for all metrics; an optional metric with a hole is None), with the cell's bracket and sparse
-    flag.
+    spline object for all metrics; an optional metric with a hole is None), with the cell's bracket (``_bracket``),
+    sparse flag and ``cell_basis``.
 
     The side's $/GPU-h (hyperscaler) is recovered as cost × tok/s/GPU × 3600 / 1e6 at its first frontier point (the
     product is the same at every point of one GPU and price book), so the implied cost at a target is that price
@@ -300,51 +335,99 @@ def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float],
     values = curve.at(targets, clamp=True)
     price_per_mtok = points[0]["cost_per_mtok_hyperscaler"] * points[0]["tput_per_gpu"]  # = $/GPU-h / 0.0036
     x_list = x.tolist()  # bisected per target: a few µs less than array searches on a frontier of ~10 points
+    spreads = [p.get("repeat_spread") for p in points]
     rows = [dict.fromkeys(SPLINED_METRICS + OPTIONAL_METRICS) for _ in targets]
     for row, target, at_target in zip(rows, targets, values):
         row.update(zip(curve.splined, map(float, at_target)))
-        row.update(_bracket(x_list, float(target)))
+        row.update(_bracket(x_list, float(target), spreads))
         implied = price_per_mtok / row["tput_per_gpu"]
         splined_cost = row["cost_per_mtok_hyperscaler"]
         row["implied_cost_per_mtok_hyperscaler"] = implied
         row["sparse_frontier"] = bool(max(implied, splined_cost) / min(implied, splined_cost) > SPARSE_RATIO)
+        row["cell_basis"] = cell_basis(row)
     return evaluated, rows
 
 
-def _bracket(x: list[float], target: float) -> dict[str, float | None]:
+def _bracket(x: list[float], target: float, spreads: Sequence[float | None] | None = None) -> dict[str, Any]:
     """The measured frontier points around ``target``: the last x ≤ target and the first x ≥ target (the same
-    point when the target is one; None on the side the target lies beyond the frontier, both for a NaN target).
-    ``x``: the side's frontier interactivities (tok/s/user), strictly increasing."""
+    point when the target is one; None on the side the target lies beyond the frontier, both for a NaN target),
+    their ratio hi / lo (``bracket_ratio``, 1.0 on a point, None unless both exist) and each one's
+    ``repeat_spread`` (``bracket_lo_repeat_spread``/``_hi_``; None where the point is no repeat group or absent).
+    ``x``: the side's frontier interactivities (tok/s/user), strictly increasing; ``spreads``: the points'
+    ``repeat_spread`` in the same order (default: none)."""
     if target != target:  # NaN: no point is on either side of it
-        return {"bracket_lo_intvty": None, "bracket_hi_intvty": None}
+        return {"bracket_lo_intvty": None, "bracket_hi_intvty": None, "bracket_ratio": None,
+                "bracket_lo_repeat_spread": None, "bracket_hi_repeat_spread": None}
     below, above = bisect.bisect_right(x, target), bisect.bisect_left(x, target)
-    return {"bracket_lo_intvty": x[below - 1] if below else None,
-            "bracket_hi_intvty": x[above] if above < len(x) else None}
+    lo = x[below - 1] if below else None
+    hi = x[above] if above < len(x) else None
+    spread = (lambda i: None) if spreads is None else (lambda i: spreads[i])
+    return {"bracket_lo_intvty": lo, "bracket_hi_intvty": hi,
+            "bracket_ratio": None if lo is None or hi is None else hi / lo,
+            "bracket_lo_repeat_spread": spread(below - 1) if lo is not None else None,
+            "bracket_hi_repeat_spread": spread(above) if hi is not None else None}
+
+
+def cell_basis(cell: Mapping[str, Any]) -> str:
+    """How a side's value at a target was obtained (docs/metrics.md section 12a), one of ``CELL_BASES``:
+
+    - ``clamped``: the target lies outside the side's frontier (a bracket end is None; the value is the end point's);
+    - ``measured``: the target is a frontier point (``bracket_lo_intvty`` = ``bracket_hi_intvty``);
+    - ``interpolated_gap``: between two points more than ``GAP_RATIO`` (1.5×) apart (``bracket_ratio`` > 1.5), or
+      where the splined cost and tok/s/GPU disagree (``sparse_frontier``);
+    - ``interpolated``: between two points at most 1.5× apart whose splines agree.
+
+    Args:
+        cell: ``bracket_lo_intvty``, ``bracket_hi_intvty`` (tok/s/user or None), ``bracket_ratio`` (may be absent:
+            computed from the bracket) and ``sparse_frontier``.
+    """
+    lo, hi = cell["bracket_lo_intvty"], cell["bracket_hi_intvty"]
+    if lo is None or hi is None:
+        return "clamped"
+    if lo == hi:
+        return "measured"
+    ratio = cell.get("bracket_ratio")
+    ratio = hi / lo if ratio is None else ratio
+    return "interpolated_gap" if ratio > GAP_RATIO or cell["sparse_frontier"] else "interpolated"
 
 
 def cell_note(label: str, target: float, cell: Mapping[str, Any]) -> str | None:
-    """How a side's value at ``target`` was obtained, in words, or None when it lies between two measured points
-    that agree (throughput-implied cost within ``SPARSE_RATIO`` of the splined cost).
+    """How a side's value at ``target`` was obtained, in words, or None when it is measured or lies between two
+    measured points at most ``GAP_RATIO`` apart that agree, and no bracketing point averages disagreeing repeats
+    (docs/metrics.md section 12a).
 
     Args:
         label: the side's label ("MTP").
         target: the requested interactivity (tok/s/user).
-        cell: the side's splined values with ``bracket_lo_intvty``, ``bracket_hi_intvty``, ``sparse_frontier``.
+        cell: the side's cell: ``bracket_lo_intvty``, ``bracket_hi_intvty``, ``sparse_frontier``, and optionally
+            ``cell_basis`` (else computed, ``cell_basis``) and ``bracket_lo_repeat_spread`` /
+            ``bracket_hi_repeat_spread`` (the bracketing points' (max − min) / min of tok/s/GPU over their repeats).
     Returns:
-        "MTP is outside its measured range: its frontier ends at 17.8 tok/s/user, below the 124 tok/s/user
-        target", "… starts at …, above the …", or "Off's values are interpolated across a gap between 20.1 and
-        95.3 tok/s/user"; None otherwise.
+        By ``cell_basis``: "MTP is outside its measured range: its frontier ends at 17.8 tok/s/user, below the 124
+        tok/s/user target" (or "starts at …, above the …") when clamped, "Off's values are interpolated across a
+        gap between 20.1 and 95.3 tok/s/user" for ``interpolated_gap``; then, joined by "; ", for each bracketing
+        point whose repeat spread exceeds ``REPEAT_SPREAD_LIMIT``: "MTP's point at 45.2 tok/s/user averages repeats
+        14% apart in tok/s/GPU" (N rounded half up). None when there is nothing to say.
     """
     lo, hi = cell["bracket_lo_intvty"], cell["bracket_hi_intvty"]
-    if hi is None:
-        return (f"{label} is outside its measured range: its frontier ends at {lo:.1f} tok/s/user, below the "
-                f"{target:g} tok/s/user target")
-    if lo is None:
-        return (f"{label} is outside its measured range: its frontier starts at {hi:.1f} tok/s/user, above the "
-                f"{target:g} tok/s/user target")
-    if cell["sparse_frontier"]:
-        return f"{label}'s values are interpolated across a gap between {lo:.1f} and {hi:.1f} tok/s/user"
-    return None
+    basis = cell.get("cell_basis") or cell_basis(cell)
+    parts = []
+    if basis == "clamped" and hi is None and lo is not None:
+        parts.append(f"{label} is outside its measured range: its frontier ends at {lo:.1f} tok/s/user, below the "
+                     f"{target:g} tok/s/user target")
+    elif basis == "clamped" and lo is None and hi is not None:
+        parts.append(f"{label} is outside its measured range: its frontier starts at {hi:.1f} tok/s/user, above "
+                     f"the {target:g} tok/s/user target")
+    elif basis == "interpolated_gap":
+        parts.append(f"{label}'s values are interpolated across a gap between {lo:.1f} and {hi:.1f} tok/s/user")
+    seen = set()
+    for x, spread in ((lo, cell.get("bracket_lo_repeat_spread")), (hi, cell.get("bracket_hi_repeat_spread"))):
+        if x is None or x in seen or spread is None or not spread > REPEAT_SPREAD_LIMIT:
+            continue
+        seen.add(x)
+        parts.append(f"{label}'s point at {x:.1f} tok/s/user averages repeats {round_half_up(spread * 100)}% apart "
+                     "in tok/s/GPU")
+    return "; ".join(parts) or None
 
 
 def headline(row: Mapping[str, Any]) -> str:
@@ -357,24 +440,64 @@ def headline(row: Mapping[str, Any]) -> str:
     return f"{row['cost_sentence'].removesuffix(suffix)}; {row['tput_sentence'].removesuffix(suffix)}{suffix}"
 
 
-def _sentences(label_a: str, label_b: str, a: Mapping[str, float], b: Mapping[str, float],
-               caveat: str | None = None) -> dict[str, str]:
-    """The seed pages' sentences at one target: hyperscaler cost per token and tok/s/GPU, each followed by
-    `` (<caveat>)`` when a side's value is clamped or sparse (``cell_note`` of each side, joined)."""
-    cost_a, cost_b = a["cost_per_mtok_hyperscaler"], b["cost_per_mtok_hyperscaler"]
-    cheaper = label_a if cost_a <= cost_b else label_b
-    cost_ratio = max(cost_a, cost_b) / min(cost_a, cost_b)
+def sentences(label_a: str, label_b: str, a: Mapping[str, Any], b: Mapping[str, Any], tier: str = "hyperscaler",
+              caveat: str | None = None) -> dict[str, str]:
+    """The seed pages' two sentences at one target, for any cost tier and price book: the one rule that the
+    comparisons mart (hyperscaler), the CLI (``--tier``) and the report page (``static/comparison.js``, held equal
+    by tests/test_report_browser.py) write (docs/metrics.md section 14).
+
+    Cost, at ``tier`` ("cost per token", or "cost per token at <tier> prices" for a tier other than hyperscaler),
+    ratio = pricier / cheaper:
+      - ratio < ``TIE_RATIO``: "{A} and {B} are essentially tied on cost per token";
+      - else, when both sides' cost intervals exist and overlap: "{A} and {B} are within run-to-run noise on cost
+        per token (95 % intervals overlap)";
+      - else N = round_half_up((ratio − 1) · 100): N < 100 "{cheaper} is N% cheaper per token" (the dashboard's
+        sentence); N ≥ 100 "{cheaper} is R× cheaper per token ({pricier} costs N% more)", R the ratio with one
+        decimal, so the dashboard's N is kept and never read as "more than all of the price".
+    Throughput, ratio = faster / slower: tied below ``TIE_RATIO``; "within run-to-run noise on tok/s/GPU (95 %
+    intervals overlap)" when both sides' tok/s/GPU intervals exist and overlap (``difference_significant`` False);
+    else "{faster} delivers N% more tok/s/GPU" at any N. On equal values side a counts as cheaper / faster. Each
+    sentence ends with `` (<caveat>)`` when given (the cells' notes). A side without a cost at the tier gives "no
+    <tier> price for one side".
+
+    Args:
+        label_a, label_b: the sides' labels ("MTP", "Off").
+        a, b: each side's cell at the target: ``cost_per_mtok_<tier>`` ($/M tok), ``tput_per_gpu`` (tok/s/GPU) and,
+            when repeats give them, ``tput_per_gpu_ci_lo/hi`` and ``cost_per_mtok_<tier>_ci_lo/hi`` (absent or None:
+            no interval, the difference is said as today).
+        tier: ``hyperscaler`` (the mart's), ``neocloud`` or ``rental``.
+        caveat: the cells' notes joined by "; " (``sentence_caveat``), or None.
+    Returns:
+        {"cost_sentence": str, "tput_sentence": str}.
+    """
+    suffix = f" ({caveat})" if caveat else ""
+    on_cost = "cost per token" if tier == "hyperscaler" else f"cost per token at {tier} prices"
+    at_tier = "" if tier == "hyperscaler" else f" at {tier} prices"
+    cost_a, cost_b = a.get(f"cost_per_mtok_{tier}"), b.get(f"cost_per_mtok_{tier}")
+    if cost_a is None or cost_b is None:
+        cost = f"no {tier} price for one side"
+    else:
+        cheaper, pricier = (label_a, label_b) if cost_a <= cost_b else (label_b, label_a)
+        ratio = max(cost_a, cost_b) / min(cost_a, cost_b)
+        apart = intervals_apart(*(side.get(f"cost_per_mtok_{tier}_ci_{end}") for side in (a, b)
+                                  for end in ("lo", "hi")))
+        n = round_half_up((ratio - 1) * 100)
+        if ratio < TIE_RATIO:
+            cost = f"{label_a} and {label_b} are essentially tied on {on_cost}"
+        elif apart is False:
+            cost = f"{label_a} and {label_b} are within run-to-run noise on {on_cost} (95 % intervals overlap)"
+        elif n < 100:
+            cost = f"{cheaper} is {n}% cheaper per token{at_tier}"
+        else:
+            cost = f"{cheaper} is {ratio:.1f}× cheaper per token{at_tier} ({pricier} costs {n}% more)"
     tput_a, tput_b = a["tput_per_gpu"], b["tput_per_gpu"]
     faster = label_a if tput_a >= tput_b else label_b
     tput_ratio = max(tput_a, tput_b) / min(tput_a, tput_b)
-    suffix = f" ({caveat})" if caveat else ""
-    return {
-        "cost_sentence": (
-            f"{label_a} and {label_b} are essentially tied on cost per token" if cost_ratio < TIE_RATIO
-            else f"{cheaper} is {round_half_up((cost_ratio - 1) * 100)}% cheaper per token"
-        ) + suffix,
-        "tput_sentence": (
-            f"{label_a} and {label_b} are essentially tied on tok/s/GPU" if tput_ratio < TIE_RATIO
-            else f"{faster} delivers {round_half_up((tput_ratio - 1) * 100)}% more tok/s/GPU"
-        ) + suffix,
-    }
+    if tput_ratio < TIE_RATIO:
+        tput = f"{label_a} and {label_b} are essentially tied on tok/s/GPU"
+    elif difference_significant({k: a.get(k) for k in ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi")},
+                                {k: b.get(k) for k in ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi")}) is False:
+        tput = f"{label_a} and {label_b} are within run-to-run noise on tok/s/GPU (95 % intervals overlap)"
+    else:
+        tput = f"{faster} delivers {round_half_up((tput_ratio - 1) * 100)}% more tok/s/GPU"
+    return {"cost_sentence": cost + suffix, "tput_sentence": tput + suffix}

@@ -17,9 +17,26 @@ if TYPE_CHECKING:
     from matplotlib.text import Text
 
 SIDE_COLORS = ("#d9480f", "#1c7ed6")
+# The x-axis title per statistic x_intvty holds (x_intvty_stat, sql/run_metrics.sql; docs/metrics.md section 4a):
+# "E2E-normalized interactivity" only for the definition, never for the stand-in.
+X_AXIS_LABELS = {
+    "median_intvty": "Interactivity (tok/s/user, median)",
+    "e2e_norm_intvty_p90": "E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))",
+    "mean_osl_over_p90_e2el": ("mean OSL / p90 E2EL (tok/s/user; a stand-in, not the dashboard's E2E-normalized "
+                               "interactivity)"),
+}
 # zlib level of the PNGs: 1 instead of Pillow's 6 draws a chart ~40 % faster for files ~1.3x larger (flat colours
 # compress well at any level)
 PNG_COMPRESS_LEVEL = 1
+
+
+def x_axis_label(stat: str | None, agentic: bool = False) -> str:
+    """The x-axis title of a frontier whose ``x_intvty`` holds statistic ``stat`` (``x_intvty_stat``). Rows that
+    do not name it (a mart written before the column existed): the median label for fixed-sequence sides, and for
+    agentic ones a title that claims no statistic."""
+    if stat in X_AXIS_LABELS:
+        return X_AXIS_LABELS[stat]
+    return "x_intvty (tok/s/user; statistic not recorded)" if agentic else X_AXIS_LABELS["median_intvty"]
 
 
 def literal_text(*texts: Text) -> None:
@@ -39,7 +56,7 @@ def frontier_chart(title: str, sides: Sequence[Mapping[str, Any]], targets: Sequ
         sides: per side, a mapping with ``label``, ``runs`` (list of (x_intvty, tput_per_gpu)) and
             ``frontier`` (list of (x_intvty, tput_per_gpu), ascending interactivity).
         targets: target interactivities (tok/s/user), drawn as dashed vertical lines.
-        x_label: the x-axis title (agentic-trace sides: E2E-normalized interactivity).
+        x_label: the x-axis title, ``x_axis_label`` of the statistic plotted.
         dpi: pixels per inch (the Dagster UI's charts use fewer than the default, to keep the metadata small).
     Returns:
         ``path``.

@@ -8,7 +8,9 @@ opens from disk, with no server and no network.
 
 The page's script (``static/comparison.js``) reads each side's frontier points from a JSON element and evaluates
 the pipeline's spline operation for operation, so its cells equal ``compare.compare`` at any target, clamped and
-noted as the marts are (docs/metrics.md).
+noted as the marts are (docs/metrics.md); the rules' constants (tie, sparse and gap ratios, the repeat spread
+limit) reach it in that JSON, never as a second literal. Where repeats give 95 % intervals a table cell shows them
+("1,721.3 [1,690.2–1,752.4]"), and the sentences say "within run-to-run noise" where the sides' intervals overlap.
 
 Labels, titles and model names come from user-supplied run metadata, so every value written into the HTML passes
 ``html_text`` and every value written into the UI's Markdown passes ``markdown_text``, at the point of output.
@@ -26,8 +28,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pipeline.comparisons.compare import SPARSE_RATIO, TIE_RATIO, headline
-from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart
+from pipeline.comparisons.compare import GAP_RATIO, REPEAT_SPREAD_LIMIT, SPARSE_RATIO, TIE_RATIO, headline
+from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, SPLINED_CI_COLUMNS, TIERS, price_per_mtok
+from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart, x_axis_label
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
 from pipeline.frontiers.sides import Side, run_fixed_key
 from pipeline.ingest.schema import AGENTIC_TRACES
@@ -100,9 +103,9 @@ def comparison_tables_markdown(rows: list[dict]) -> str:
 
 
 def _how_read(row: Mapping[str, Any]) -> str:
-    """How a cell was read off its frontier, for the UI tables: "clamped" (outside the side's measured range),
-    "sparse" (interpolated across a gap where cost and throughput disagree) or "measured range"."""
-    return "clamped" if row["target_clamped"] else "sparse" if row["sparse_frontier"] else "measured range"
+    """How a cell was read off its frontier, for the UI tables: its ``cell_basis`` (``measured``,
+    ``interpolated``, ``interpolated_gap`` or ``clamped``; docs/metrics.md section 12a)."""
+    return row["cell_basis"]
 
 
 def workload(row: Mapping[str, Any]) -> str:
@@ -135,8 +138,15 @@ def page_title(row: Mapping[str, Any]) -> str:
 
 def sentences(rows_at_target: Sequence[Mapping[str, Any]]) -> list[str]:
     """The seed page's three sentences at one target: where it sits in the band, both sides' values, and
-    "N% cheaper per token; N% more tok/s/GPU" (hyperscaler cost). A side whose value is clamped or sparse is
-    marked in the second sentence, and the third ends with the cells' notes (``headline``)."""
+    "N% cheaper per token; N% more tok/s/GPU" (hyperscaler cost; ``compare.sentences``' rule: the ratio form at
+    N ≥ 100, "within run-to-run noise" where the sides' 95 % intervals overlap). A side is marked in the second
+    sentence by its ``cell_basis`` (clamped: "not measured at this target"; interpolated_gap: "interpolated across a
+    gap"), and the third ends with the cells' notes (``headline``).
+
+    Args:
+        rows_at_target: side a's and side b's mart rows (``COMPARISON_SCHEMA``) at one target.
+    Returns:
+        The three sentences, as the page shows them."""
     a, b = rows_at_target
     band = f"{a['band_display_min']}–{a['band_display_max']} tok/s/user"
     target = f"{a['target_intvty']:g} tok/s/user"
@@ -156,9 +166,10 @@ def target_sentence(row: Mapping[str, Any]) -> str:
 
 
 def _not_measured(row: Mapping[str, Any]) -> str:
-    if row["target_clamped"]:
-        return " (not measured at this target)"
-    return " (interpolated across a gap)" if row["sparse_frontier"] else ""
+    """The second sentence's mark of a side by its ``cell_basis``: clamped "(not measured at this target)",
+    interpolated_gap "(interpolated across a gap)", else nothing."""
+    return {"clamped": " (not measured at this target)",
+            "interpolated_gap": " (interpolated across a gap)"}.get(row["cell_basis"], "")
 
 
 def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
@@ -251,6 +262,11 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
             sides[key] = {
                 "x": [float(p["x_intvty"]) for p in pts], "metrics": metrics,
                 "price_per_mtok": pts[0]["cost_per_mtok_hyperscaler"] * pts[0]["tput_per_gpu"],
+                # the intervals the points have (every point, else none: never bridged), splined like a metric
+                "ci": {c: [float(p[c]) for p in pts] for c in SPLINED_CI_COLUMNS
+                       if all(p.get(c) is not None and math.isfinite(p[c]) for p in pts)},
+                "prices_per_mtok": {t: price_per_mtok(pts, t) for t in TIERS},
+                "repeat_spread": [p.get("repeat_spread") for p in pts],
                 "points": [{"file": p["source_file"], "config": _point_config(p),
                             "date": _date(dates.get(p["source_file"]))} for p in pts],
             }
@@ -265,10 +281,10 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         "has_measured": any("measured_tok_s_per_mw" in s["metrics"] for b in books.values()
                             for s in b["sides"].values()),
         "runs": {k: _side_runs(first[k], runs, index) for k in ("a", "b")}, "colors": list(SIDE_COLORS),
-        "x_label": ("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
-                    else "Interactivity (tok/s/user, median)"),
+        "x_label": x_axis_label(first["a"].get("x_intvty_stat"), agentic),
         "csv_columns": list(CSV_COLUMNS), "csv_name": csv_name,
         "band_display": [first["a"]["band_display_min"], first["a"]["band_display_max"]], "tie_ratio": TIE_RATIO,
+        "gap_ratio": GAP_RATIO, "repeat_spread_limit": REPEAT_SPREAD_LIMIT,
     }
 
 
@@ -279,8 +295,9 @@ SIDE_COLUMNS = ("kind", "title", "model", "isl", "osl", "side_label", "side_id",
 CSV_COLUMNS = ("comparison_id", "price_book", "price_book_version", "kind", "title", "model", "isl", "osl", "side",
                "side_label", "side_id", "hw", "precision", "spec_decoding", "framework", "benchmark_type",
                "target_index", "target_intvty", "evaluated_intvty", "target_clamped", "bracket_lo_intvty",
-               "bracket_hi_intvty", *SPLINED_METRICS, *OPTIONAL_METRICS, "implied_cost_per_mtok_hyperscaler",
-               "sparse_frontier", "cell_note")
+               "bracket_hi_intvty", "bracket_ratio", "bracket_lo_repeat_spread", "bracket_hi_repeat_spread",
+               *SPLINED_METRICS, *OPTIONAL_METRICS, "implied_cost_per_mtok_hyperscaler",
+               "sparse_frontier", "cell_basis", "cell_note", *COMPARISON_CI_COLUMNS, "difference_significant")
 
 
 def _point_config(row: Mapping[str, Any]) -> str:
@@ -321,6 +338,8 @@ def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
     for r in runs:
         if not side.matches(r) or r["x_intvty"] is None or r["tput_per_gpu"] is None:
             continue
+        if row.get("x_intvty_stat") and r.get("x_intvty_stat") and r["x_intvty_stat"] != row["x_intvty_stat"]:
+            continue  # a run whose x_intvty is another statistic than the frontier's is not drawn on its axis
         config = _point_config(r) + (" · left off the frontier (lengths off nominal)"
                                      if r.get("length_off_nominal") else "")
         out.append({"x": float(r["x_intvty"]), "y": float(r["tput_per_gpu"]), "file": r.get("source_file"),
@@ -355,8 +374,7 @@ def frontier_png(rows: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[
                       "frontier": [(p["x_intvty"], p["tput_per_gpu"]) for p in pts]})
     agentic = rows[0].get("benchmark_type") == AGENTIC_TRACES
     return frontier_chart(page_title(rows[0]), sides, sorted({r["target_intvty"] for r in rows}), path,
-                          x_label=("E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))" if agentic
-                                   else "Interactivity (tok/s/user, median)"), dpi=dpi)
+                          x_label=x_axis_label(rows[0].get("x_intvty_stat"), agentic), dpi=dpi)
 
 
 def headline_comparison_ids(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -449,8 +467,24 @@ _METRIC_ROWS = (("Throughput (tok/s/GPU)", "tput_per_gpu", "{:,.1f}"),
                 ("Concurrency", "concurrency", "{:,.1f}"))
 
 
-def _cell(value: float | None, fmt: str) -> str:
-    return "—" if value is None else fmt.format(value)
+# the interval columns a table row shows beside its value ("1,721.3 [1,690.2–1,752.4]"), where they exist
+_INTERVALS = {"tput_per_gpu": ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi"),
+              "cost_per_mtok_hyperscaler": ("cost_per_mtok_hyperscaler_ci_lo", "cost_per_mtok_hyperscaler_ci_hi")}
+
+
+def _interval(row: Mapping[str, Any], column: str) -> tuple[float | None, float | None]:
+    """A mart row's 95 % interval of ``column`` (``_INTERVALS``), (None, None) where it has none."""
+    ends = _INTERVALS.get(column)
+    return (None, None) if ends is None else (row.get(ends[0]), row.get(ends[1]))
+
+
+def _cell(value: float | None, fmt: str, interval: tuple[float | None, float | None] = (None, None)) -> str:
+    """A table cell's text: the value in ``fmt``, "—" when null, followed by " [lo–hi]" (same format) when the
+    95 % interval's both ends are given."""
+    if value is None:
+        return "—"
+    lo, hi = interval
+    return fmt.format(value) + ("" if lo is None or hi is None else f" [{fmt.format(lo)}–{fmt.format(hi)}]")
 
 
 def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> str:
@@ -472,7 +506,8 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
     body_rows = "".join(
         f"<tr data-metric='{col}'><td>{html_text(label)}</td>"
         + "".join(f"<td{' class=noted' if at[(t, s)]['cell_note'] else ''}>"
-                  f"{html_text(_cell(at[(t, s)][col], fmt))}</td>" for t in targets for s in ("a", "b"))
+                  f"{html_text(_cell(at[(t, s)][col], fmt, _interval(at[(t, s)], col)))}"
+                  "</td>" for t in targets for s in ("a", "b"))
         + "</tr>" for label, col, fmt in metrics)
     noted = [r for r in rows if r["cell_note"]]
     notes = ("Not measured at the target: "
@@ -480,7 +515,10 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
     excluded_rows = [r for r in rows[:2] if r["excluded_runs"]]
     excluded = ""
     if excluded_rows:
-        excluded = ("<p class='sub'>Left off the frontiers (measured ISL/OSL more than 10 % off nominal): "
+        excluded = ("<p class='sub'>Left off the frontiers ("
+                    + ("runs with only the stand-in mean OSL / p90 E2EL, on a side drawn on 1 / p90(E2EL/OSL)"
+                       if first.get("benchmark_type") == AGENTIC_TRACES else
+                       "measured ISL/OSL more than 10 % off nominal") + "): "
                     + html_text(", ".join(f"{r['side_label']} {r['excluded_runs']} run(s)" for r in excluded_rows))
                     + ".</p>")
     caveat = ""

@@ -1,7 +1,7 @@
 """Historical trends: for each frontier group and run date, the frontier's metrics at one target interactivity.
 
-A frontier group is (model, isl, osl, hw, framework, precision, spec_decoding, benchmark_type) — one serving stack
-on one kind of load — and one ``run_date``; its Pareto frontier is built from the group's lines as they stood that
+A frontier group is (model, isl, osl, hw, framework, precision, spec_decoding, benchmark_type, x_intvty_stat) — one
+serving stack on one kind of load, read on one x-axis statistic — and one ``run_date``; its Pareto frontier is built from the group's lines as they stood that
 day: each line's latest sweep dated that day or earlier (``pipeline.validate.lines``), repeats averaged
 (``pipeline.frontiers.latest``). Values follow the trend rule (docs/metrics.md,
 "Trends"): monotone cubic interpolation inside the frontier's interactivity range, **null outside it** (no clamping, no
@@ -25,7 +25,10 @@ from pipeline.validate.lines import current_sweeps_by_date, first_rows, row_code
 
 DEFAULT_TARGET_INTVTY = 35.0
 _EPOCH = dt.date(1970, 1, 1)
-GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type")
+# x_intvty_stat: a group's frontier is drawn on one x-axis statistic (docs/metrics.md section 4a), so runs placed by
+# another statistic (an agentic run on the stand-in, an LLMPerf run on E2E-normalized interactivity) form their own
+GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
+              "x_intvty_stat")
 TREND_METRICS = ("tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
                  "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")
 
@@ -40,6 +43,7 @@ TREND_SCHEMA = pa.schema(
         ("precision", pa.string()),
         ("spec_decoding", pa.string()),
         ("benchmark_type", pa.string()),
+        ("x_intvty_stat", pa.string()),
         ("run_date", pa.date32()),
         ("target_intvty", pa.float64()),
         ("runs", pa.int32()),

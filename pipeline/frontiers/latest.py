@@ -7,6 +7,10 @@ Repeats (same line, sweep and ``conc``) become one point: the mean of each avera
 interactivity a 95 % Student-t confidence interval of that mean, mean ± t(0.975, n − 1) · s / √n with s the
 sample standard deviation (ddof 1), t from ``scipy.stats.t``; null where n < 2. A metric some member lacks is
 null at the point (never a mean over fewer runs than the point claims).
+
+A repeat group whose members differ by more than run-to-run noise is flagged, not silently averaged: the point
+carries ``repeat_spread`` = (max − min) / min of its members' tok/s/GPU (null where n < 2) and ``repeats_disagree``
+= ``repeat_spread`` > ``REPEAT_SPREAD_LIMIT`` (docs/metrics.md section 8a). The value stays the mean.
 """
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ from pipeline.validate.lines import first_appearance_numbers, run_lineage
 LINEAGE_INPUT_COLUMNS = ("run_id", "price_book", "conc", "run_date", "line_id", "sweep_id")
 CI_LEVEL = 0.95
 CI_COLUMNS = ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi")
+# Rule: a repeat group whose members' tok/s/GPU spread, (max − min) / min, exceeds 10 % disagrees
+# (``repeats_disagree``). Why: re-measuring one configuration on the same day moves tok/s/GPU by a few per cent
+# (the t-interval's job); members 10 % apart measured something different (another image, a throttled node), and
+# their mean is a point nobody measured. Comparisons name such a point in the cell's note
+# (``pipeline.comparisons.compare`` re-exports this constant next to its other rule constants).
+REPEAT_SPREAD_LIMIT = 0.10
+# The columns average_repeats adds for that rule: repeat_spread (float64, null where n < 2), repeats_disagree (bool).
+SPREAD_COLUMNS = ("repeat_spread", "repeats_disagree")
 
 
 def t_intervals(values: np.ndarray, group: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,6 +63,32 @@ def t_intervals(values: np.ndarray, group: np.ndarray, counts: np.ndarray) -> tu
     half = t * np.sqrt(squares[repeated] / (n - 1)) / np.sqrt(n)
     lo[repeated], hi[repeated] = means[repeated] - half, means[repeated] + half
     return lo, hi
+
+
+def repeat_spreads(values: np.ndarray, group: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each group's spread (max − min) / min, for every group at once (section 8a of docs/metrics.md: the
+    ``repeats_disagree`` rule compares it with ``REPEAT_SPREAD_LIMIT``).
+
+    Args:
+        values: float64 member values (tok/s/GPU), shape (rows,); NaN where a member lacks the value.
+        group: int64 group number of each row, shape (rows,), 0 ≤ group < counts.size, every group non-empty.
+        counts: members per group, shape (groups,).
+    Returns:
+        float64, shape (groups,): the relative spread (0.14 = members 14 % apart), NaN where n < 2, where a
+        member lacks the value or where the smallest member is not positive.
+    """
+    spread = np.full(counts.size, np.nan)
+    repeated = counts > 1
+    if not repeated.any():
+        return spread
+    order = np.argsort(group, kind="stable")  # members of group 0, then group 1, …
+    starts = np.cumsum(counts) - counts
+    members = values[order]
+    high, low = np.maximum.reduceat(members, starts), np.minimum.reduceat(members, starts)  # NaN propagates
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = (high - low) / low
+    spread[repeated] = np.where(low[repeated] > 0, relative[repeated], np.nan)
+    return spread
 
 
 def frontier_runs(runs: pa.Table | Sequence[Mapping[str, Any]], metrics: Iterable[str],
@@ -97,7 +135,9 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
     Returns:
         ``table``'s columns, each group's first row (input order) for the columns not averaged; averaged columns
         hold the mean, null when some member lacks the value; plus ``repeat_n`` (int32) and ``CI_COLUMNS``
-        (float64, null where ``repeat_n`` < 2). Groups keep the order of their first row.
+        (float64, null where ``repeat_n`` < 2), ``repeat_spread`` (float64: (max − min) / min of the members'
+        tok/s/GPU, ``repeat_spreads``; null where ``repeat_n`` < 2) and ``repeats_disagree`` (bool: spread >
+        ``REPEAT_SPREAD_LIMIT``; false for a single run). Groups keep the order of their first row.
     """
     if isinstance(keys, np.ndarray):
         group = first_appearance_numbers(keys)
@@ -125,8 +165,11 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
         # null where n < 2; NaN where a member lacks the value (its mean is NaN too)
         intervals[f"{metric}_ci_lo"] = pa.array(lo, mask=counts < 2)
         intervals[f"{metric}_ci_hi"] = pa.array(hi, mask=counts < 2)
+    spread = repeat_spreads(float_values(table["tput_per_gpu"]), group, counts)
     extra = {"repeat_n": pa.array(counts, pa.int32()),
-             **intervals}
+             **intervals,
+             "repeat_spread": pa.array(spread, pa.float64(), mask=np.isnan(spread)),
+             "repeats_disagree": pa.array(np.nan_to_num(spread, nan=0.0) > REPEAT_SPREAD_LIMIT, pa.bool_())}
     for name, column in extra.items():
         if name in out.column_names:
             out = out.set_column(out.schema.get_field_index(name), name, column)

@@ -176,7 +176,7 @@ def normalize_framework(value: object) -> str | None:
 
 
 def model_key_from_id(model_id: object) -> str | None:
-    """Model key derived from an engine's model id or path when no metadata names the model.
+    """A checkpoint's name from an engine's model id or path (``model_key`` maps it to the dashboard's key).
 
     ``zai-org/GLM-5-FP8`` → ``glm-5-fp8``; a Hugging Face cache path
     ``/root/.cache/huggingface/hub/models--openai--gpt-oss-120b/snapshots/<sha>`` → ``gpt-oss-120b``.
@@ -192,8 +192,8 @@ def model_key_from_id(model_id: object) -> str | None:
     return text.rsplit("/", 1)[-1].lower()
 
 
-# InferenceX model keys (``infmax_model_prefix``) of the checkpoint families its AgentX and together-runner rows
-# name: (pattern on the checkpoint's repository or folder name, lowercased, key). Checked in order.
+# InferenceX model keys (``infmax_model_prefix``, the dashboard's keys) of the checkpoint families its rows name:
+# (pattern on the checkpoint's repository or folder name, lowercased, key). Checked in order.
 _INFERENCEX_MODEL_KEYS = (
     (re.compile(r"^deepseek-r1"), "dsr1"),
     (re.compile(r"^gpt-oss-120b"), "gptoss"),
@@ -206,11 +206,12 @@ _INFERENCEX_MODEL_KEYS = (
 )
 
 
-def inferencex_model_key(model_id: object) -> str | None:
-    """InferenceX's model key for a checkpoint id or path, for InferenceX rows whose ``infmax_model_prefix`` is
-    empty: the checkpoint's name (``model_key_from_id``: the part after the last slash, or the repository of a
-    Hugging Face cache path) matched against the known families, so that a Hugging Face id, a vendor's
-    re-quantized copy and a cluster path of one model meet on one key.
+def model_key(model_id: object) -> str | None:
+    """The model key an engine's model id or path implies, in the dashboard's keys: every parser's engine-implied
+    ``model`` (a stated ``model`` is kept as given), e.g. a vLLM file's ``model_id`` or an InferenceX row whose
+    ``infmax_model_prefix`` is empty. The checkpoint's name (``model_key_from_id``: the part after the last slash,
+    or the repository of a Hugging Face cache path) is matched against the known families, so that a Hugging Face
+    id, a vendor's re-quantized copy and a cluster path of one model meet on one key.
 
     ``amd/Kimi-K2.5-MXFP4`` → ``kimik2.5``; ``/lustre/fsw/models/Kimi-K2.5-NVFP4`` → ``kimik2.5``;
     ``Qwen/Qwen3.5-397B-A17B-FP8`` → ``qwen3.5``; ``nvidia/DeepSeek-R1-0528-FP4`` → ``dsr1``. A checkpoint of no

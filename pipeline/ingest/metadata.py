@@ -45,6 +45,23 @@ def _text(value: Any) -> str | None:
     return None if value is None or str(value).strip() == "" else str(value).strip()
 
 
+def _range_ratio(value: Any) -> float | None:
+    """``random_range_ratio``: a number in [0, 1] (lengths drawn uniformly in [r·n, n]); empty is None.
+
+    Raises:
+        ValueError: not a number, or outside [0, 1] (vLLM ≥ 0.10's symmetric ``--random-range-ratio`` has mean n
+            whatever its value and is not stated here).
+    """
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        return None
+    if isinstance(value, bool):
+        raise ValueError("a ratio, not a boolean")
+    ratio = float(value)
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"{ratio} is outside [0, 1]: lengths are drawn in [ratio·n, n]")
+    return ratio
+
+
 _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     "model": normalize_model,
     "hw": normalize_hw,
@@ -62,6 +79,7 @@ _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     "image": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
     "power_log": lambda v: None if v is None or str(v).strip() == "" else str(v).strip(),
     "start_time_unix": lambda v: None if v is None or str(v).strip() == "" else float(v),
+    "random_range_ratio": _range_ratio,
     **{key: to_int for key in _INT_KEYS},
 }
 DEFAULTS: dict[str, Any] = {"spec_decoding": "none", "dp_attention": False, "disagg": False}

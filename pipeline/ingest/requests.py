@@ -10,6 +10,11 @@ Which harnesses save them, and where (docs/inputs.md, "Per-request data"):
 - AIPerf: ``profile_export.jsonl`` beside ``profile_export_aiperf.json``, one record per request
   (``{"metadata": …, "metrics": {"ttft": {"value", "unit"}, …}, "error": …}``; aiperf/common/models/record_models.py
   ``MetricRecordInfo``). Records of the warmup phase are skipped.
+- InferenceX AgentX: its runs are AIPerf runs, and the artifact folder of one run holds the aggregate row (a file of
+  ONE JSON object, ``inferencex_agentx``) and AIPerf's ``profile_export.jsonl``: a ``profile_export.jsonl`` in the
+  folder of a single-object AgentX file is that run's records, read as AIPerf's (warmup skipped, the count checked).
+  An ``agg_bmk.json`` array (many runs) cannot be matched to one records file: none for its rows; nor for a single
+  row whose folder holds another single-object AgentX file (``ambiguous:per_request``).
 - GuideLLM: ``benchmarks[i].requests.successful / errored / incomplete`` (``GenerativeRequestStats``, latencies in
   ms under ``*_ms`` keys, ``request_latency`` in s).
 
@@ -50,6 +55,9 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from pipeline.ingest.parsers.inferencex_agentx import FORMAT as AGENTX_FORMAT
+from pipeline.ingest.parsers.inferencex_agentx import detect as agentx_detect
+
 LARGE_FILE_BYTES = 32 * 1024 * 1024  # the same cap as pipeline.ingest.parsers.LARGE_FILE_BYTES
 AIPERF_RECORDS_NAME = "profile_export.jsonl"
 ERROR_TEXT_MAX = 300
@@ -85,6 +93,7 @@ REQUEST_REASONS = (
     "not_a_number:per_request",       # a latency or token count that is not a number
     "unknown_unit:per_request",       # an AIPerf metric unit other than ns/us/ms/s
     "records_outside_raw_dir",        # profile_export.jsonl is a symlink out of the raw folder, or not a file
+    "ambiguous:per_request",          # an AgentX records file beside more than one single-run AgentX file
 )
 
 _ARRAYS = ("ttfts", "itls", "input_lens", "output_lens", "errors", "e2els")
@@ -129,12 +138,17 @@ def read_run_requests(raw_dir: Path, run: Mapping[str, Any]) -> RequestSource:
             source = RequestSource(rel, list(_array_requests(raw_dir / rel, row)))
         elif fmt == "aiperf":
             source = _aiperf_source(raw_dir, rel)
+        elif fmt == AGENTX_FORMAT:
+            if row != 0 or not _single_object(raw_dir / rel):
+                return RequestSource()  # an agg_bmk.json array: no records file is one row's
+            source = _aiperf_source(raw_dir, rel, _agentx_siblings)
         elif fmt == "guidellm":
             source = RequestSource(rel, list(_guidellm_requests(raw_dir / rel, row)))
         else:
             return RequestSource()
     except RequestDataError as exc:
-        return RequestSource(rel if fmt != "aiperf" else _records_rel(rel), [], exc.reason_code, exc.detail)
+        return RequestSource(_records_rel(rel) if fmt in ("aiperf", AGENTX_FORMAT) else rel, [], exc.reason_code,
+                             exc.detail)
     if not source.rows:
         return RequestSource()
     expected = None if run.get("completed") is None else run["completed"] + (run.get("failed") or 0)
@@ -302,9 +316,11 @@ def _records_rel(rel: str) -> str:
     return posixpath.join(posixpath.dirname(rel), AIPERF_RECORDS_NAME)
 
 
-def _aiperf_source(raw_dir: Path, rel: str) -> RequestSource:
-    """``profile_export.jsonl`` in the folder of the run's ``profile_export_aiperf.json``, when it is a regular
-    file inside the raw folder (a symlink out of it is refused, as for run files)."""
+def _aiperf_source(raw_dir: Path, rel: str, check: Any = None) -> RequestSource:
+    """``profile_export.jsonl`` in the folder of the run's file (``profile_export_aiperf.json``, or a single-run
+    AgentX row), when it is a regular file inside the raw folder (a symlink out of it is refused, as for run
+    files). ``check(raw_dir, rel)``, when given, runs once the records file is known to exist (it raises
+    ``RequestDataError`` when the file cannot be the run's)."""
     records_rel = _records_rel(rel)
     path = raw_dir / records_rel
     if not os.path.lexists(path):
@@ -317,7 +333,41 @@ def _aiperf_source(raw_dir: Path, rel: str) -> RequestSource:
     if not stat.S_ISREG(mode) or os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
         raise RequestDataError("records_outside_raw_dir",
                                f"{records_rel} is not a regular file inside the raw folder: not read")
+    if check is not None:
+        check(raw_dir, rel)
     return RequestSource(records_rel, list(_aiperf_records(path)))
+
+
+# ---- InferenceX AgentX: one aggregate row and AIPerf's records in one artifact folder ------------------------
+
+def _single_object(path: Path) -> bool:
+    """The file holds one JSON object (its first non-blank byte is ``{``), not an array of rows."""
+    with path.open("rb") as handle:
+        head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head[:1] == b"{"
+
+
+def _agentx_siblings(raw_dir: Path, rel: str) -> None:
+    """Refuse the records file when the run's folder holds another single-object AgentX row (``*.json`` under the
+    parse cap whose object ``inferencex_agentx.detect`` names): the records could be either run's.
+
+    Raises:
+        RequestDataError: ``ambiguous:per_request``, naming the other file.
+    """
+    own = raw_dir / rel
+    for sibling in sorted(own.parent.glob("*.json")):
+        # links are never followed (their targets are not the raw folder's files), nor are special files read
+        if sibling.name == own.name or sibling.is_symlink() or not sibling.is_file() \
+                or sibling.stat().st_size > LARGE_FILE_BYTES:
+            continue
+        try:
+            doc = orjson.loads(sibling.read_bytes())
+        except (orjson.JSONDecodeError, OSError):
+            continue
+        if isinstance(doc, dict) and agentx_detect(doc):
+            raise RequestDataError(
+                "ambiguous:per_request", f"{_records_rel(rel)} sits beside two single-run AgentX files "
+                f"({own.name}, {sibling.name}): not known whose records they are, not read")
 
 
 def _aiperf_records(path: Path) -> Iterator[dict[str, Any]]:

@@ -33,6 +33,9 @@ METADATA_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("num_decode_gpu", pa.int32()),
     ("isl", pa.int32()),
     ("osl", pa.int32()),
+    # the random dataset's lower length bound as a fraction of isl/osl (lengths uniform in [r·n, n], SGLang's and
+    # InferenceX's RANDOM_RANGE_RATIO); the measured lengths are judged against its mean n·(1 + r)/2
+    ("random_range_ratio", pa.float64()),
     ("conc", pa.int32()),
     ("kv_offload", pa.string()),
     ("image", pa.string()),
@@ -81,6 +84,9 @@ RUN_SCHEMA = pa.schema(
         ("reported_median_intvty", pa.float64()),
         ("e2e_norm_intvty_p90", pa.float64()),
         ("e2e_norm_intvty_source", pa.string()),
+        # the agentic stand-in when a row has no per-request E2EL/OSL: mean output tokens per request / p90 E2EL
+        # (tok/s/user); another statistic than e2e_norm_intvty_p90, never stored under its name (docs/metrics.md 4a)
+        ("mean_osl_over_p90_e2el", pa.float64()),
         *[(name, pa.float64()) for name in LATENCY_COLUMNS],
         *[(name, pa.float64()) for name in INTVTY_COLUMNS],
         ("latency_unit_in_file", pa.string()),
@@ -103,6 +109,12 @@ RUN_COLUMNS = tuple(RUN_SCHEMA.names)
 FIXED_SEQ = "fixed_seq"
 AGENTIC_TRACES = "agentic_traces"
 BENCHMARK_TYPES = (FIXED_SEQ, AGENTIC_TRACES)
+# x_intvty_stat: the statistic run_metrics.x_intvty holds (sql/run_metrics.sql, docs/metrics.md section 4a), named
+# by its column. A frontier or comparison never mixes two of them.
+X_STAT_MEDIAN = "median_intvty"  # fixed_seq: 1 / median TPOT
+X_STAT_E2E_NORM = "e2e_norm_intvty_p90"  # agentic_traces: 1 / p90 over requests of (E2EL_i / OSL_i), the definition
+X_STAT_STANDIN = "mean_osl_over_p90_e2el"  # agentic_traces without it: mean OSL / p90 E2EL, a stand-in
+X_INTVTY_STATS = (X_STAT_MEDIAN, X_STAT_E2E_NORM, X_STAT_STANDIN)
 UNDATED = "undated"
 
 

@@ -44,19 +44,20 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "runs": ("runs/<model>/<run_date|undated>/part-0.parquet", "one accepted run per price book", (
         "source_file", "source_format", "source_row", "run_id", "run_date_partition", "content_sha256", "model_id",
         "benchmark_type", "model", "hw", "framework", "precision", "spec_decoding", "tp", "pp", "pcp", "ep",
-        "dp_attention", "disagg", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "conc", "kv_offload", "image",
+        "dp_attention", "disagg", "num_prefill_gpu", "num_decode_gpu", "isl", "osl", "random_range_ratio", "conc", "kv_offload", "image",
         "run_date", "power_log", "start_time_unix", "prefill_tp", "prefill_ep", "prefill_dp_attention",
         "prefill_num_workers", "decode_num_workers", "is_multinode", "run_url", "metadata_sources", "metadata_conflicts",
         "num_prompts",
         "completed", "failed", "duration_s", "total_input_tokens", "total_output_tokens",
         "request_throughput_req_s", "total_tput_tok_s", "output_tput_tok_s", "input_tput_tok_s",
-        "e2e_norm_intvty_p90", "e2e_norm_intvty_source",
+        "e2e_norm_intvty_p90", "e2e_norm_intvty_source", "mean_osl_over_p90_e2el",
         *(f"{stat}_{metric}_s" for metric in ("ttft", "tpot", "itl", "e2el")
           for stat in ("mean", "median", "std", "p90", "p95", "p99")),
         "latency_unit_in_file", "percentile_method", "bench_start_unix", "bench_end_unix", "bench_end_local",
         "spec_accept_length", "spec_accept_rate", "spec_metric_source", "derivations", "num_gpus", "tput_per_gpu",
         "output_tput_per_gpu", "input_tput_per_gpu", "mean_intvty", "median_intvty", "p90_intvty", "p99_intvty",
-        "x_intvty", "mean_input_len", "mean_output_len", "length_off_nominal", "failure_rate", "price_book",
+        "x_intvty", "x_intvty_stat", "mean_input_len", "mean_output_len", "latency_output_len", "expected_input_len",
+        "expected_output_len", "length_check", "length_off_nominal", "failure_rate", "price_book",
         "price_book_version", "power_kw", "hyperscaler_usd_per_gpu_hour", "neocloud_usd_per_gpu_hour",
         "rental_usd_per_gpu_hour", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud", "cost_per_mtok_rental",
         "input_cost_per_mtok_hyperscaler", "input_cost_per_mtok_neocloud", "input_cost_per_mtok_rental",
@@ -73,28 +74,34 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "side_id", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision", "spec_decoding",
         "framework", "benchmark_type", "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max",
         "point_index", "run_id", "source_file", "point_framework", "point_spec_decoding",
-        "point_spec_metric_source", "median_intvty", "x_intvty", "tput_per_gpu", "cost_per_mtok_hyperscaler",
+        "point_spec_metric_source", "median_intvty", "x_intvty", "x_intvty_stat", "tput_per_gpu", "cost_per_mtok_hyperscaler",
         "cost_per_mtok_neocloud", "cost_per_mtok_rental", "tok_s_per_mw", "concurrency", "output_tput_per_gpu",
         "input_tput_per_gpu", "measured_tok_s_per_mw", "output_cost_per_mtok_hyperscaler",
         "output_cost_per_mtok_neocloud", "output_cost_per_mtok_rental", "input_cost_per_mtok_hyperscaler",
         "input_cost_per_mtok_neocloud", "input_cost_per_mtok_rental", "line_id", "sweep_id", "repeat_group",
-        "repeat_n", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi", "slo")),
+        "repeat_n", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi",
+        "repeat_spread", "repeats_disagree", "slo")),
     "comparisons": ("comparisons.parquet", "one (comparison, price book, target, side)", (
         "comparison_id", "price_book", "price_book_version", "kind", "title", "model", "isl", "osl", "side",
-        "side_label", "side_id", "hw", "precision", "spec_decoding", "framework", "benchmark_type", "side_runs",
+        "side_label", "side_id", "hw", "precision", "spec_decoding", "framework", "benchmark_type", "x_intvty_stat",
+        "side_runs",
         "excluded_runs", "frontier_points", "band_min", "band_max", "band_is_union", "band_display_min",
         "band_display_max", "target_index", "target_intvty", "evaluated_intvty", "target_clamped",
-        "bracket_lo_intvty", "bracket_hi_intvty", "tput_per_gpu", "cost_per_mtok_hyperscaler",
+        "bracket_lo_intvty", "bracket_hi_intvty", "bracket_ratio", "bracket_lo_repeat_spread",
+        "bracket_hi_repeat_spread", "tput_per_gpu", "cost_per_mtok_hyperscaler",
         "cost_per_mtok_neocloud", "cost_per_mtok_rental", "tok_s_per_mw", "concurrency", "output_tput_per_gpu",
         "input_tput_per_gpu", "measured_tok_s_per_mw", "output_cost_per_mtok_hyperscaler",
         "output_cost_per_mtok_neocloud", "output_cost_per_mtok_rental", "input_cost_per_mtok_hyperscaler",
         "input_cost_per_mtok_neocloud", "input_cost_per_mtok_rental", "implied_cost_per_mtok_hyperscaler",
-        "sparse_frontier", "cell_note", "measured_power_coverage", "cross_engine", "band_phrase", "cost_sentence",
+        "sparse_frontier", "cell_basis", "cell_note", "measured_power_coverage", "cross_engine", "band_phrase",
+        "cost_sentence",
         "tput_sentence", "sentence_caveat", "repeat_points", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi",
-        "median_intvty_ci_lo", "median_intvty_ci_hi", "difference_significant", "slo")),
+        "median_intvty_ci_lo", "median_intvty_ci_hi", "cost_per_mtok_hyperscaler_ci_lo",
+        "cost_per_mtok_hyperscaler_ci_hi", "cost_per_mtok_neocloud_ci_lo", "cost_per_mtok_neocloud_ci_hi",
+        "cost_per_mtok_rental_ci_lo", "cost_per_mtok_rental_ci_hi", "difference_significant", "slo")),
     "trends": ("trends/<model>/<run_date|undated>/part-0.parquet", "one (price book, frontier group, run date)", (
         "price_book", "model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
-        "run_date", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
+        "x_intvty_stat", "run_date", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
         "in_range", "tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
         "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")),
     "requests": ("requests/<model>/<run_date|undated>/part-0.parquet", "one request of an accepted run whose harness "
@@ -125,9 +132,11 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "run_url": ("", "URL of the workflow run that produced the result (InferenceX), the sweep's id"),
     "line_id": ("", "the run's line: one configuration (model, ISL/OSL, GPU, engine, precision, spec method, whole "
                     "topology) read as a text id"),
-    "sweep_id": ("", "the run's sweep: gha:<workflow run id>, sweep:<sweep_id>, date:<run date> or undated"),
+    "sweep_id": ("", "the run's sweep: gha:<workflow run id> (gha:<id>/attempt/<k> for a re-run attempt k ≥ 2, "
+                     "which replaces the earlier attempts), sweep:<sweep_id>, date:<run date> or undated"),
     "superseded_by": ("", "the next newer sweep of the same line, which replaced this run's sweep on frontiers "
-                          "(follow the chain to the current sweep); null when current"),
+                          "(follow the chain to the current sweep), or the higher attempt of the same workflow run "
+                          "that replaced this run's attempt on every line; null when current"),
     "repeat_group": ("", "line|sweep|conc: runs of one group are repeats of one measurement, averaged"),
     "repeat_n": ("runs", "runs in the repeat group (1 = no repeat)"),
     "repeat_points": ("points", "frontier points of the side that average two or more repeats"),
@@ -138,6 +147,19 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
                                           "the repeats"),
     "median_intvty_ci_hi": ("tok/s/user", "upper end of the 95 % Student-t interval of median interactivity over "
                                           "the repeats"),
+    **{f"cost_per_mtok_{t}_ci_{end}": ("$/M tok", f"{'lower' if end == 'lo' else 'upper'} end of the 95 % interval "
+                                                  f"of the {t} cost at the target: the side's {t} $/GPU-h / 0.0036 "
+                                                  f"over the tok/s/GPU interval's {'upper' if end == 'lo' else 'lower'} "
+                                                  "end (null when the side has no tok/s/GPU interval)")
+       for t in ("hyperscaler", "neocloud", "rental") for end in ("lo", "hi")},
+    "repeat_spread": ("", "the repeat group's (max − min) / min of its runs' tok/s/GPU, 0.14 = 14 % apart; null "
+                          "for a single run"),
+    "repeats_disagree": ("", "repeat_spread is above 10 % (REPEAT_SPREAD_LIMIT): the runs averaged into this point "
+                             "differ by more than run-to-run noise; the point is still their mean"),
+    "bracket_lo_repeat_spread": ("", "repeat_spread of the frontier point at bracket_lo_intvty (null: no repeats or "
+                                     "no such point)"),
+    "bracket_hi_repeat_spread": ("", "repeat_spread of the frontier point at bracket_hi_intvty (null: no repeats or "
+                                     "no such point)"),
     "difference_significant": ("", "the two sides' tok/s/GPU intervals at this target do not overlap; null when "
                                    "either side has no interval"),
     "duplicate_of": ("", "run_id of the accepted run this row measures again (duplicate_run only)"),
@@ -170,6 +192,8 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "num_decode_gpu": ("GPUs", "decode GPUs of a disaggregated run"),
     "isl": ("tokens", "nominal input sequence length; null for agentic_traces"),
     "osl": ("tokens", "nominal output sequence length; null for agentic_traces"),
+    "random_range_ratio": ("fraction", "the random dataset's lengths are uniform in [ratio × n, n] (SGLang, "
+                                       "InferenceX's RANDOM_RANGE_RATIO); null when no source states it (read as 1)"),
     "conc": ("requests", "client concurrency: requests kept in flight"),
     "kv_offload": ("", "KV-cache offload setting, when the run states one"),
     "image": ("", "container image the run used"),
@@ -193,8 +217,14 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "reported_median_intvty": ("tok/s/user", "median interactivity as the file reports it (checked against TPOT)"),
     "reported_avg_power_w_per_gpu": ("W/GPU", "average power per GPU as an InferenceX row reports it"),
     "reported_energy_j": ("J", "energy as an InferenceX row reports it"),
-    "e2e_norm_intvty_p90": ("tok/s/user", "E2E-normalized interactivity, 1 / p90(E2EL / OSL) (agentic_traces)"),
-    "e2e_norm_intvty_source": ("", "how e2e_norm_intvty_p90 was obtained (read from the file or computed)"),
+    "e2e_norm_intvty_p90": ("tok/s/user", "E2E-normalized interactivity, 1 / p90 over requests of (E2EL / OSL): "
+                                          "the row's own (dashboard) value, else from the run's per-request "
+                                          "records; null without either (never the stand-in)"),
+    "e2e_norm_intvty_source": ("", "where e2e_norm_intvty_p90 comes from: dashboard:p90_e2e_norm_intvty (the row's "
+                                   "own value) or requests:p90(e2el/osl) (the run's per-request records)"),
+    "mean_osl_over_p90_e2el": ("tok/s/user", "agentic stand-in from the row's aggregates: mean output tokens per "
+                                             "request / p90 E2EL; not the dashboard's E2E-normalized interactivity "
+                                             "(a percentile of ratios cannot be rebuilt from aggregates)"),
     **{f"{stat}_{metric}_s": ("s", f"{_STAT[stat]} {_LATENCY[metric]}")
        for metric in _LATENCY for stat in _STAT},
     "latency_unit_in_file": ("", "the latency unit the raw file used (ms or s); columns here are always s"),
@@ -216,11 +246,23 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "median_intvty": ("tok/s/user", "interactivity from median TPOT: 1000 / median_tpot_ms"),
     "p90_intvty": ("tok/s/user", "interactivity from p90 TPOT: 1000 / p90_tpot_ms"),
     "p99_intvty": ("tok/s/user", "interactivity from p99 TPOT: 1000 / p99_tpot_ms"),
-    "x_intvty": ("tok/s/user", "frontier x-axis: median_intvty (fixed_seq) or e2e_norm_intvty_p90 "
-                               "(agentic_traces)"),
+    "x_intvty": ("tok/s/user", "frontier x-axis: median_intvty (fixed_seq; e2e_norm_intvty_p90 for a run without "
+                               "TPOT, LLMPerf); e2e_norm_intvty_p90, else the stand-in mean_osl_over_p90_e2el "
+                               "(agentic_traces); x_intvty_stat names which"),
+    "x_intvty_stat": ("", "the statistic x_intvty holds, by its column name: median_intvty, e2e_norm_intvty_p90 or "
+                          "mean_osl_over_p90_e2el; a frontier or comparison never mixes two"),
     "mean_input_len": ("tokens", "measured mean input length: total_input_tokens / completed"),
     "mean_output_len": ("tokens", "measured mean output length: total_output_tokens / completed"),
-    "length_off_nominal": ("", "measured ISL or OSL more than 10 % off nominal; kept here, left off frontiers"),
+    "latency_output_len": ("tokens", "without token totals: (median E2EL − median TTFT) / median TPOT + 1, the output "
+                                     "length a median request's latencies imply"),
+    "expected_input_len": ("tokens", "mean input length the nominal ISL and random_range_ratio imply: "
+                                     "isl × (1 + ratio) / 2"),
+    "expected_output_len": ("tokens", "mean output length the nominal OSL and random_range_ratio imply: "
+                                      "osl × (1 + ratio) / 2"),
+    "length_check": ("", "how the lengths were checked: totals, latencies (OSL only) or unverified; null without "
+                         "ISL/OSL (agentic traces)"),
+    "length_off_nominal": ("", "measured ISL or OSL more than 10 % off its expected mean (a latency-implied OSL: 25 "
+                               "%), or lengths unverified; kept here, left off frontiers"),
     "failure_rate": ("fraction", "failed / (failed + completed)"),
     "price_book": ("", "price-book scenario of the row's power and prices (inferencex-seed is the default)"),
     "price_book_version": ("", "version of the price book (e.g. the reference table's month)"),
@@ -298,17 +340,25 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
                            "the target's"),
     "bracket_lo_intvty": ("tok/s/user", "measured frontier point just below the target (null: none)"),
     "bracket_hi_intvty": ("tok/s/user", "measured frontier point just above the target (null: none)"),
+    "bracket_ratio": ("", "bracket_hi_intvty / bracket_lo_intvty: how far apart the measured neighbours are (1.0 on "
+                          "a point; above 1.5 the cell is interpolated across a gap); null when clamped"),
+    "cell_basis": ("", "how the cell was read: measured (the target is a frontier point), interpolated (between two "
+                       "points at most 1.5× apart whose splines agree), interpolated_gap (points more than 1.5× "
+                       "apart, or sparse_frontier), clamped (the target is outside the frontier)"),
     "implied_cost_per_mtok_hyperscaler": ("$/M tok", "hyperscaler cost implied by the splined tput_per_gpu, for "
                                                      "the sparse_frontier test"),
     "sparse_frontier": ("", "splined cost and throughput-implied cost differ by more than 5 %: the points around "
                             "the target are too far apart to trust the cell"),
-    "cell_note": ("", "why the cell is not a measured value (clamped or sparse), in words; null when it is"),
+    "cell_note": ("", "why the cell is not a measured value (clamped, or interpolated across a gap), and which "
+                      "bracketing point averages repeats more than 10 % apart, in words; null when none applies"),
     "measured_power_coverage": ("fraction", "share of the side's frontier points with valid telemetry"),
     "cross_engine": ("", "spec-decoding points come from engines whose acceptance rates are defined differently"),
     "band_phrase": ("", "where the target sits in the band (near the low end, around the middle, …)"),
-    "cost_sentence": ("", "the page's cost sentence at this target"),
-    "tput_sentence": ("", "the page's throughput sentence at this target"),
-    "sentence_caveat": ("", "caveat appended to the sentences when a cell is clamped or sparse"),
+    "cost_sentence": ("", "the page's cost sentence at this target (hyperscaler): N% cheaper, the ratio form at N ≥ "
+                          "100, essentially tied, or within run-to-run noise where the 95 % intervals overlap"),
+    "tput_sentence": ("", "the page's throughput sentence at this target: N% more tok/s/GPU, essentially tied, or "
+                          "within run-to-run noise where the 95 % intervals overlap"),
+    "sentence_caveat": ("", "caveat appended to the sentences: the two sides' cell_note at this target, joined"),
     # trends
     "runs": ("runs", "runs of the group on that date"),
     "frontier_intvty_min": ("tok/s/user", "lowest interactivity on the day's frontier"),

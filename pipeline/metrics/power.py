@@ -220,14 +220,17 @@ def run_window(run: dict) -> tuple[float, float, str, str] | None:
     """A run's benchmark window (start, end, clock, source), or None when the run gives none.
 
     Order: the ``start_time_unix`` metadata key + duration (epoch); the client's own epoch window
-    (InferenceX ``benchmark_start/end_time_unix``); [end − duration, end] with end from vLLM's local ``date``
-    (taken after the run, second resolution; ``local_naive``).
+    (InferenceX ``benchmark_start/end_time_unix``); [end − duration, end] with end from vLLM's ``date`` (taken after
+    the run, second resolution): an instant when the date names its zone (ISO 8601 with ``Z`` or an offset), else
+    the machine's local clock (``local_naive``).
     """
     duration = run.get("duration_s")
     if run.get("start_time_unix") is not None and duration:
         return run["start_time_unix"], run["start_time_unix"] + duration, EPOCH, "start_time_unix + duration"
     if run.get("bench_start_unix") is not None and run.get("bench_end_unix") is not None:
         return run["bench_start_unix"], run["bench_end_unix"], EPOCH, "client epoch window"
+    if run.get("bench_end_unix") is not None and duration:
+        return run["bench_end_unix"] - duration, run["bench_end_unix"], EPOCH, "zoned date − duration"
     if run.get("bench_end_local") is not None and duration:
         end = run["bench_end_local"].replace(tzinfo=timezone.utc).timestamp()
         return end - duration, end, LOCAL, "local date − duration"

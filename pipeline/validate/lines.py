@@ -6,7 +6,8 @@ disaggregated deployment also multinode, the prefill TP/EP/DP attention and work
 prefill/decode GPU counts). ``line_id`` gives a run its line.
 
 A **sweep** is one launch of a line over its concurrencies. ``sweep_ids`` names it: the workflow run id in an
-InferenceX ``run_url`` (``gha:<id>``), else a ``sweep_id`` metadata key (``sweep:<value>``), else the run date
+InferenceX ``run_url`` (``gha:<id>``; a re-run's attempt k ≥ 2 is a sweep of its own, ``gha:<id>/attempt/<k>``,
+newer than the earlier attempts), else a ``sweep_id`` metadata key (``sweep:<value>``), else the run date
 (``date:YYYY-MM-DD``: every run of the line on that day is one sweep) or ``undated``. The file's benchmark start
 time is deliberately not a sweep id: vLLM writes one file per concurrency, each with its own start, so it would
 split every sweep into one-concurrency sweeps and keep only the last.
@@ -50,7 +51,9 @@ LINEAGE_SCHEMA = pa.schema([
     ("repeat_n", pa.int32()),
     ("current", pa.bool_()),
 ])
-_WORKFLOW_RUN = re.compile(r"/actions/runs/(\d+)")
+_WORKFLOW_RUN = re.compile(r"/actions/runs/(\d+)(?:/attempts/(\d+))?")
+# a gha sweep id's value: the workflow run id, and the attempt when a re-run (attempt 2 or later) made it
+_GHA_VALUE = re.compile(r"(\d+)(?:/attempt/(\d+))?")
 _KIND_RANK = {"undated": 0, "date": 1, "sweep": 2, "gha": 3}
 _EPOCH = date(1970, 1, 1)
 _UNDATED = np.iinfo(np.int64).min  # a sweep date older than every date
@@ -89,23 +92,54 @@ def line_id(run: Mapping[str, Any]) -> str:
 
 def sweep_id(run: Mapping[str, Any]) -> str:
     """The sweep of one run (``SWEEP_COLUMNS``): ``gha:<workflow run id>`` from an InferenceX ``run_url``
-    (``…/actions/runs/<id>/…``), ``url:<run_url>`` for another URL, ``sweep:<sweep_id>`` from the metadata key,
-    else ``date:<run_date>`` or ``undated``."""
+    (``…/actions/runs/<id>/…``; ``gha:<id>/attempt/<k>`` for ``…/attempts/<k>`` with k ≥ 2, a re-run of that
+    workflow run, which supersedes the earlier attempts of every line it re-ran, as InferenceX-app's
+    ``latest_workflow_runs`` keeps the highest attempt), ``sweep:<run_url>`` for another URL, ``sweep:<sweep_id>``
+    from the metadata key, else ``date:<run_date>`` or ``undated``."""
     url = run.get("run_url")
     if url:
         found = _WORKFLOW_RUN.search(url)
-        return f"gha:{found.group(1)}" if found else f"sweep:{url}"
+        if not found:
+            return f"sweep:{url}"
+        attempt = int(found.group(2) or 1)
+        return f"gha:{found.group(1)}" if attempt <= 1 else f"gha:{found.group(1)}/attempt/{attempt}"
     if run.get("sweep_id"):
         return f"sweep:{run['sweep_id']}"
     return "undated" if run.get("run_date") is None else f"date:{run['run_date'].isoformat()}"
 
 
+def workflow_attempt(sweep: str) -> tuple[int, int] | None:
+    """(workflow run id, attempt) of a ``gha`` sweep id (``gha:<id>`` is attempt 1), None for other sweeps."""
+    kind, _, value = sweep.partition(":")
+    found = _GHA_VALUE.fullmatch(value) if kind == "gha" else None
+    return None if found is None else (int(found.group(1)), int(found.group(2) or 1))
+
+
+def _lower_attempts(sweep_ids: Sequence[str]) -> dict[str, str]:
+    """Of the distinct ``sweep_ids``, each ``gha`` sweep of a workflow run that has a higher attempt among them →
+    that highest attempt's sweep id. InferenceX-app reads benchmarks through ``latest_workflow_runs``, the highest
+    ``run_attempt`` of each GitHub run id, so a lower attempt's runs are not shown at all, on any line."""
+    attempts = {sweep: workflow_attempt(sweep) for sweep in sweep_ids}
+    highest: dict[int, tuple[int, str]] = {}
+    for sweep, found in attempts.items():
+        if found is not None and found[1] > highest.get(found[0], (0, ""))[0]:
+            highest[found[0]] = (found[1], sweep)
+    return {sweep: highest[found[0]][1] for sweep, found in attempts.items()
+            if found is not None and found[1] < highest[found[0]][0]}
+
+
 def sweep_order_key(sweep_date: date | None, sweep: str) -> tuple:
     """Sort key of a sweep, larger = newer: the newest run date among its runs (undated oldest), then the kind of
-    id (``gha`` > ``sweep`` > ``date`` > ``undated``), then the id, numerically when it is a number."""
+    id (``gha`` > ``sweep`` > ``date`` > ``undated``), then the id, numerically when it is a number (a workflow
+    run's attempts by attempt number: ``gha:<id>/attempt/2`` after ``gha:<id>``)."""
     kind, _, value = sweep.partition(":")
+    gha = _GHA_VALUE.fullmatch(value) if kind == "gha" else None
+    if gha is not None:
+        number, attempt = int(gha.group(1)), int(gha.group(2) or 1)
+    else:
+        number, attempt = (int(value) if value.isdigit() else 0), 1
     return (sweep_date.toordinal() if sweep_date is not None else -1, _KIND_RANK[kind],
-            value.isdigit(), int(value) if value.isdigit() else 0, value)
+            gha is not None or value.isdigit(), number, attempt, value)
 
 
 def line_and_sweep_ids(runs: pa.Table) -> tuple[list[str], list[str]]:
@@ -140,7 +174,10 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
             ``superseded_by``); undated runs are always visible (nothing says they came later).
     Returns:
         ``line_id``, ``sweep_id`` as given; ``superseded_by``: the line's next newer visible sweep after this
-        run's own (null when the run is current or not visible; a chain of them leads to the current sweep);
+        run's own (null when the run is current or not visible; a chain of them leads to the current sweep), or,
+        for a run of a workflow run's lower attempt once a higher attempt of that workflow run is visible, the
+        highest attempt's sweep id (that attempt replaces every line of the earlier one, and the earlier one
+        plays no part in which sweep of a line is newest);
         ``repeat_group`` = ``<line_id>|<sweep_id>|conc=<conc>`` and ``repeat_n`` = distinct runs in it (1 when
         alone; counted among visible runs); ``current``: visible and not superseded.
     Raises:
@@ -154,6 +191,14 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     dated = days.is_valid().to_numpy(zero_copy_only=False)
     day = pc.fill_null(days, 0).to_numpy().astype(np.int64)
     visible = np.ones(n, dtype=bool) if as_of is None else ~dated | (day <= (as_of - _EPOCH).days)
+    # a workflow run's lower attempts, once a higher attempt of it is visible, are not there for the latest rule
+    ids = table["sweep_id"].combine_chunks().dictionary_encode()
+    id_names = ids.dictionary.to_pylist()
+    seen_ids = np.bincount(ids.indices.to_numpy()[visible], minlength=len(id_names)) > 0
+    replaced = _lower_attempts([name for name, shown in zip(id_names, seen_ids) if shown])
+    dropped_by = np.array([replaced.get(name) for name in id_names], dtype=object)[ids.indices.to_numpy()]
+    dropped = visible & (dropped_by != None)  # noqa: E711  (elementwise over an object array)
+    visible = visible & ~dropped
     sweep = row_codes(table, ("line_id", "sweep_id"))
     group = row_codes(table, ("line_id", "sweep_id", "conc"))
     # a sweep's date: the newest date among its visible runs; undated when none of them has one
@@ -179,7 +224,7 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     # per row by Arrow take of the per-sweep values (Python lists of a million strings were ~0.5 GiB and ~1 s)
     sweep_at = pa.array(sweep, pa.int64())
     superseded = pc.if_else(pa.array(visible), pa.array(successor.tolist(), pa.string()).take(sweep_at),
-                            pa.scalar(None, pa.string()))
+                            pa.array(np.where(dropped, dropped_by, None).tolist(), pa.string()))
     # distinct visible runs per repeat group
     groups = int(group.max(initial=-1)) + 1
     if pc.count_distinct(table["run_id"]).as_py() == n:  # one row per run (run_metrics' distinct rows)
@@ -195,7 +240,7 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
     return pa.table({"run_id": table["run_id"], "line_id": table["line_id"], "sweep_id": table["sweep_id"],
                      "superseded_by": superseded,
                      "repeat_group": names,
-                     "repeat_n": pa.array(np.where(visible, members[group], 1), pa.int32()),
+                     "repeat_n": pa.array(np.where(visible, members[group], 1), pa.int32()),  # dropped: 1
                      "current": pa.array(visible & pc.is_null(superseded).to_numpy(zero_copy_only=False))},
                     schema=LINEAGE_SCHEMA)
 
@@ -208,7 +253,8 @@ def current_sweeps_by_date(runs: pa.Table,
 
     Column work except for one step per (sweep, run date) the history holds, in date order: a sweep's order key
     only changes when a newer run date of it becomes visible, and a line's current sweep is the one with the
-    largest key (keys of a line's sweeps never tie: they end with the sweep id). ``current`` is a live view of
+    largest key (keys of a line's sweeps never tie: they end with the sweep id). Once a higher attempt of a
+    workflow run is visible, its lower attempts' sweeps leave every line (``run_lineage``'s rule). ``current`` is a live view of
     that state, so a day costs its new sweeps, not the history's lines.
 
     Args:
@@ -241,7 +287,19 @@ def current_sweeps_by_date(runs: pa.Table,
     newest_day: dict[int, int | None] = {}
     visible = np.zeros(sweeps, dtype=np.int64)  # each sweep's rows visible so far (a prefix of its by_sweep rows)
     newest: dict[str, tuple[tuple, int]] = {}  # line -> (key, sweep) of its current sweep
+    keys: dict[str, dict[int, tuple]] = {}  # line -> its visible sweeps' keys, lower attempts left out
+    attempt_of = [workflow_attempt(name) for name in sweep_of]
+    highest: dict[int, int] = {}  # workflow run id -> its highest attempt visible so far
+    by_workflow: dict[int, list[int]] = {}  # workflow run id -> its visible sweeps
     current = _CurrentSweeps(newest, by_sweep, first, visible)
+
+    def settle(line: str) -> None:  # the line's current sweep: the largest key left (none: the line is not shown)
+        if keys.get(line):
+            s_best = max(keys[line], key=keys[line].__getitem__)
+            newest[line] = (keys[line][s_best], s_best)
+        else:
+            newest.pop(line, None)
+
     at = 0
     for day in sorted(set(as_of_dates)):
         limit = (day - _EPOCH).days
@@ -252,9 +310,20 @@ def current_sweeps_by_date(runs: pa.Table,
             if s not in newest_day or (dated_day is not None and (newest_day[s] is None or dated_day > newest_day[s])):
                 newest_day[s] = dated_day
                 key = sweep_order_key(None if dated_day is None else _EPOCH + timedelta(days=dated_day), sweep_of[s])
-                held = newest.get(line_of[s])
-                if held is None or key >= held[0]:
-                    newest[line_of[s]] = (key, s)
+                workflow = attempt_of[s]
+                if workflow is None or workflow[1] >= highest.get(workflow[0], 0):
+                    keys.setdefault(line_of[s], {})[s] = key
+                    held = newest.get(line_of[s])
+                    if held is None or key >= held[0]:
+                        newest[line_of[s]] = (key, s)
+                if workflow is not None and s not in by_workflow.setdefault(workflow[0], []):
+                    by_workflow[workflow[0]].append(s)
+                    if workflow[1] > highest.get(workflow[0], 0):
+                        # a higher attempt: the workflow run's earlier attempts leave every line they were on
+                        highest[workflow[0]] = workflow[1]
+                        for earlier in by_workflow[workflow[0]]:
+                            if attempt_of[earlier][1] < workflow[1] and keys.get(line_of[earlier], {}).pop(earlier, None):
+                                settle(line_of[earlier])
             at += 1
         yield day, current
 

@@ -37,6 +37,7 @@ from pipeline.ingest.schema import (
     RUN_SCHEMA,
 )
 from pipeline.io.paths import reference_dir
+from pipeline.validate.lengths import LENGTH_INPUT_COLUMNS, lengths_off_nominal
 from pipeline.validate.lines import LINE_COLUMNS, line_id
 from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
 
@@ -183,6 +184,49 @@ def _metadata_conflict(run: Run) -> Finding | None:
     return None
 
 
+# Mean ITL / mean TPOT is ~1.0 without speculative decoding (one token per streamed chunk) and 1.6–3.5 with MTP or
+# EAGLE on real files (several accepted tokens per chunk). A ratio far above the band is a stream interval (TRT-LLM
+# and Dynamo stream every 10th–100th token: 9.9 to 99 on real non-spec rows), not evidence of drafting.
+SPEC_EVIDENCE_ITL_TPOT = (1.5, 5.0)
+
+
+def _itl_tpot_ratio(run: Run) -> float | None:
+    """Mean ITL / mean TPOT of a run (medians when a mean is absent); None without both or with a TPOT ≤ 0."""
+    for itl, tpot in ((run.get("mean_itl_s"), run.get("mean_tpot_s")), (run.get("median_itl_s"), run.get("median_tpot_s"))):
+        if itl is not None and tpot is not None and math.isfinite(itl) and math.isfinite(tpot) and tpot > 0:
+            return itl / tpot
+    return None
+
+
+def _spec_ratio_screen(table: pa.Table) -> pa.ChunkedArray:
+    ratio = pc.coalesce(pc.divide(_float(table, "mean_itl_s"), _float(table, "mean_tpot_s")),
+                        pc.divide(_float(table, "median_itl_s"), _float(table, "median_tpot_s")))
+    lo, hi = SPEC_EVIDENCE_ITL_TPOT
+    inside = pc.and_(pc.greater_equal(ratio, lo), pc.less_equal(ratio, hi))
+    return _any(pc.and_(pc.equal(table["spec_decoding"], "none"), inside))
+
+
+@_screen(_spec_ratio_screen)
+def _spec_evident(run: Run) -> Finding | None:
+    """The file's own latencies show speculative decoding (mean ITL / mean TPOT inside ``SPEC_EVIDENCE_ITL_TPOT``)
+    while its metadata says ``none``, stated or by default: the label would be wrong, so neither is guessed
+    (docs/metrics.md, "Speculative decoding the file shows"); the sidecar or runs.csv must name the method."""
+    if run.get("spec_decoding") != "none":
+        return None
+    ratio = _itl_tpot_ratio(run)
+    lo, hi = SPEC_EVIDENCE_ITL_TPOT
+    if ratio is None or not lo <= ratio <= hi:
+        return None
+    sources = dict(pair.split("=", 1) for pair in (run.get("metadata_sources") or "").split(";") if "=" in pair)
+    source = sources.get("spec_decoding", "default")
+    said = ("no file, sidecar or runs.csv names the method (spec_decoding none is only the default)"
+            if source == "default" else f"spec_decoding none comes from {source}")
+    return "metadata_conflict:spec_decoding", (
+        f"mean ITL / mean TPOT = {ratio:.2f}: the file's latencies show speculative decoding (≈1.0 without it, "
+        f"{lo:g}–{hi:g} with MTP/EAGLE), but {said}; state spec_decoding (mtp, eagle3, …) in the <file>.meta.json "
+        "sidecar or a runs.csv row")
+
+
 @_screen(lambda t: _any(*(pc.is_null(t[key]) for key in REQUIRED_METADATA)))
 def _missing_metadata(run: Run) -> Finding | None:
     """Sides and per-GPU metrics need these keys (agentic-trace runs: all but ISL/OSL); no file, sidecar or
@@ -197,24 +241,48 @@ def _missing_metadata(run: Run) -> Finding | None:
     return None
 
 
+# The metadata keys a GPU count is made of (``pipeline.ingest.gpus``), in the order a missing one is named: the
+# decode GPUs first, since they divide the output throughput a disaggregated run is judged by.
+GPU_COUNT_KEYS = ("tp", "pp", "pcp", "num_decode_gpu", "num_prefill_gpu")
+# ``metadata_sources`` names a count key's source; ``engine`` means the parser only inferred it (an SGLang
+# prefill/decode split's server_info lists the servers its router reported, often one per role however many run).
+_ENGINE_COUNT = "(^|;)(" + "|".join(GPU_COUNT_KEYS) + ")=engine(;|$)"
+
+
+def engine_implied_counts(run: Run) -> list[str]:
+    """The GPU-count keys of ``run`` whose value only the engine output implies (``metadata_sources`` says
+    ``<key>=engine``), in ``GPU_COUNT_KEYS`` order."""
+    sources = dict(pair.split("=", 1) for pair in (run.get("metadata_sources") or "").split(";") if "=" in pair)
+    return [key for key in GPU_COUNT_KEYS if sources.get(key) == "engine"]
+
+
 def _no_gpu_count(table: pa.Table) -> pa.ChunkedArray:
     def falsy(name: str) -> pa.ChunkedArray:  # None or 0, as ``not run.get(name)``
         return pc.fill_null(pc.equal(table[name], 0), True)
 
     disagg = pc.fill_null(table["disagg"], False)
     missing = pc.if_else(disagg, pc.or_(falsy("num_prefill_gpu"), falsy("num_decode_gpu")), falsy("tp"))
-    return _any(pc.and_(pc.is_null(table["reported_tput_per_gpu"]), missing))
+    implied = pc.match_substring_regex(table["metadata_sources"], _ENGINE_COUNT)
+    return _any(pc.and_(pc.is_null(table["reported_tput_per_gpu"]), _any(missing, implied)))
 
 
 @_screen(_no_gpu_count)
 def _gpu_count(run: Run) -> Finding | None:
-    """Per-GPU throughput needs a GPU count unless the source reported per-GPU values itself."""
+    """Per-GPU throughput needs a GPU count unless the source reported per-GPU values itself, and a count the
+    engine only implies is never that denominator (docs/metrics.md section 2: a 1 prefill + 8 decode SGLang run whose
+    server_info lists one server per role is 9 GPUs, not 2): such a run waits for a sidecar or runs.csv that
+    states the counts, under ``missing_metadata:<key>`` naming what to state."""
     if run.get("reported_tput_per_gpu") is not None:
         return None
-    if run.get("disagg"):
-        missing = [k for k in ("num_prefill_gpu", "num_decode_gpu") if not run.get(k)]
-    else:
-        missing = [] if run.get("tp") else ["tp"]
+    needed = ("num_decode_gpu", "num_prefill_gpu") if run.get("disagg") else ("tp",)
+    implied = [key for key in engine_implied_counts(run) if key in (needed if run.get("disagg") else GPU_COUNT_KEYS[:3])]
+    if implied:
+        said = ", ".join(f"{key}={run.get(key)}" for key in implied)
+        return f"missing_metadata:{implied[0]}", (
+            f"{said} only implied by the engine output (e.g. server_info lists one server per role, however many "
+            f"run): a count never stated is not a per-GPU denominator; state {' and '.join(needed)} in the "
+            "<file>.meta.json sidecar or a runs.csv row")
+    missing = [key for key in needed if not run.get(key)]
     if missing:
         return f"missing_metadata:{missing[0]}", f"GPU count needs {', '.join(missing)}"
     return None
@@ -335,12 +403,17 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
     return [
         _failed_requests,
         _positive("total_tput_tok_s", "total_token_throughput", "reported_tput_per_gpu"),
-        _only(FIXED_SEQ, _positive("median_tpot_s", "median_tpot_ms")),
+        # a fixed-sequence run is placed by its median TPOT, or, when its harness measures no TPOT (LLMPerf), by its
+        # E2E-normalized interactivity (docs/metrics.md section 4a)
+        _only(FIXED_SEQ, _positive("median_tpot_s", "median_tpot_ms", "e2e_norm_intvty_p90")),
         # the agentic x-axis (docs/metrics.md); their interactivity is not read from TPOT
-        _only(AGENTIC_TRACES, _positive("e2e_norm_intvty_p90", "p90_e2e_norm_intvty")),
+        # (the dashboard's value, else the row's stand-in mean OSL / p90 E2EL; the metrics stage prefers
+        # 1 / p90(E2EL / OSL) from per-request records when the run has them, docs/metrics.md section 4a)
+        _only(AGENTIC_TRACES, _positive("e2e_norm_intvty_p90", "p90_e2e_norm_intvty", "mean_osl_over_p90_e2el")),
         _unit_mismatch,
         _consistency,
         _metadata_conflict,
+        _spec_evident,
         unknown_hw_rule(known_hw),
         _missing_metadata,
         _gpu_count,
@@ -383,7 +456,7 @@ _MIN_SHARED = 3
 # Every column the duplicate search reads, so a caller holding a million runs can read these alone.
 DUPLICATE_SEARCH_COLUMNS = tuple(dict.fromkeys((
     "source_file", "source_format", "source_row", "run_id", "run_date_partition", "content_sha256", "run_date",
-    *MEASUREMENT_KEY, *MEASUREMENT_COLUMNS)))
+    *MEASUREMENT_KEY, *MEASUREMENT_COLUMNS, *LENGTH_INPUT_COLUMNS)))
 
 
 def same_measurement(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -402,9 +475,13 @@ def same_measurement(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def _keep_order(run: Mapping[str, Any]) -> tuple:
-    """Which copy of a duplicate is kept: a dated copy before an undated one (the date places it on the time
-    axis), then the (``source_file``, ``source_row``) that sorts first."""
-    return (run.get("run_date") is None, run["source_file"], run["source_row"])
+    """Which copy of a duplicate is kept: the copy that stays on the frontier (``length_off_nominal`` false, when
+    the caller judged it: ``pipeline.validate.lengths``), then one with request counts (``completed``: a raw
+    result file rather than the InferenceX agg row made from it, which keeps only per-GPU rates), then a dated copy
+    before an undated one (the date places it on the time axis), then the (``source_file``, ``source_row``) that
+    sorts first."""
+    return (bool(run.get("length_off_nominal")), run.get("completed") is None, run.get("run_date") is None,
+            run["source_file"], run["source_row"])
 
 
 def find_duplicates(runs: list[Mapping[str, Any]], accepted_before: int = 0) -> dict[int, tuple[str, str, str]]:
@@ -581,9 +658,12 @@ def duplicates_in_table(runs: pa.Table, accepted_before: int = 0) -> tuple[dict[
     key_count, content_count = Counter(keys), Counter(c for c in contents if c)
     shared = [int(maybe[i]) for i, (key, content) in enumerate(zip(keys, contents))
               if key_count[key] > 1 or content_count[content] > 1]
-    candidates = runs.take(pa.array(shared, pa.int64())).select(
+    chosen = runs.take(pa.array(shared, pa.int64()))
+    candidates = chosen.select(list(dict.fromkeys(
         ["source_file", "source_format", "source_row", "run_id", "run_date_partition", "content_sha256", "run_date",
-         *MEASUREMENT_KEY, *MEASUREMENT_COLUMNS]).to_pylist()
+         *MEASUREMENT_KEY, *MEASUREMENT_COLUMNS, "completed"]))).to_pylist()
+    for candidate, off in zip(candidates, lengths_off_nominal(chosen)):
+        candidate["length_off_nominal"] = off
     found = find_duplicates(candidates, accepted_before=sum(i < accepted_before for i in shared))
     return ({shared[i]: row for i, row in enumerate(candidates)},
             {shared[local]: finding for local, finding in found.items()})

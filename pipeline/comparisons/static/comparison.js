@@ -6,15 +6,20 @@
 // Steffen tangents as pipeline/frontiers/spline.py::steffen_tangents computes them, the cubic Hermite polynomial
 // coefficients and Horner-like evaluation of scipy's CubicHermiteSpline/PPoly, then the comparison rule
 // (interpolate(clamp=True)): the target clamped into the frontier's x-range, the value into the metric's
-// [min, max] over the frontier points. Brackets, the sparse flag and the cell notes follow
-// pipeline/comparisons/compare.py. The sentences are recomputed for the typed targets and the chosen price book with
-// the Python rule (compare.py::_sentences and headline, band.py::band_phrase, report.py::sentences): percentages
-// rounded half up, tied below a ratio of DATA.tie_ratio (1.01); numbers formatted as Python's format() does
-// (rounded half to even on the double's exact value). Every label reaches the page as textContent, never as markup.
+// [min, max] over the frontier points. Brackets, the sparse flag, cell_basis and the cell notes follow
+// pipeline/comparisons/compare.py (the gap ratio and repeat spread limit come from DATA, never a second literal);
+// the 95 % intervals (confidence.py) are splined the same way. The sentences are recomputed for the typed targets
+// and the chosen price book with the Python rule (compare.py::sentences and headline, band.py::band_phrase,
+// report.py::sentences): percentages rounded half up, tied below a ratio of DATA.tie_ratio, the ratio form at
+// N >= 100, "within run-to-run noise" where both sides' intervals overlap; numbers formatted as Python's format()
+// does (rounded half to even on the double's exact value). Every label reaches the page as textContent, never as
+// markup.
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("page-data").textContent);
-  var SPARSE_RATIO = DATA.sparse_ratio;
+  var SPARSE_RATIO = DATA.sparse_ratio, GAP_RATIO = DATA.gap_ratio, REPEAT_SPREAD_LIMIT = DATA.repeat_spread_limit;
+  var TIERS = ["hyperscaler", "neocloud", "rental"];
+  var SPLINED_CI = ["tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi"];
   var state = {book: DATA.default_book, tier: "hyperscaler", targets: DATA.default_targets.slice()};
 
   // --- spline (pipeline/frontiers/spline.py) -------------------------------------------------------------------
@@ -130,15 +135,34 @@
 
   // --- one side at one target (pipeline/comparisons/compare.py) ------------------------------------------------
 
-  function cellNote(label, target, cell) {
+  // compare.py::cell_basis
+  function cellBasis(cell) {
     var lo = cell.bracket_lo_intvty, hi = cell.bracket_hi_intvty;
-    if (hi === null) return label + " is outside its measured range: its frontier ends at " + pyFixed(lo, 1) +
-      " tok/s/user, below the " + fmtG(target) + " tok/s/user target";
-    if (lo === null) return label + " is outside its measured range: its frontier starts at " + pyFixed(hi, 1) +
-      " tok/s/user, above the " + fmtG(target) + " tok/s/user target";
-    if (cell.sparse_frontier) return label + "'s values are interpolated across a gap between " + pyFixed(lo, 1) +
-      " and " + pyFixed(hi, 1) + " tok/s/user";
-    return null;
+    if (lo === null || hi === null) return "clamped";
+    if (lo === hi) return "measured";
+    return cell.bracket_ratio > GAP_RATIO || cell.sparse_frontier ? "interpolated_gap" : "interpolated";
+  }
+
+  // compare.py::cell_note
+  function cellNote(label, target, cell) {
+    var lo = cell.bracket_lo_intvty, hi = cell.bracket_hi_intvty, basis = cell.cell_basis, parts = [];
+    if (basis === "clamped" && hi === null && lo !== null) parts.push(label + " is outside its measured range: " +
+      "its frontier ends at " + pyFixed(lo, 1) + " tok/s/user, below the " + fmtG(target) + " tok/s/user target");
+    else if (basis === "clamped" && lo === null && hi !== null) parts.push(label + " is outside its measured " +
+      "range: its frontier starts at " + pyFixed(hi, 1) + " tok/s/user, above the " + fmtG(target) +
+      " tok/s/user target");
+    else if (basis === "interpolated_gap") parts.push(label + "'s values are interpolated across a gap between " +
+      pyFixed(lo, 1) + " and " + pyFixed(hi, 1) + " tok/s/user");
+    var seen = [];
+    [[lo, cell.bracket_lo_repeat_spread], [hi, cell.bracket_hi_repeat_spread]].forEach(function (p) {
+      var x = p[0], spread = p[1];
+      if (x === null || seen.indexOf(x) >= 0 || spread === null || spread === undefined ||
+          !(spread > REPEAT_SPREAD_LIMIT)) return;
+      seen.push(x);
+      parts.push(label + "'s point at " + pyFixed(x, 1) + " tok/s/user averages repeats " +
+                 roundHalfUp(spread * 100) + "% apart in tok/s/GPU");
+    });
+    return parts.length ? parts.join("; ") : null;
   }
 
   var splines = {};
@@ -147,6 +171,7 @@
     if (!splines[id]) {
       var side = DATA.books[book].sides[key], x = side.x, out = {};
       Object.keys(side.metrics).forEach(function (m) { out[m] = spline(x, side.metrics[m]); });
+      Object.keys(side.ci).forEach(function (c) { out[c] = spline(x, side.ci[c]); });
       splines[id] = out;
     }
     return splines[id];
@@ -159,13 +184,31 @@
     DATA.metrics.forEach(function (m) {
       cell[m] = sp[m] ? clip(evaluateRaw(sp[m], evaluated), sp[m].lo, sp[m].hi) : null;
     });
-    var below = x.filter(function (v) { return v <= target; }), above = x.filter(function (v) { return v >= target; });
-    cell.bracket_lo_intvty = below.length ? below[below.length - 1] : null;
-    cell.bracket_hi_intvty = above.length ? above[0] : null;
+    // the bracket (compare.py::_bracket): the last x <= target and the first x >= target, their ratio and spreads
+    var below = x.filter(function (v) { return v <= target; }).length;
+    var above = x.findIndex(function (v) { return v >= target; });
+    var lo = below ? x[below - 1] : null, hi = above >= 0 ? x[above] : null;
+    cell.bracket_lo_intvty = lo;
+    cell.bracket_hi_intvty = hi;
+    cell.bracket_ratio = lo === null || hi === null ? null : hi / lo;
+    cell.bracket_lo_repeat_spread = lo === null ? null : side.repeat_spread[below - 1];
+    cell.bracket_hi_repeat_spread = hi === null ? null : side.repeat_spread[above];
     var implied = side.price_per_mtok / cell.tput_per_gpu, splinedCost = cell.cost_per_mtok_hyperscaler;
     cell.implied_cost_per_mtok_hyperscaler = implied;
     cell.sparse_frontier = Math.max(implied, splinedCost) / Math.min(implied, splinedCost) > SPARSE_RATIO;
+    cell.cell_basis = cellBasis(cell);
     cell.cell_note = cellNote(DATA.labels[key], target, cell);
+    // the 95 % intervals (confidence.py::side_intervals): splined and clamped as a metric; each tier's cost interval
+    // is its price over the tok/s/GPU bounds
+    SPLINED_CI.forEach(function (c) {
+      cell[c] = sp[c] ? clip(evaluateRaw(sp[c], evaluated), sp[c].lo, sp[c].hi) : null;
+    });
+    var ciLo = cell.tput_per_gpu_ci_lo, ciHi = cell.tput_per_gpu_ci_hi;
+    TIERS.forEach(function (t) {
+      var price = side.prices_per_mtok[t], ok = price !== null && ciLo !== null && ciHi !== null && ciLo > 0;
+      cell["cost_per_mtok_" + t + "_ci_lo"] = ok ? price / ciHi : null;
+      cell["cost_per_mtok_" + t + "_ci_hi"] = ok ? price / ciLo : null;
+    });
     return cell;
   }
 
@@ -179,11 +222,23 @@
     return (neg ? "-" : "") + whole + (parts.length > 1 ? "." + parts[1] : "");
   }
 
+  // a value with its 95 % interval " [lo–hi]" when the cell has both ends (report.py::_cell)
+  function withInterval(f, lo, hi) {
+    return function (v, cell) {
+      var text = f(v), a = cell[lo], b = cell[hi];
+      return v === null || a === null || a === undefined || b === null || b === undefined ? text
+        : text + " [" + f(a) + "–" + f(b) + "]";
+    };
+  }
+
   function rows() {
+    var tier = state.tier;
     return [
-      {label: "Throughput (tok/s/GPU)", col: "tput_per_gpu", f: function (v) { return fmt(v, 1, true); }},
-      {label: "Cost ($/M tokens, " + state.tier + ")", col: "cost_per_mtok_" + state.tier,
-       f: function (v) { return v === null ? "—" : "$" + fmt(v, 3, false); }},
+      {label: "Throughput (tok/s/GPU)", col: "tput_per_gpu",
+       f: withInterval(function (v) { return fmt(v, 1, true); }, "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi")},
+      {label: "Cost ($/M tokens, " + tier + ")", col: "cost_per_mtok_" + tier,
+       f: withInterval(function (v) { return v === null ? "—" : "$" + fmt(v, 3, false); },
+                       "cost_per_mtok_" + tier + "_ci_lo", "cost_per_mtok_" + tier + "_ci_hi")},
       {label: "tok/s/MW (all-in power)", col: "tok_s_per_mw", f: function (v) { return fmt(v, 0, true); }},
       {label: "tok/s/MW (measured telemetry)", col: "measured_tok_s_per_mw", f: function (v) { return fmt(v, 0, true); },
        only: DATA.has_measured},
@@ -191,7 +246,7 @@
     ].filter(function (r) { return r.only === undefined || r.only; });
   }
 
-  // --- the sentences (pipeline/comparisons/compare.py::_sentences and headline, band.py::band_phrase,
+  // --- the sentences (pipeline/comparisons/compare.py::sentences and headline, band.py::band_phrase,
   // report.py::sentences and target_sentence): hyperscaler cost, the chosen price book, any target ------------------
   function roundHalfUp(v) { return Math.floor(v + 0.5); }
 
@@ -203,24 +258,55 @@
     return "around the middle";
   }
 
-  // "<cost>; <throughput>" with the cells' notes said once at the end, as compare.headline joins them
-  function headlineAt(c) {
-    var A = DATA.labels.a, B = DATA.labels.b, a = c.a, b = c.b;
-    var costA = a.cost_per_mtok_hyperscaler, costB = b.cost_per_mtok_hyperscaler;
-    var cheaper = costA <= costB ? A : B, costRatio = Math.max(costA, costB) / Math.min(costA, costB);
-    var tputA = a.tput_per_gpu, tputB = b.tput_per_gpu;
-    var faster = tputA >= tputB ? A : B, tputRatio = Math.max(tputA, tputB) / Math.min(tputA, tputB);
-    var cost = costRatio < DATA.tie_ratio ? A + " and " + B + " are essentially tied on cost per token"
-      : cheaper + " is " + roundHalfUp((costRatio - 1) * 100) + "% cheaper per token";
-    var tput = tputRatio < DATA.tie_ratio ? A + " and " + B + " are essentially tied on tok/s/GPU"
-      : faster + " delivers " + roundHalfUp((tputRatio - 1) * 100) + "% more tok/s/GPU";
-    var caveat = [a.cell_note, b.cell_note].filter(function (n) { return n; }).join("; ");
-    return cost + "; " + tput + (caveat ? " (" + caveat + ")" : "");
+  // confidence.py::intervals_apart: true when [aLo, aHi] and [bLo, bHi] do not overlap, null when a bound is missing
+  function intervalsApart(aLo, aHi, bLo, bHi) {
+    if ([aLo, aHi, bLo, bHi].some(function (v) { return v === null || v === undefined; })) return null;
+    return aLo > bHi || bLo > aHi;
   }
 
+  // compare.py::sentences, the one sentence rule: {cost, tput} for labels A and B, cells a and b, a cost tier and
+  // the caveat (the cells' notes joined, or "")
+  function sentenceRule(A, B, a, b, tier, caveat) {
+    var suffix = caveat ? " (" + caveat + ")" : "", cost, tput;
+    var onCost = tier === "hyperscaler" ? "cost per token" : "cost per token at " + tier + " prices";
+    var atTier = tier === "hyperscaler" ? "" : " at " + tier + " prices";
+    var costA = a["cost_per_mtok_" + tier], costB = b["cost_per_mtok_" + tier];
+    if (costA === null || costA === undefined || costB === null || costB === undefined) {
+      cost = "no " + tier + " price for one side";
+    } else {
+      var cheaper = costA <= costB ? A : B, pricier = costA <= costB ? B : A;
+      var ratio = Math.max(costA, costB) / Math.min(costA, costB), n = roundHalfUp((ratio - 1) * 100);
+      var apart = intervalsApart(a["cost_per_mtok_" + tier + "_ci_lo"], a["cost_per_mtok_" + tier + "_ci_hi"],
+                                 b["cost_per_mtok_" + tier + "_ci_lo"], b["cost_per_mtok_" + tier + "_ci_hi"]);
+      if (ratio < DATA.tie_ratio) cost = A + " and " + B + " are essentially tied on " + onCost;
+      else if (apart === false) cost = A + " and " + B + " are within run-to-run noise on " + onCost +
+        " (95 % intervals overlap)";
+      else if (n < 100) cost = cheaper + " is " + n + "% cheaper per token" + atTier;
+      else cost = cheaper + " is " + pyFixed(ratio, 1) + "× cheaper per token" + atTier + " (" + pricier +
+        " costs " + n + "% more)";
+    }
+    var tputA = a.tput_per_gpu, tputB = b.tput_per_gpu;
+    var faster = tputA >= tputB ? A : B, tputRatio = Math.max(tputA, tputB) / Math.min(tputA, tputB);
+    if (tputRatio < DATA.tie_ratio) tput = A + " and " + B + " are essentially tied on tok/s/GPU";
+    else if (intervalsApart(a.tput_per_gpu_ci_lo, a.tput_per_gpu_ci_hi, b.tput_per_gpu_ci_lo,
+                            b.tput_per_gpu_ci_hi) === false) {
+      tput = A + " and " + B + " are within run-to-run noise on tok/s/GPU (95 % intervals overlap)";
+    } else tput = faster + " delivers " + roundHalfUp((tputRatio - 1) * 100) + "% more tok/s/GPU";
+    return {cost: cost + suffix, tput: tput + suffix};
+  }
+
+  // "<cost>; <throughput>" at hyperscaler cost with the cells' notes said once at the end, as compare.headline
+  // joins them
+  function headlineAt(c) {
+    var caveat = [c.a.cell_note, c.b.cell_note].filter(function (n) { return n; }).join("; ");
+    var said = sentenceRule(DATA.labels.a, DATA.labels.b, c.a, c.b, "hyperscaler", "");
+    return said.cost + "; " + said.tput + (caveat ? " (" + caveat + ")" : "");
+  }
+
+  // report.py::_not_measured, by cell_basis
   function notMeasured(cell) {
-    if (cell.target_clamped) return " (not measured at this target)";
-    return cell.sparse_frontier ? " (interpolated across a gap)" : "";
+    if (cell.cell_basis === "clamped") return " (not measured at this target)";
+    return cell.cell_basis === "interpolated_gap" ? " (interpolated across a gap)" : "";
   }
 
   // the page's three sentences at one target (report.py::sentences)
@@ -260,7 +346,11 @@
 
   function cells() {
     return state.targets.map(function (t) {
-      return {target: t, a: evaluate(state.book, "a", t), b: evaluate(state.book, "b", t)};
+      var a = evaluate(state.book, "a", t), b = evaluate(state.book, "b", t);
+      // confidence.py::difference_significant, the same on both sides' rows
+      a.difference_significant = b.difference_significant = intervalsApart(
+        a.tput_per_gpu_ci_lo, a.tput_per_gpu_ci_hi, b.tput_per_gpu_ci_lo, b.tput_per_gpu_ci_hi);
+      return {target: t, a: a, b: b};
     });
   }
 
@@ -278,7 +368,7 @@
       tr.appendChild(el("td", r.label));
       at.forEach(function (c, i) {
         ["a", "b"].forEach(function (k) {
-          var v = c[k][r.col], td = el("td", r.f(v), {"data-target-index": String(i + 1), "data-side": k,
+          var v = c[k][r.col], td = el("td", r.f(v, c[k]), {"data-target-index": String(i + 1), "data-side": k,
                                                        "data-value": v === null ? "" : String(v)});
           if (c[k].cell_note) { td.className = "noted"; td.title = c[k].cell_note; }
           tr.appendChild(td);
@@ -395,7 +485,7 @@
     renderChart(at);
     // for tests and the curious: the state, the cells shown, the CSV text, the evaluator and the sentence rule
     window.__comparison = {cells: at, csv: csvText(at), state: state, evaluate: evaluate, sentences: sentencesAt,
-                           fmtG: fmtG, pyFixed: pyFixed};
+                           sentenceRule: sentenceRule, fmtG: fmtG, pyFixed: pyFixed};
   }
 
   // --- controls ------------------------------------------------------------------------------------------------

@@ -23,6 +23,11 @@ MART_KEYS = [dg.AssetKey(["validate", "quarantine"]), dg.AssetKey(["validate", "
              dg.AssetKey(["comparisons", "report"])]
 
 
+class NoAcceptedRunsError(RuntimeError):
+    """No run of any date passed validation: publishing would replace the marts with empty tables that look like
+    a night without benchmarks. One line with the quarantine's counts by reason and where to read them."""
+
+
 class WarehouseNotRefilledError(RuntimeError):
     """The warehouse was rebuilt after corruption and this run did not refill every run date: its marts would
     miss the other dates. One line naming the warehouse and what to run."""
@@ -41,10 +46,22 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource
     Raises:
         WarehouseNotRefilledError: the warehouse was rebuilt after corruption (``warehouse_rebuild`` table) and
             no run has refilled every run date yet; nothing is published.
+        NoAcceptedRunsError: the warehouse holds no accepted run of any date (``validated_runs`` is empty): every
+            file was quarantined or none was a run log; nothing is published and the previous marts stay current.
     """
     with warehouse.get_connection() as conn:
         rebuilt = REBUILD_MARKER_TABLE in table_names(conn)
         moved_to = conn.execute(f"select moved_to from {REBUILD_MARKER_TABLE}").fetchone()[0] if rebuilt else None
+        # a warehouse that validated nothing this run (assets invoked directly) has no table: nothing to judge
+        validated = "validated_runs" in table_names(conn)
+        accepted = conn.execute("select count(*) from validated_runs").fetchone()[0] if validated else None
+        reasons = conn.execute("select reason_code, count(*) as n from quarantine group by all "
+                               "order by n desc, reason_code limit 5").fetchall() if accepted == 0 else []
+    if accepted == 0:
+        counted = ", ".join(f"{code} {n}" for code, n in reasons) or "no run log found"
+        raise NoAcceptedRunsError(
+            f"no run accepted ({counted}): nothing published, the previous marts stay current; the quarantine "
+            "(table quarantine in the warehouse, asset validate/quarantine) names each file's reason")
     if rebuilt:
         raise WarehouseNotRefilledError(
             f"warehouse rebuilt after corruption (old file kept at {moved_to}) holds only the run dates this run "

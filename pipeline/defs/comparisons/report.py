@@ -130,8 +130,8 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
         duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
     """
     names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
-    optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal")
-                if c in names]
+    optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal",
+                            "x_intvty_stat") if c in names]
     return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
                     f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
                     params={"book": price_book}).to_arrow_table().to_pylist()

@@ -166,8 +166,9 @@ RAW_RUNS_KEY = dg.AssetKey(["ingest", "parsed_runs"])
 def raw_requests(context: dg.AssetExecutionContext, warehouse: DuckDBResource,
                  paths: PipelinePaths) -> dg.MaterializeResult:
     """Per-request records of the runs whose harness saved them (``pipeline.ingest.requests``): vLLM / TRT-LLM
-    serve ``--save-detailed`` arrays, SGLang ``--output-details`` arrays, AIPerf ``profile_export.jsonl``, GuideLLM
-    ``requests``.
+    serve ``--save-detailed`` arrays, SGLang ``--output-details`` arrays, AIPerf ``profile_export.jsonl`` (also
+    beside a single-run InferenceX AgentX row: that run's records), GuideLLM ``requests``. ``metrics/run_metrics``
+    reads them too: 1 / p90(E2EL / OSL) per run (``sql/run_request_stats.sql``), the agentic x-axis.
 
     Grain: one row per request, table ``raw_requests`` (``pipeline.ingest.requests.REQUEST_SCHEMA``): ``run_id``,
     ``request_index`` (int32, 0… in the file's order), ``ttft_s``/``tpot_s``/``e2el_s``/``itl_p50_s``/``itl_p99_s``

@@ -15,6 +15,7 @@ from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.metrics.request_stats import request_stats_view
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
     RUN_METRICS_CHANGES,
@@ -35,6 +36,7 @@ from pipeline.metrics.slo import load_slos
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])
 VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
+RAW_REQUESTS_KEY = dg.AssetKey(["ingest", "parsed_requests"])
 
 
 @dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
@@ -74,7 +76,8 @@ def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     key=["metrics", "run_metrics"],
     group_name="metrics",
     kinds={"duckdb", "sql", "parquet"},
-    deps=[VALIDATED_KEY, PRICE_BOOKS_KEY, RUN_POWER_KEY],
+    # raw_requests: the agentic x-axis from per-request records (sql/run_request_stats.sql)
+    deps=[VALIDATED_KEY, PRICE_BOOKS_KEY, RUN_POWER_KEY, RAW_REQUESTS_KEY],
     pool=WAREHOUSE_POOL,
     partitions_def=RUN_DATE_PARTITIONS,
     backfill_policy=SINGLE_RUN,
@@ -86,6 +89,11 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
       runs divide output by decode GPUs and input by prefill GPUs);
     - ``{mean,median,p90,p99}_intvty`` (tok/s/user) as the parser computed them, 1000 / TPOT in ms from the
       file's own value (1 / TPOT when the file gives seconds); latencies ``*_s`` in seconds;
+    - ``x_intvty`` (tok/s/user), the frontier x-axis, and ``x_intvty_stat``, the statistic it holds:
+      ``median_intvty`` (fixed-sequence runs), ``e2e_norm_intvty_p90`` (agentic runs with the row's own value or
+      per-request records: 1 / p90(E2EL / OSL), from ``ingest/parsed_requests``' ``raw_requests`` through the view
+      ``run_request_stats``, sql/run_request_stats.sql) or ``mean_osl_over_p90_e2el`` (agentic runs with neither:
+      the row's stand-in);
     - ``cost_per_mtok_{hyperscaler,neocloud,rental}`` ($/M tokens; ``input_``/``output_`` variants);
     - ``tok_s_per_mw`` (tok/s per MW of all-in power) and ``j_per_token`` (J/token);
     - ``mean_input_len``/``mean_output_len`` (measured, beside nominal ``isl``/``osl``) and
@@ -108,6 +116,7 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
         conn.execute(sql_text("run_lengths"))
+        request_stats_view(conn)
         fresh = conn.sql(sql_text("run_metrics"), params={"partition_keys": keys})
         exists = "run_metrics" in table_names(conn)
         # lines whose runs these partitions held: a run that is gone from them changes its line's lineage
@@ -222,7 +231,6 @@ def _whole_partitions(table: pa.Table) -> int:
     return table.num_rows - pc.sum(pc.and_(pc.fill_null(same_model, False), pc.fill_null(same_date, False))).as_py()
 
 
-RAW_REQUESTS_KEY = dg.AssetKey(["ingest", "parsed_requests"])
 RUN_SLO_KEY = dg.AssetKey(["metrics", "run_slo"])
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Mapping
 
-from pipeline.ingest.keys import model_key_from_id, to_date, to_int
+from pipeline.ingest.keys import model_key, to_date, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
@@ -163,7 +163,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     if not aiperf and str(config.get("service_kind", "")).lower() == "triton":
         # GenAI-Perf's --backend names the Triton backend; for OpenAI endpoints it is an unused default.
         framework = {"tensorrtllm": "trtllm", "vllm": "vllm"}.get(str(config.get("backend", "")).lower())
-    run.fallback_meta = {"model": model_key_from_id(run.values["model_id"]), "framework": framework}
+    run.fallback_meta = {"model": model_key(run.values["model_id"]), "framework": framework}
     return run
 
 

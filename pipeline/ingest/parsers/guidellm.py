@@ -26,7 +26,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from pipeline.ingest.keys import model_key_from_id, to_int
+from pipeline.ingest.keys import model_key, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
@@ -176,7 +176,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         meta["conc"] = conc
     meta.update(_nominal_lengths(data))
     run.in_file_meta = meta
-    run.fallback_meta = {"model": model_key_from_id(model_id)}
+    run.fallback_meta = {"model": model_key(model_id)}
     return run
 
 

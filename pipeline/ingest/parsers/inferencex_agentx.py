@@ -15,8 +15,11 @@ agentic_traces`` and its frontier x-axis is E2E-normalized interactivity (docs/m
 
 The row's ``*_intvty`` values are 1 / ITL statistics and are not read. The dashboard's own E2E-normalized
 interactivity (``p90_e2e_norm_intvty``, or ``request_metrics.latency.e2e_norm_intvty.p90``, tok/s/user, computed
-by InferenceX from per-request records) is used when the row carries it; otherwise the value is derived from the
-row's aggregates (``e2e_norm_intvty_p90``, below) and its source column says so. Empty strings (``framework``,
+by InferenceX from per-request records) is ``e2e_norm_intvty_p90`` when the row carries it; otherwise that column
+stays null here (the metrics stage computes it from the run's ``profile_export.jsonl`` when one was read,
+``pipeline.ingest.requests``), and the row's aggregates give only the stand-in ``mean_osl_over_p90_e2el`` (mean
+output tokens / p90 E2EL), a different statistic under its own name (``_e2e_norm_intvty``). Empty strings
+(``framework``,
 ``precision``, ``infmax_model_prefix`` in some rows) are absent values; the model key and precision then come from
 the checkpoint name (``model``, a Hugging Face id or a cluster path) as engine-implied metadata.
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pipeline.ingest.keys import inferencex_model_key, precision_from_model_id
+from pipeline.ingest.keys import model_key, precision_from_model_id
 from pipeline.ingest.parsers.base import (
     ParsedRun,
     integer,
@@ -37,7 +40,6 @@ from pipeline.ingest.schema import AGENTIC_TRACES, LATENCY_METRICS, METADATA_KEY
 
 FORMAT = "inferencex_agentx"
 DASHBOARD_SOURCE = "dashboard:p90_e2e_norm_intvty"
-DERIVED_SOURCE = "row:mean_output_tokens_actual/p90_e2el"
 # our stat name -> the nested layout's name (the flat layout uses ours, without median)
 _NESTED_STATS = {"mean": "mean", "median": "p50", "std": "std", "p90": "p90", "p95": "p95", "p99": "p99"}
 
@@ -57,11 +59,12 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         ParsedRun with ``benchmark_type = agentic_traces``; latencies in s; system throughputs in tok/s and the
         reported per-GPU ones; ``completed`` = successful requests, ``num_prompts`` = requests issued (warmup
         records excluded), ``failed`` = error records (nested layout only, else null); ``e2e_norm_intvty_p90`` in
-        tok/s/user with ``e2e_norm_intvty_source``. ISL and OSL are not set (there is none).
+        tok/s/user with ``e2e_norm_intvty_source`` (the dashboard's value only, else null) and the stand-in
+        ``mean_osl_over_p90_e2el`` (tok/s/user). ISL and OSL are not set (there is none).
         Metadata in the file: ``hw``, ``conc``, ``tp``, ``ep``, ``pcp`` (``pcp_size``), ``dp_attention``,
         ``disagg``, ``spec_decoding``, ``framework``, ``precision``, ``image``, ``model`` (from
         ``infmax_model_prefix``), ``kv_offload`` (``offloading`` or ``kv_offloading``); engine-implied: ``model``
-        (``keys.inferencex_model_key``) and ``precision`` (``keys.precision_from_model_id``) from ``model``.
+        (``keys.model_key``) and ``precision`` (``keys.precision_from_model_id``) from ``model``.
 
     Raises:
         FieldError: a present numeric field that is not a number (``not_a_number:<key>``), or a section of the
@@ -134,37 +137,44 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     if offload not in (None, ""):
         meta["kv_offload"] = offload
     run.in_file_meta = meta
-    run.fallback_meta = {"model": inferencex_model_key(doc.get("model")),
+    run.fallback_meta = {"model": model_key(doc.get("model")),
                          "precision": precision_from_model_id(doc.get("model"))}
     return run
 
 
 def _e2e_norm_intvty(doc: Mapping[str, Any], latency: Mapping[str, Any], run: ParsedRun,
                      mean_output: float | None) -> None:
-    """``e2e_norm_intvty_p90`` (tok/s/user), the agentic x-axis: the dashboard's 1 / p90(E2EL / OSL) when the row
-    carries it, else mean output tokens per request / p90 E2EL (s) from the row's aggregates.
+    """The agentic x-axis inputs, each under its own name (docs/metrics.md section 4a).
 
-    The dashboard's value is a percentile over per-request E2EL/OSL ratios, which an aggregate row cannot
-    reproduce exactly; the derived value pairs the p90 E2EL with the mean output length. When the row carries
-    both, the dashboard's is used and ours is noted in ``derivations`` beside it.
+    - ``e2e_norm_intvty_p90`` (tok/s/user): only the dashboard's own 1 / p90 over requests of (E2EL_i / OSL_i),
+      when the row carries it (``request_metrics.latency.e2e_norm_intvty.p90`` or ``p90_e2e_norm_intvty``, computed
+      by InferenceX from the run's records), with ``e2e_norm_intvty_source`` = ``dashboard:p90_e2e_norm_intvty``.
+      Without it the column stays null here: the metrics stage computes the statistic from the run's per-request
+      records when they were read (``sql/run_request_stats.sql``).
+    - ``mean_osl_over_p90_e2el`` (tok/s/user): mean output tokens per request / p90 E2EL (s), from the row's
+      aggregates: another statistic, which pairs the p90 E2EL with the mean output length (14.08 against the
+      definition's 8.39 on a real Kimi-K2.7 run). It stands in on the x-axis only for runs without the
+      definition, under its own name and label, never as ``e2e_norm_intvty_p90``.
+
+    When the row carries both the dashboard's value and the stand-in's inputs, the two are compared in
+    ``derivations``.
     """
     p90_e2el = run.values.get("p90_e2el_s")
-    ours = mean_output / p90_e2el if mean_output and p90_e2el and p90_e2el > 0 else None
+    standin = mean_output / p90_e2el if mean_output and p90_e2el and p90_e2el > 0 else None
+    run.values["mean_osl_over_p90_e2el"] = standin
     nested = section(latency, "e2e_norm_intvty", "request_metrics.latency.e2e_norm_intvty")
     theirs = number(nested, "p90", label="request_metrics.latency.e2e_norm_intvty.p90")
     if theirs is None:
         theirs = number(doc, "p90_e2e_norm_intvty")
     if theirs is not None:
         run.values["e2e_norm_intvty_p90"], run.values["e2e_norm_intvty_source"] = theirs, DASHBOARD_SOURCE
-        if ours is not None:
-            run.derivations.append(f"e2e_norm_intvty_p90 from the row ({theirs:.4g} tok/s/user); mean output "
-                                   f"tokens / p90 E2EL gives {ours:.4g} (ratio {ours / theirs:.3f})")
-    elif ours is not None:
-        run.values["e2e_norm_intvty_p90"], run.values["e2e_norm_intvty_source"] = ours, DERIVED_SOURCE
-        run.derivations.append("e2e_norm_intvty_p90 = mean output tokens per request / p90 E2EL (the row has no "
-                               "per-request 1 / p90(E2EL / OSL))")
-
-
+        if standin is not None and theirs:
+            run.derivations.append(f"e2e_norm_intvty_p90 from the row ({theirs:.4g} tok/s/user); the stand-in mean "
+                                   f"output tokens / p90 E2EL gives {standin:.4g} (ratio {standin / theirs:.3f})")
+    elif standin is not None:
+        run.derivations.append("mean_osl_over_p90_e2el = mean output tokens per request / p90 E2EL (a stand-in: the "
+                               "row has no 1 / p90(E2EL / OSL); the metrics stage computes it from per-request "
+                               "records when they were read)")
 
 
 def _tps(throughput: Mapping[str, Any], direction: str) -> float | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.gpus import gpu_count
-from pipeline.ingest.keys import inferencex_model_key, normalize_precision, to_int
+from pipeline.ingest.keys import model_key, normalize_precision, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
@@ -52,7 +52,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         ``derivations`` (a mean over idle GPUs is not the run's per-GPU power); ``reported_energy_j`` null (no
         duration). Metadata in the file: its top-level keys (docs/inputs.md) except ``model``, which is the
         ``profile`` without its ``-<precision>`` suffix (``dsr1-fp4`` → ``dsr1``), and ``run_date`` from ``ts``;
-        engine-implied: ``model`` from the Hugging Face id (``keys.inferencex_model_key``).
+        engine-implied: ``model`` from the Hugging Face id (``keys.model_key``).
 
     Raises:
         FieldError: ``not_an_object:gpu`` when ``gpu`` is not an object; ``not_a_number:metrics.<key>`` /
@@ -85,13 +85,13 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
 
     meta = metadata_keys_in(doc, METADATA_KEYS)
     meta.pop("model", None)  # a Hugging Face id; the model key is the profile's
-    model_key = _model_from_profile(doc.get("profile"), doc.get("precision"))
-    if model_key:
-        meta["model"] = model_key
+    profile_key = _model_from_profile(doc.get("profile"), doc.get("precision"))
+    if profile_key:
+        meta["model"] = profile_key
     if "run_date" not in meta and doc.get("ts"):
         meta["run_date"] = doc["ts"]
     run.in_file_meta = meta
-    run.fallback_meta = {"model": inferencex_model_key(doc.get("model"))}
+    run.fallback_meta = {"model": model_key(doc.get("model"))}
     _power(gpu, doc, run)
     return run
 

@@ -9,10 +9,13 @@ One flat object per run, latencies in seconds: ``results_<metric>_{mean,stddev,m
 ``results_number_errors``, ``results_num_completed_requests_per_min``, ``results_mean_output_throughput_token_per_s``,
 ``timestamp`` (epoch s), plus the ``--metadata`` pairs at the top level. Quantiles are pandas' (linear).
 
-No TPOT: LLMPerf's ``inter_token_latency_s`` is, per request, the sum of every gap INCLUDING the TTFT divided by
-the number of streamed chunks, neither TPOT nor vLLM's ITL, and the summary has no per-request joint values from
-which (E2EL − TTFT)/(OSL − 1) could be derived. TPOT and ITL are left null, so validation quarantines the run as
-``missing_field:median_tpot_ms``. Token counts are LLMPerf's own (it re-tokenizes with a Llama tokenizer).
+No TPOT: LLMPerf's ``inter_token_latency_s`` is, per request, the sum of every gap between streamed chunks
+INCLUDING the TTFT (so the time of the last chunk, the request's E2E latency) divided by the request's output
+tokens (``get_token_length`` of the generated text; ``token_benchmark_ray.py``). It is neither TPOT nor vLLM's ITL,
+and the summary has no per-request joint values from which (E2EL − TTFT)/(OSL − 1) could be derived, so TPOT and
+ITL are left null. But E2EL / OSL per request is exactly what the E2E-normalized interactivity is built from:
+1 / its p90 (``results_inter_token_latency_s_quantiles_p90``) is ``e2e_norm_intvty_p90`` (tok/s/user), the run's
+x-axis (docs/metrics.md section 4a). Token counts are LLMPerf's own (it re-tokenizes with a Llama tokenizer).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from pipeline.ingest.keys import model_key_from_id, to_int
+from pipeline.ingest.keys import model_key, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
@@ -32,6 +35,8 @@ from pipeline.ingest.parsers.base import (
 from pipeline.ingest.schema import METADATA_KEYS
 
 FORMAT = "llmperf"
+# e2e_norm_intvty_source of an LLMPerf run: 1 / p90 over requests of inter_token_latency_s (= E2EL / OSL).
+E2E_NORM_SOURCE = "llmperf:1/p90(inter_token_latency_s)"
 # ``model`` is LLMPerf's model id (``--model``), not a model key, so it is not read as metadata.
 _META_KEYS = tuple(key for key in METADATA_KEYS if key != "model")
 
@@ -56,7 +61,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     ``total_tput_tok_s`` = output throughput + total input tokens / duration.
 
     Returns:
-        ParsedRun with TTFT and E2EL in s, TPOT and ITL null, ``conc`` = ``num_concurrent_requests``, nominal
+        ParsedRun with TTFT and E2EL in s, TPOT and ITL null, ``e2e_norm_intvty_p90`` = 1 / p90 of
+        ``inter_token_latency_s`` (tok/s/user), ``conc`` = ``num_concurrent_requests``, nominal
         ``isl``/``osl`` = ``mean_input_tokens``/``mean_output_tokens`` when their stddev is 0, ``run_date`` the
         UTC day of ``timestamp``, and ``--metadata`` keys named like docs/inputs.md keys as in-file metadata.
 
@@ -69,7 +75,11 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     for metric, key in (("ttft", "ttft_s"), ("tpot", None), ("itl", None), ("e2el", "end_to_end_latency_s")):
         for stat, suffix in _STATS:
             run.values[f"{stat}_{metric}_s"] = number(doc, f"results_{key}_{suffix}") if key else None
-    run.derivations.append("TPOT null: LLMPerf's inter_token_latency_s includes the TTFT and counts chunks")
+    run.derivations.append("TPOT null: LLMPerf's inter_token_latency_s is E2E latency / output tokens per request")
+    e2e_per_token_p90 = number(doc, "results_inter_token_latency_s_quantiles_p90")
+    if e2e_per_token_p90 is not None and e2e_per_token_p90 > 0:
+        run.values["e2e_norm_intvty_p90"] = 1.0 / e2e_per_token_p90
+        run.values["e2e_norm_intvty_source"] = E2E_NORM_SOURCE
 
     completed = integer(doc, "results_num_completed_requests")
     per_min = number(doc, "results_num_completed_requests_per_min")
@@ -118,5 +128,5 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     if "run_date" not in meta and timestamp is not None:
         meta["run_date"] = datetime.fromtimestamp(timestamp, tz=timezone.utc).date()
     run.in_file_meta = meta
-    run.fallback_meta = {"model": model_key_from_id(doc.get("model"))}
+    run.fallback_meta = {"model": model_key(doc.get("model"))}
     return run

@@ -22,7 +22,7 @@ import hashlib
 import re
 from typing import Any
 
-from pipeline.ingest.keys import model_key_from_id
+from pipeline.ingest.keys import model_key
 from pipeline.ingest.parsers.base import (
     ParsedRun,
     console_number,
@@ -168,7 +168,7 @@ def _run(labels: dict[str, str | None], context: dict[str, str], block_text: str
                 meta[dst] = context[src]
     run.in_file_meta = meta
     backend = (labels.get("Backend") or context.get("backend") or "").lower()
-    run.fallback_meta = {"model": model_key_from_id(context.get("model")),
+    run.fallback_meta = {"model": model_key(context.get("model")),
                          "framework": backend if backend in ("vllm", "sglang") else None}
     return run
 

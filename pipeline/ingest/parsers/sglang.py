@@ -3,7 +3,8 @@
 One run per line, appended. Keys: ``total_throughput`` (not ``total_token_throughput``), latencies
 ``{mean,median,std,p90,p95,p99}_{e2e_latency,ttft,tpot,itl}_ms`` in ms (2024 files: medians only, no TPOT),
 ``max_concurrency`` (configured) beside ``concurrency`` (measured mean in flight), ``random_input_len`` /
-``random_output_len`` (nominal ISL/OSL for the random dataset), ``server_info`` (the server's ``/server_info``;
+``random_output_len`` (nominal ISL/OSL for the random dataset) and ``random_range_ratio`` (its lengths are uniform
+in [ratio·n, n]: ``sample_random_requests``), ``server_info`` (the server's ``/server_info``;
 prefill/decode-split runs nest ``{internal_states, prefill, decode}``, one server-args object per role
 the router listed, which need not be every server), ``accept_length`` (server-side average
 accepted length incl. the bonus token, null without spec decoding). No ``model_id``, ``date`` or ``failed``.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.ingest.gpus import gpu_count
-from pipeline.ingest.keys import model_key_from_id, to_int
+from pipeline.ingest.keys import model_key, to_int
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
@@ -89,6 +90,8 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     )
 
     meta = metadata_keys_in(doc, METADATA_KEYS)
+    if doc.get("dataset_name") != "random":  # the ratio shapes the random dataset's lengths only
+        meta.pop("random_range_ratio", None)
     try:
         if "conc" not in meta and doc.get("max_concurrency") is not None:
             meta["conc"] = to_int(doc["max_concurrency"])
@@ -114,7 +117,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
             meta.setdefault("dp_attention", args.get("enable_dp_attention"))
     run.in_file_meta = {k: v for k, v in meta.items() if v is not None}
     quant = args.get("quantization") if isinstance(args, dict) else None
-    run.fallback_meta = {"model": model_key_from_id(model_path), "framework": "sglang", "precision": quant, **implied}
+    run.fallback_meta = {"model": model_key(model_path), "framework": "sglang", "precision": quant, **implied}
     if run.values.get("spec_accept_length") is not None:
         # SGLang's server-side average accepted length per verify step, bonus token included.
         run.values["spec_metric_source"] = "sglang:avg_spec_accept_length"

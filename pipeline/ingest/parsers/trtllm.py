@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pipeline.ingest.keys import model_key_from_id
+from pipeline.ingest.keys import model_key
 from pipeline.ingest.parsers.base import (
     ParsedRun,
     integer,
@@ -106,7 +106,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
             meta[key] = stats["minimum"]
     run.in_file_meta = meta
     run.fallback_meta = {
-        "model": model_key_from_id(engine.get("model")),
+        "model": model_key(engine.get("model")),
         "framework": "trtllm",
         # no quantization means the checkpoint's dtype (e.g. bfloat16) is the serving precision
         "precision": engine.get("quantization") or engine.get("dtype") or None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from pipeline.ingest.keys import model_key_from_id
+from pipeline.ingest.keys import model_key
 from pipeline.ingest.parsers.base import ParsedRun, console_number
 
 FORMAT = "trtllm_bench_console"
@@ -90,7 +90,7 @@ def parse_text(text: str) -> tuple[str, list[ParsedRun], str | None]:
     run.in_file_meta = meta
     quant = labels.get("Quantization")
     run.fallback_meta = {
-        "model": model_key_from_id(labels.get("Model")),
+        "model": model_key(labels.get("Model")),
         "framework": "trtllm",
         # no quantization means the checkpoint's dtype is the serving precision (as trtllm.py)
         "precision": quant if quant and quant.lower() != "none" else labels.get("Dtype"),

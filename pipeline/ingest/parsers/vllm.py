@@ -11,9 +11,10 @@ One object per run. Latency keys ``{mean,median,std,p<P>}_{ttft,tpot,itl,e2el}_m
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Mapping
 
-from pipeline.ingest.keys import model_key_from_id, to_date, to_int, vllm_timestamp
+from pipeline.ingest.keys import model_key, to_int, vllm_timestamp
 from pipeline.ingest.parsers.base import (
     FieldError,
     ParsedRun,
@@ -98,10 +99,11 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
     run.values["bench_start_unix"] = number(doc, "benchmark_start_time_unix")
     run.values["bench_end_unix"] = number(doc, "benchmark_end_time_unix")
     if doc.get("date"):
-        try:
-            run.values["bench_end_local"] = vllm_timestamp(str(doc["date"]))
-        except ValueError as exc:
-            raise FieldError("invalid_date", "date", f"expected YYYYMMDD-HHMMSS, got {doc['date']!r}") from exc
+        end = _end_time(str(doc["date"]))
+        if end.tzinfo is None:
+            run.values["bench_end_local"] = end
+        elif run.values["bench_end_unix"] is None:  # a zoned ISO 8601 date is an instant, not a local clock
+            run.values["bench_end_unix"] = end.timestamp()
     _spec_metrics(doc, run)
 
     meta = metadata_keys_in(doc, METADATA_KEYS)
@@ -111,16 +113,13 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         except ValueError as exc:
             raise FieldError("not_an_integer", "max_concurrency", str(exc)) from exc
     if "run_date" not in meta and doc.get("date"):
-        try:
-            meta["run_date"] = to_date(doc["date"])
-        except ValueError as exc:
-            raise FieldError("invalid_date", "date", f"expected YYYYMMDD-HHMMSS, got {doc['date']!r}") from exc
+        meta["run_date"] = _end_time(str(doc["date"])).date()
     run.in_file_meta = meta
 
     fallback_framework = "trtllm" if detect(doc) == TRTLLM_SERVE_FORMAT else None
     if fallback_framework is None and str(doc.get("backend", "")).lower() in ("vllm", "sglang"):
         fallback_framework = str(doc["backend"]).lower()
-    run.fallback_meta = {"model": model_key_from_id(doc.get("model_id")), "framework": fallback_framework}
+    run.fallback_meta = {"model": model_key(doc.get("model_id")), "framework": fallback_framework}
     return run
 
 
@@ -143,6 +142,25 @@ def _spec_metrics(doc: Mapping[str, Any], run: ParsedRun) -> None:
     if per_iter is not None:
         run.values["spec_accept_length"] = per_iter
         run.values["spec_metric_source"] = "trtllm_serve:avg_decoded_tokens_per_iter"
+
+
+def _end_time(text: str) -> datetime:
+    """vLLM's ``date``, taken after the run: ``YYYYMMDD-HHMMSS`` in local time (vllm/benchmarks/serve.py, the legacy
+    script and its forks) as a naive datetime, or ISO 8601 as newer ``vllm-bench`` releases write it
+    (``2026-09-04T20:37:02Z``: aware when it names a zone or ``Z``, naive local time when not).
+
+    Raises:
+        FieldError: ``invalid_date:date`` when the text is in neither form.
+    """
+    try:
+        return vllm_timestamp(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError as exc:
+        raise FieldError("invalid_date", "date",
+                         f"expected YYYYMMDD-HHMMSS or ISO 8601, got {text!r}") from exc
 
 
 def _text(value: Any) -> str | None:
