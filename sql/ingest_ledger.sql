@@ -4,8 +4,8 @@
 -- pending_rows: runs of the file dated in a run-date partition no run has ingested yet (the sensor starts one run
 -- per changed date; while the first runs, the other dates' new files are pending). Zero after a full refresh and
 -- once every requested run has finished.
--- length_off_nominal_rows: accepted runs whose measured ISL/OSL is > 10 % off nominal (sql/run_lengths.sql); they
--- are kept, flagged, and left off frontiers.
+-- length_off_nominal_rows: accepted runs flagged length_off_nominal by sql/run_lengths.sql (lengths off the mean
+-- their nominal ISL/OSL and range ratio imply, or unverified); they are kept, flagged, and left off frontiers.
 -- ingest_ledger_rows_in(scoped): every file's row (scoped = false; the ingest_ledger asset stores them whole), or
 -- only the rows of the files in the temp table ledger_scope (scoped = true; a night rebuilds the files that
 -- raw_changes names, pipeline/defs/validate/ledger.py). A table macro, not a view: a filter on a view's result

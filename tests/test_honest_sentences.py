@@ -322,21 +322,21 @@ def test_overlapping_intervals_are_said_as_run_to_run_noise(honest, cli, capsys)
     caveat = (f"MI300X is outside its measured range: its frontier ends at {a['x']:.1f} tok/s/user, below the 100 "
               f"tok/s/user target; MI325X is outside its measured range: its frontier ends at {b['x']:.1f} "
               "tok/s/user, below the 100 tok/s/user target")
-    assert ra["tput_sentence"] == ("MI300X and MI325X are within run-to-run noise on tok/s/GPU (95 % intervals "
-                                   f"overlap) ({caveat})")
-    assert ra["cost_sentence"] == ("MI300X and MI325X are within run-to-run noise on cost per token (95 % intervals "
-                                   f"overlap) ({caveat})")
+    assert ra["tput_sentence"] == ("MI300X and MI325X are within run-to-run noise (95 % intervals overlap) on "
+                                   f"tok/s/GPU ({caveat})")
+    assert ra["cost_sentence"] == ("MI300X and MI325X are within run-to-run noise (95 % intervals overlap) on cost "
+                                   f"per token ({caveat})")
     # the CLI's table shows each cell's interval and says the same at another tier (rental: its own prices)
     assert cli(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024", "--a", "hw=mi300x,precision=fp8",
                 "--b", "hw=mi325x,precision=fp8", "--targets", "100"]) == 0
     table = capsys.readouterr().out
     assert (f"95 % interval (repeats): {a['ci'][0]:.1f}–{a['ci'][1]:.1f} tok/s/GPU; ${cost_ci['a'][0]:.3f}–"
             f"${cost_ci['a'][1]:.3f} per M tok") in table
-    assert "MI300X and MI325X are within run-to-run noise on cost per token (95 % intervals overlap); MI300X and " \
-           "MI325X are within run-to-run noise on tok/s/GPU (95 % intervals overlap) (" in table
+    assert "MI300X and MI325X are within run-to-run noise (95 % intervals overlap) on cost per token; MI300X and " \
+           "MI325X are within run-to-run noise (95 % intervals overlap) on tok/s/GPU (" in table
     assert cli(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024", "--a", "hw=mi300x,precision=fp8",
                 "--b", "hw=mi325x,precision=fp8", "--targets", "100", "--tier", "rental"]) == 0
-    assert "within run-to-run noise on cost per token at rental prices (95 % intervals overlap)" in capsys.readouterr().out
+    assert "within run-to-run noise (95 % intervals overlap) on cost per token at rental prices" in capsys.readouterr().out
     # the CSV carries the interval columns
     assert cli(["compare", "--model", "dsr1", "--isl", "1024", "--osl", "1024", "--a", "hw=mi300x,precision=fp8",
                 "--b", "hw=mi325x,precision=fp8", "--targets", "100", "--csv"]) == 0
@@ -374,8 +374,8 @@ def test_each_sentence_is_decided_by_its_own_intervals(honest, cli, capsys):
         cost_a, rel=1e-12)
     assert high["difference_significant"] is False
     caveat = high["sentence_caveat"]
-    assert high["tput_sentence"] == ("MI300X and MI325X are within run-to-run noise on tok/s/GPU (95 % intervals "
-                                     f"overlap) ({caveat})")
+    assert high["tput_sentence"] == ("MI300X and MI325X are within run-to-run noise (95 % intervals overlap) on "
+                                     f"tok/s/GPU ({caveat})")
     assert high["cost_sentence"] == f"MI300X is {n_cost}% cheaper per token ({caveat})"
 
 
@@ -506,4 +506,4 @@ def test_the_page_recomputes_intervals_noise_gaps_and_spreads_as_python_does(hon
         browser.close()
     assert errors == []
     text = " ".join(said)
-    assert "within run-to-run noise on tok/s/GPU" in text and "averages repeats 15% apart" in text
+    assert "within run-to-run noise (95 % intervals overlap) on tok/s/GPU" in text and "averages repeats 15% apart" in text

@@ -170,9 +170,9 @@ def test_sentences_after_an_edit_are_the_python_rule_at_the_typed_targets(report
             said = sentences_rule("MTP", "Off", a, b)
             assert js == f"{said['cost_sentence']}; {said['tput_sentence']}."
         said = [sentences_rule("MTP", "Off", a, b) for a, b in noise_cases]
-        assert "within run-to-run noise on tok/s/GPU (95 % intervals overlap)" in said[0]["tput_sentence"]
+        assert "within run-to-run noise (95 % intervals overlap) on tok/s/GPU" in said[0]["tput_sentence"]
         assert said[1]["tput_sentence"] == "MTP delivers 25% more tok/s/GPU"
-        assert said[4]["cost_sentence"] == "MTP and Off are within run-to-run noise on cost per token (95 % intervals overlap)"
+        assert said[4]["cost_sentence"] == "MTP and Off are within run-to-run noise (95 % intervals overlap) on cost per token"
         # Python's number formats, including half-to-even ties on exact doubles and %g's exponent form
         for value, digits in ((2.25, 1), (2.35, 1), (0.125, 2), (1234567.25, 1), (-0.04, 1), (9.96, 1), (0.0005, 3)):
             assert page.evaluate("([v, d]) => window.__comparison.pyFixed(v, d)", [value, digits]) == \

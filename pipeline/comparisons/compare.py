@@ -449,13 +449,13 @@ def sentences(label_a: str, label_b: str, a: Mapping[str, Any], b: Mapping[str, 
     Cost, at ``tier`` ("cost per token", or "cost per token at <tier> prices" for a tier other than hyperscaler),
     ratio = pricier / cheaper:
       - ratio < ``TIE_RATIO``: "{A} and {B} are essentially tied on cost per token";
-      - else, when both sides' cost intervals exist and overlap: "{A} and {B} are within run-to-run noise on cost
-        per token (95 % intervals overlap)";
+      - else, when both sides' cost intervals exist and overlap: "{A} and {B} are within run-to-run noise (95 %
+        intervals overlap) on cost per token";
       - else N = round_half_up((ratio − 1) · 100): N < 100 "{cheaper} is N% cheaper per token" (the dashboard's
         sentence); N ≥ 100 "{cheaper} is R× cheaper per token ({pricier} costs N% more)", R the ratio with one
         decimal, so the dashboard's N is kept and never read as "more than all of the price".
-    Throughput, ratio = faster / slower: tied below ``TIE_RATIO``; "within run-to-run noise on tok/s/GPU (95 %
-    intervals overlap)" when both sides' tok/s/GPU intervals exist and overlap (``difference_significant`` False);
+    Throughput, ratio = faster / slower: tied below ``TIE_RATIO``; "within run-to-run noise (95 % intervals
+    overlap) on tok/s/GPU" when both sides' tok/s/GPU intervals exist and overlap (``difference_significant`` False);
     else "{faster} delivers N% more tok/s/GPU" at any N. On equal values side a counts as cheaper / faster. Each
     sentence ends with `` (<caveat>)`` when given (the cells' notes). A side without a cost at the tier gives "no
     <tier> price for one side".
@@ -485,7 +485,7 @@ def sentences(label_a: str, label_b: str, a: Mapping[str, Any], b: Mapping[str, 
         if ratio < TIE_RATIO:
             cost = f"{label_a} and {label_b} are essentially tied on {on_cost}"
         elif apart is False:
-            cost = f"{label_a} and {label_b} are within run-to-run noise on {on_cost} (95 % intervals overlap)"
+            cost = f"{label_a} and {label_b} are within run-to-run noise (95 % intervals overlap) on {on_cost}"
         elif n < 100:
             cost = f"{cheaper} is {n}% cheaper per token{at_tier}"
         else:
@@ -497,7 +497,7 @@ def sentences(label_a: str, label_b: str, a: Mapping[str, Any], b: Mapping[str, 
         tput = f"{label_a} and {label_b} are essentially tied on tok/s/GPU"
     elif difference_significant({k: a.get(k) for k in ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi")},
                                 {k: b.get(k) for k in ("tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi")}) is False:
-        tput = f"{label_a} and {label_b} are within run-to-run noise on tok/s/GPU (95 % intervals overlap)"
+        tput = f"{label_a} and {label_b} are within run-to-run noise (95 % intervals overlap) on tok/s/GPU"
     else:
         tput = f"{faster} delivers {round_half_up((tput_ratio - 1) * 100)}% more tok/s/GPU"
     return {"cost_sentence": cost + suffix, "tput_sentence": tput + suffix}

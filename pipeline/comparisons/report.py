@@ -518,7 +518,7 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
         excluded = ("<p class='sub'>Left off the frontiers ("
                     + ("runs with only the stand-in mean OSL / p90 E2EL, on a side drawn on 1 / p90(E2EL/OSL)"
                        if first.get("benchmark_type") == AGENTIC_TRACES else
-                       "measured ISL/OSL more than 10 % off nominal") + "): "
+                       "lengths not shown to be the nominal ISL/OSL, or placed by another x-axis statistic") + "): "
                     + html_text(", ".join(f"{r['side_label']} {r['excluded_runs']} run(s)" for r in excluded_rows))
                     + ".</p>")
     caveat = ""

@@ -105,7 +105,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     and ``repeats_disagree`` (spread > ``REPEAT_SPREAD_LIMIT``, 10 %; the value stays the mean). A point's
     ``run_id`` and ``source_file`` are its repeat group's first run's.
 
-    Runs whose measured ISL/OSL is more than 10 % off nominal (``length_off_nominal``) are left out by default:
+    Runs flagged ``length_off_nominal`` (``sql/run_lengths.sql``: lengths off the mean their nominal ISL/OSL and
+    range ratio imply, or unverified) are left out by default:
     they ran another workload than the side's nominal ISL/OSL. ``side_runs`` counts the current runs used (repeats
     each; ``side_intvty_min``/``_max`` span the points), ``excluded_runs`` the side's current runs left out; a side
     whose runs are all left out has no frontier. A frontier holds one x-axis statistic (``x_intvty_stat``): on an

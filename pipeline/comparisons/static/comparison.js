@@ -279,8 +279,8 @@
       var apart = intervalsApart(a["cost_per_mtok_" + tier + "_ci_lo"], a["cost_per_mtok_" + tier + "_ci_hi"],
                                  b["cost_per_mtok_" + tier + "_ci_lo"], b["cost_per_mtok_" + tier + "_ci_hi"]);
       if (ratio < DATA.tie_ratio) cost = A + " and " + B + " are essentially tied on " + onCost;
-      else if (apart === false) cost = A + " and " + B + " are within run-to-run noise on " + onCost +
-        " (95 % intervals overlap)";
+      else if (apart === false) cost = A + " and " + B + " are within run-to-run noise (95 % intervals overlap) on " +
+        onCost;
       else if (n < 100) cost = cheaper + " is " + n + "% cheaper per token" + atTier;
       else cost = cheaper + " is " + pyFixed(ratio, 1) + "× cheaper per token" + atTier + " (" + pricier +
         " costs " + n + "% more)";
@@ -290,7 +290,7 @@
     if (tputRatio < DATA.tie_ratio) tput = A + " and " + B + " are essentially tied on tok/s/GPU";
     else if (intervalsApart(a.tput_per_gpu_ci_lo, a.tput_per_gpu_ci_hi, b.tput_per_gpu_ci_lo,
                             b.tput_per_gpu_ci_hi) === false) {
-      tput = A + " and " + B + " are within run-to-run noise on tok/s/GPU (95 % intervals overlap)";
+      tput = A + " and " + B + " are within run-to-run noise (95 % intervals overlap) on tok/s/GPU";
     } else tput = faster + " delivers " + roundHalfUp((tputRatio - 1) * 100) + "% more tok/s/GPU";
     return {cost: cost + suffix, tput: tput + suffix};
   }

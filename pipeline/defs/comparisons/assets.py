@@ -40,10 +40,11 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     (the measured frontier points around the target), ``implied_cost_per_mtok_hyperscaler`` and
     ``sparse_frontier`` (splined cost > 5 % off the cost the splined tok/s/GPU implies), ``bracket_ratio`` and
     ``cell_basis`` (measured, interpolated, interpolated_gap: neighbours > 1.5× apart or sparse, clamped), the
-    bracketing points' ``*_repeat_spread``, ``cell_note``; per side ``side_runs`` and ``excluded_runs`` (left off
-    for measured ISL/OSL > 10 % off nominal); 95 % intervals of tok/s/GPU and of each tier's cost where repeats
-    give them. Sentences as the pages write them (hyperscaler cost; ``compare.sentences``: the ratio form at N ≥
-    100, "within run-to-run noise" where the intervals overlap), ending with the cells' notes when there are any
+    bracketing points' ``*_repeat_spread``, ``cell_note``; per side ``side_runs`` and ``excluded_runs`` (left
+    off for lengths off nominal, sql/run_lengths.sql, or another x-axis statistic); 95 % intervals of tok/s/GPU
+    and of each tier's cost where repeats give them. Sentences as the pages write them (hyperscaler cost;
+    ``compare.sentences``: the ratio form at N ≥ 100, "within run-to-run noise" where the intervals overlap),
+    ending with the cells' notes when there are any
     (docs/metrics.md).
     Column ``slo``: ``none`` for comparisons of every run's frontiers (the default rows), else the SLO whose
     frontiers (``frontiers.slo``) the row compares; a comparison whose side has no frontier under an SLO has no

@@ -87,7 +87,7 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         # a night that adds the newest date builds only that day's frontier, which sees every run: the runs
         # current now (superseded_by null) are all it needs, not the history (a backfill reads the history)
         current_only = "and superseded_by is null" if [k for k in build if k != "undated"] == [newest] else ""
-        # runs whose measured ISL/OSL is > 10 % off nominal are left off every frontier (sql/run_lengths.sql)
+        # runs flagged length_off_nominal are left off every frontier (sql/run_lengths.sql)
         where = ("run_date is not null and strftime(run_date, '%Y-%m-%d') <= $last and not length_off_nominal "
                  f"{current_only}")
         rows = conn.execute(f"select count(*) from run_metrics where {where}", {"last": max(build)}).fetchall()[0][0]

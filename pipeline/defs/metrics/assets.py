@@ -97,7 +97,8 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     - ``cost_per_mtok_{hyperscaler,neocloud,rental}`` ($/M tokens; ``input_``/``output_`` variants);
     - ``tok_s_per_mw`` (tok/s per MW of all-in power) and ``j_per_token`` (J/token);
     - ``mean_input_len``/``mean_output_len`` (measured, beside nominal ``isl``/``osl``) and
-      ``length_off_nominal`` (either more than 10 % off nominal; such runs are left off frontiers), ``failure_rate``;
+      ``length_off_nominal`` (sql/run_lengths.sql: off the mean the nominal ISL/OSL and range ratio imply, or
+      unverified; such runs are left off frontiers), ``failure_rate``;
     - measured power beside the all-in estimate: ``avg_power_w_per_gpu`` (W), ``energy_j``,
       ``measured_tok_s_per_mw``, ``measured_j_per_token``, ``measured_j_per_output_token`` (null without valid
       telemetry, ``power_invalid_reason`` says why);

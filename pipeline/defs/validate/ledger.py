@@ -23,8 +23,8 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
 
     Columns: ``source_file`` (relative path), ``content_sha256``, ``size_bytes``, ``kind`` (run_log,
     metadata_sidecar, power_telemetry, …), ``source_format``, ``rows_read`` (runs or rejects the file yielded),
-    ``accepted_rows``, ``length_off_nominal_rows`` (accepted runs whose measured ISL/OSL is more than 10 % off
-    nominal, ``sql/run_lengths.sql``: kept, flagged, left off frontiers), ``quarantined_rows``, ``reason_codes``
+    ``accepted_rows``, ``length_off_nominal_rows`` (accepted runs flagged ``length_off_nominal`` by
+    ``sql/run_lengths.sql``: kept, flagged, left off frontiers), ``quarantined_rows``, ``reason_codes``
     (list<string>), ``pending_rows`` (runs dated in a run date no run has ingested yet: the sensor runs one date
     at a time), ``outcome`` (accepted | partially_accepted | quarantined | not_a_run_log | pending). Invariant:
     rows_read = accepted_rows + quarantined_rows + pending_rows.
