@@ -2,6 +2,8 @@
 with one line naming the cause, and the previous marts stay byte for byte; an unreadable sub-folder is a ledger row
 with a reason, never a silent gap."""
 
+import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -240,3 +242,33 @@ def test_a_failed_blocking_check_stops_the_run_with_exit_2_and_publishes_nothing
     assert err[-1].endswith("downstream numbers would be wrong; the previous marts stay published")
     assert len(err) == 2, err  # the check failure is not repeated as a step error
     assert _mart_bytes(out) == before
+
+
+def test_an_agentic_re_measurement_is_a_repeat_not_a_crash(real_logs, tmp_path, run_pipeline):
+    """Two real AgentX sweeps (Kimi-K2.5 on B200 and on MI355X) plus an honest re-measurement of the MI355X one
+    (every latency +2 %, throughput unchanged): the re-measurement is a repeat with a tok/s/GPU interval, the
+    interactivity interval is none (an agentic run has no median TPOT), and the comparison is published. It used
+    to stop the run at matched_comparisons ("`y` must contain only finite values"), publishing nothing."""
+    raw = tmp_path / "raw"
+    (raw / "a").mkdir(parents=True)
+    (raw / "b").mkdir()
+    mi355x = real_logs / "inferencex" / "ajith_0601_agentx_kimik2.5_fp4_mi355x_vllm_agg_bmk.json"
+    b200 = real_logs / "inferencex" / "ajith_0603_agentx_kimik2.5_fp4_b200_vllm_lmcache_agg_bmk.json"
+    shutil.copy(mi355x, raw / "a" / mi355x.name)
+    shutil.copy(b200, raw / "a" / b200.name)
+    latency = ("ttft", "e2el", "itl", "tpot")
+    again = [{k: v * 1.02 if isinstance(v, float) and any(k.endswith(f"_{m}") for m in latency) else v
+              for k, v in row.items()} for row in json.loads(mi355x.read_text())]
+    (raw / "b" / "repeat.json").write_text(json.dumps(again))
+    result = run_pipeline(raw)
+    assert result.result.success
+    frontier = [p for p in result.mart("frontiers").to_pylist() if p["slo"] == "none" and p["hw"] == "mi355x"]
+    repeated = [p for p in frontier if p["repeat_n"] == 2]
+    assert repeated
+    for point in repeated:  # the same throughput twice: a zero-width interval at the mean
+        assert point["tput_per_gpu_ci_lo"] == pytest.approx(point["tput_per_gpu"])
+        assert point["tput_per_gpu_ci_hi"] == pytest.approx(point["tput_per_gpu"])
+        assert point["median_intvty_ci_lo"] is None and point["median_intvty_ci_hi"] is None
+    rows = [r for r in result.mart("comparisons").to_pylist() if r["slo"] == "none"]
+    assert {r["kind"] for r in rows} == {"hardware"} and len(rows) == 6
+    assert all(r[c] is None or math.isfinite(r[c]) for r in rows for c in r if c.endswith(("_ci_lo", "_ci_hi")))

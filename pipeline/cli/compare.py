@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pipeline.comparisons.compare import COMPARISON_SCHEMA, GAP_RATIO, compare, headline, sentences
+from pipeline.comparisons.report import workload
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import POOLED, Comparison, Side, side_label
 from pipeline.ingest.keys import (
@@ -313,7 +314,7 @@ def format_comparison(rows: list[dict], comparison_id: str, tier: str = "hypersc
     (repeats) gets a line with them (``interval_line``); the sentences are ``sentences`` at ``tier``."""
     mine = [r for r in rows if r["comparison_id"] == comparison_id]
     first = mine[0]
-    header = (f"{first['title']}  ({first['model']}, ISL/OSL {first['isl']}/{first['osl']}; band "
+    header = (f"{first['title']}  ({first['model']}, {workload(first)}; band "
               f"{first['band_display_min']}–{first['band_display_max']} tok/s/user)")
     out = [header]
     for row in mine[:2]:

@@ -20,6 +20,7 @@ overlap where the tok/s/GPU intervals do not, and the reverse, so each sentence 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -45,7 +46,9 @@ def side_intervals(points: Sequence[Mapping[str, Any]], targets: Sequence[float]
         targets: target interactivities (tok/s/user).
     """
     rows: list[dict[str, float | None]] = [dict.fromkeys(COMPARISON_CI_COLUMNS) for _ in targets]
-    whole = [c for c in SPLINED_CI_COLUMNS if all(p.get(c) is not None for p in points)]
+    # a bound some point lacks, or holds as NaN/inf, is no interval for the side (never bridged, never splined)
+    whole = [c for c in SPLINED_CI_COLUMNS
+             if all(p.get(c) is not None and math.isfinite(p[c]) for p in points)]
     if not whole or not points:
         return rows
     x = np.array([p["x_intvty"] for p in points], dtype=float)  # the frontier's x-axis, as the values use

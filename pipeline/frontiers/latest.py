@@ -135,7 +135,7 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
     Returns:
         ``table``'s columns, each group's first row (input order) for the columns not averaged; averaged columns
         hold the mean, null when some member lacks the value; plus ``repeat_n`` (int32) and ``CI_COLUMNS``
-        (float64, null where ``repeat_n`` < 2), ``repeat_spread`` (float64: (max − min) / min of the members'
+        (float64, null where ``repeat_n`` < 2 or a member's value is absent or not finite), ``repeat_spread`` (float64: (max − min) / min of the members'
         tok/s/GPU, ``repeat_spreads``; null where ``repeat_n`` < 2) and ``repeats_disagree`` (bool: spread >
         ``REPEAT_SPREAD_LIMIT``; false for a single run). Groups keep the order of their first row.
     """
@@ -162,9 +162,11 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
     intervals: dict[str, pa.Array] = {name: pa.nulls(groups, pa.float64()) for name in CI_COLUMNS}
     for metric in ("tput_per_gpu", "median_intvty") if np.any(counts > 1) else ():
         lo, hi = t_intervals(float_values(table[metric]), group, counts)
-        # null where n < 2; NaN where a member lacks the value (its mean is NaN too)
-        intervals[f"{metric}_ci_lo"] = pa.array(lo, mask=counts < 2)
-        intervals[f"{metric}_ci_hi"] = pa.array(hi, mask=counts < 2)
+        # null where n < 2, and where a member lacks the value or is not finite (the bounds are NaN then, as the
+        # mean is null): no interval rather than one a spline cannot read (an agentic run has no median_intvty)
+        undefined = (counts < 2) | ~np.isfinite(lo) | ~np.isfinite(hi)
+        intervals[f"{metric}_ci_lo"] = pa.array(lo, mask=undefined)
+        intervals[f"{metric}_ci_hi"] = pa.array(hi, mask=undefined)
     spread = repeat_spreads(float_values(table["tput_per_gpu"]), group, counts)
     extra = {"repeat_n": pa.array(counts, pa.int32()),
              **intervals,
