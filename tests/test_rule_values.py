@@ -266,6 +266,32 @@ def test_sentence_percentages_round_half_up_not_bankers():
     assert s == {"cost_sentence": "B is 63% cheaper per token (note)", "tput_sentence": "A delivers 63% more tok/s/GPU (note)"}
 
 
+@pytest.mark.parametrize("cost_b, sentence", [
+    (1.994, "A is 99% cheaper per token"),                          # 99.4 → 99: the dashboard's own sentence
+    (1.995, "A is 2.0× cheaper per token (B costs 100% more)"),      # 99.5 → 100: said as a ratio
+    (2.2205, "A is 2.2× cheaper per token (B costs 122% more)"),    # a real MI355X MTP vs Off cell
+    (5.07, "A is 5.1× cheaper per token (B costs 407% more)"),
+])
+def test_a_cost_ratio_of_two_or_more_keeps_the_dashboards_n_in_a_sentence_that_reads_right(cost_b, sentence):
+    assert sentences("A", "B", _cell(1.0, 500.0), _cell(cost_b, 500.0))["cost_sentence"] == sentence
+
+
+def test_overlapping_intervals_are_noise_and_apart_ones_are_said():
+    a = {**_cell(1.0, 1030.0), "tput_per_gpu_ci_lo": 1000.0, "tput_per_gpu_ci_hi": 1060.0,
+         "cost_per_mtok_hyperscaler_ci_lo": 0.97, "cost_per_mtok_hyperscaler_ci_hi": 1.03}
+    b = {**_cell(1.03, 1000.0), "tput_per_gpu_ci_lo": 970.0, "tput_per_gpu_ci_hi": 1000.0,  # touches a's: overlap
+         "cost_per_mtok_hyperscaler_ci_lo": 1.03, "cost_per_mtok_hyperscaler_ci_hi": 1.06}
+    said = sentences("A", "B", a, b)
+    assert said["tput_sentence"] == "A and B are within run-to-run noise (95 % intervals overlap) on tok/s/GPU"
+    assert said["cost_sentence"] == "A and B are within run-to-run noise (95 % intervals overlap) on cost per token"
+    b.update(tput_per_gpu_ci_hi=999.0, cost_per_mtok_hyperscaler_ci_lo=1.031)  # apart by a hair: the difference
+    said = sentences("A", "B", a, b)
+    assert said == {"cost_sentence": "A is 3% cheaper per token", "tput_sentence": "A delivers 3% more tok/s/GPU"}
+    # one side without intervals: nothing to judge the difference by, today's sentence
+    said = sentences("A", "B", a, _cell(1.03, 1000.0))
+    assert said == {"cost_sentence": "A is 3% cheaper per token", "tput_sentence": "A delivers 3% more tok/s/GPU"}
+
+
 def test_headline_states_the_caveat_once():
     row = {"cost_sentence": "B is 3% cheaper per token (note)", "tput_sentence": "A delivers 3% more tok/s/GPU (note)",
            "sentence_caveat": "note"}
@@ -417,6 +443,51 @@ def test_rule_details(over, detail):
     assert (None if finding is None else finding[1]) == detail
 
 
+@pytest.mark.parametrize("over, code", [
+    # the decode GPUs first; an implied count is named with its value and the keys to state
+    ({"disagg": True, "tp": None, "num_prefill_gpu": 1, "num_decode_gpu": 1,
+      "metadata_sources": "num_decode_gpu=engine;num_prefill_gpu=engine"}, "missing_metadata:num_decode_gpu"),
+    ({"disagg": True, "tp": None, "num_prefill_gpu": 1, "num_decode_gpu": 8,
+      "metadata_sources": "num_decode_gpu=sidecar;num_prefill_gpu=engine"}, "missing_metadata:num_prefill_gpu"),
+    ({"disagg": True, "tp": None, "num_prefill_gpu": 1, "num_decode_gpu": 8,
+      "metadata_sources": "num_decode_gpu=sidecar;num_prefill_gpu=runs.csv"}, None),
+    ({"tp": 8, "metadata_sources": "tp=engine"}, "missing_metadata:tp"),
+    ({"tp": 8, "pp": 2, "metadata_sources": "tp=file;pp=engine"}, "missing_metadata:pp"),
+    ({"tp": 8, "metadata_sources": "tp=file;conc=engine"}, None),  # only GPU-count keys count
+    # a per-GPU value the source reported needs no count at all
+    ({"tp": 8, "reported_tput_per_gpu": 600.0, "metadata_sources": "tp=engine"}, None),
+])
+def test_a_count_the_engine_only_implies_is_never_a_denominator(over, code):
+    finding = check_run(_good_run(0, **over), _rules())
+    assert (None if finding is None else finding[0]) == code
+    if code is not None and over.get("metadata_sources", "").count("=engine"):
+        assert "only implied by the engine output" in finding[1]
+
+
+@pytest.mark.parametrize("itl_ratio, spec, source, code", [
+    (1.0, "none", "spec_decoding=default", None),        # one token per chunk
+    (1.49, "none", "spec_decoding=default", None),       # just below the band
+    (1.5, "none", "spec_decoding=default", "metadata_conflict:spec_decoding"),   # the band's ends belong to it
+    (3.3, "none", "spec_decoding=sidecar", "metadata_conflict:spec_decoding"),
+    (5.0, "none", "spec_decoding=file", "metadata_conflict:spec_decoding"),
+    (5.01, "none", "spec_decoding=file", None),          # a stream interval, not drafting
+    (9.95, "none", "spec_decoding=file", None),
+    (2.5, "mtp", "spec_decoding=sidecar", None),         # the method is stated
+])
+def test_speculative_decoding_the_latencies_show(itl_ratio, spec, source, code):
+    tpot = 0.02
+    run = _good_run(0, spec_decoding=spec, mean_tpot_s=tpot, mean_itl_s=tpot * itl_ratio, metadata_sources=source)
+    finding = check_run(run, _rules())
+    assert (None if finding is None else finding[0]) == code
+    if code:
+        assert f"mean ITL / mean TPOT = {itl_ratio:.2f}" in finding[1]
+        said = "only the default" if source.endswith("default") else f"comes from {source.split('=')[1]}"
+        assert said in finding[1]
+    # without means, the medians tell the same
+    medians = _good_run(0, spec_decoding=spec, median_itl_s=tpot * itl_ratio, metadata_sources=source)
+    assert (check_run(medians, _rules()) or (None,))[0] == code
+
+
 def test_gpu_count_and_metadata_rules():
     assert check_run(_good_run(0, tp=0), _rules())[0] == "missing_metadata:tp"
     assert check_run(_good_run(0, tp=None, reported_tput_per_gpu=500.0), _rules()) is None
@@ -528,6 +599,12 @@ SINGLE_FAULTS = [
     ({**AGENTIC, "e2e_norm_intvty_p90": None}, "missing_field:p90_e2e_norm_intvty"),
     ({**AGENTIC, "e2e_norm_intvty_p90": float("-inf")}, "non_finite:p90_e2e_norm_intvty"),
     ({"e2e_norm_intvty_p90": 0.0}, None),  # the agentic x-axis is not required of fixed-sequence runs
+    ({"median_tpot_s": None, "e2e_norm_intvty_p90": 66.8}, None),  # LLMPerf: placed by its E2E-normalized axis
+    ({"median_tpot_s": None, "e2e_norm_intvty_p90": -1.0}, "non_positive:median_tpot_ms"),
+    ({"disagg": True, "tp": None, "num_prefill_gpu": 1, "num_decode_gpu": 1,
+      "metadata_sources": "num_decode_gpu=engine;num_prefill_gpu=engine"}, "missing_metadata:num_decode_gpu"),
+    ({"mean_tpot_s": 0.02, "mean_itl_s": 0.05}, "metadata_conflict:spec_decoding"),  # 2.5 tokens per chunk
+    ({"mean_tpot_s": 0.02, "mean_itl_s": 0.2}, None),  # a stream interval of 10 tokens
     ({"completed": 79}, "failed_requests"),
     ({"failed": 1}, "failed_requests"),
     ({"metadata_conflicts": "hw: file=h200 sidecar=b200"}, "metadata_conflict:hw"),
