@@ -11,7 +11,7 @@ import pytest
 from rule_reference import every_rule_on_every_run
 
 from pipeline.comparisons.band import band_phrase, default_targets, interactivity_band
-from pipeline.comparisons.compare import compare, headline, sentences
+from pipeline.comparisons.compare import _bracket, cell_basis, cell_note, compare, headline, sentences
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.frontiers.spline import interpolate, steffen_tangents
@@ -290,6 +290,121 @@ def test_overlapping_intervals_are_noise_and_apart_ones_are_said():
     # one side without intervals: nothing to judge the difference by, today's sentence
     said = sentences("A", "B", a, _cell(1.03, 1000.0))
     assert said == {"cost_sentence": "A is 3% cheaper per token", "tput_sentence": "A delivers 3% more tok/s/GPU"}
+
+
+def test_the_copy_kept_of_a_duplicate_stays_on_the_frontier_then_has_counts_then_a_date():
+    """``_keep_order``: four copies of one measurement, each better than the next on one criterion only."""
+    from pipeline.validate.rules import find_duplicates
+
+    def copy(name, off, completed, dated):
+        return {**_good_run(0), "source_file": name, "run_id": name, "content_sha256": name,
+                "length_off_nominal": off, "completed": completed,
+                "run_date": dt.date(2026, 1, 1) if dated else None}
+    # sorted by name the reverse of the rule, so the file order cannot be what decides
+    runs = [copy("a.json", True, 80, True),     # off its nominal lengths: never the one kept over one on it
+            copy("b.json", False, None, True),  # on them, but an agg row without request counts
+            copy("c.json", False, 80, False),   # on them, with counts, undated
+            copy("d.json", False, 80, True)]    # on them, with counts, dated: kept
+    found = find_duplicates(runs)
+    assert sorted(found) == [0, 1, 2] and {kept for _, _, kept in found.values()} == {"d.json"}
+    assert find_duplicates(runs[:3])[1][2] == "c.json"  # counts before a date
+    assert find_duplicates(runs[:2])[0][2] == "b.json"  # the frontier before counts
+    assert find_duplicates([copy("e.json", False, 80, True), runs[3]])[0][2] == "d.json"  # a tie: the file order
+
+
+@pytest.mark.parametrize("lo, hi, sparse, basis", [
+    (None, 30.0, False, "clamped"), (30.0, None, False, "clamped"),
+    (30.0, 30.0, False, "measured"), (30.0, 30.0, True, "measured"),   # a point is measured whatever the splines
+    (30.0, 45.0, False, "interpolated"),                               # 1.5× exactly: not a gap
+    (30.0, 45.0000001, False, "interpolated_gap"),                     # just over 1.5×
+    (30.0, 40.0, True, "interpolated_gap"),                            # close points whose splines disagree
+])
+def test_cell_basis_from_the_bracket_itself(lo, hi, sparse, basis):
+    cell = {"bracket_lo_intvty": lo, "bracket_hi_intvty": hi, "sparse_frontier": sparse}
+    assert cell_basis(cell) == basis
+    # a given bracket_ratio is the one used (compare writes it); without it the bracket's own ratio
+    if lo is not None and hi is not None and lo != hi:
+        assert cell_basis({**cell, "bracket_ratio": 1.0}) == ("interpolated_gap" if sparse else "interpolated")
+        assert cell_basis({**cell, "bracket_ratio": 2.0}) == "interpolated_gap"
+
+
+def test_bracket_gives_its_ratio_and_each_points_repeat_spread():
+    x, spreads = [10.0, 20.0, 40.0], [None, 0.04, 0.15]
+    assert _bracket(x, 30.0, spreads) == {"bracket_lo_intvty": 20.0, "bracket_hi_intvty": 40.0, "bracket_ratio": 2.0,
+                                          "bracket_lo_repeat_spread": 0.04, "bracket_hi_repeat_spread": 0.15}
+    assert _bracket(x, 20.0, spreads) == {"bracket_lo_intvty": 20.0, "bracket_hi_intvty": 20.0, "bracket_ratio": 1.0,
+                                          "bracket_lo_repeat_spread": 0.04, "bracket_hi_repeat_spread": 0.04}
+    assert _bracket(x, 50.0, spreads) == {"bracket_lo_intvty": 40.0, "bracket_hi_intvty": None, "bracket_ratio": None,
+                                          "bracket_lo_repeat_spread": 0.15, "bracket_hi_repeat_spread": None}
+    assert _bracket(x, 5.0, spreads) == {"bracket_lo_intvty": None, "bracket_hi_intvty": 10.0, "bracket_ratio": None,
+                                         "bracket_lo_repeat_spread": None, "bracket_hi_repeat_spread": None}
+    assert _bracket(x, float("nan"), spreads) == dict.fromkeys(
+        ("bracket_lo_intvty", "bracket_hi_intvty", "bracket_ratio", "bracket_lo_repeat_spread",
+         "bracket_hi_repeat_spread"))
+    assert _bracket(x, 30.0)["bracket_hi_repeat_spread"] is None  # no spreads given: none
+
+
+@pytest.mark.parametrize("cell, note", [
+    ({"bracket_lo_intvty": 17.8, "bracket_hi_intvty": None},
+     "MTP is outside its measured range: its frontier ends at 17.8 tok/s/user, below the 24 tok/s/user target"),
+    ({"bracket_lo_intvty": None, "bracket_hi_intvty": 30.04},
+     "MTP is outside its measured range: its frontier starts at 30.0 tok/s/user, above the 24 tok/s/user target"),
+    ({"bracket_lo_intvty": 20.1, "bracket_hi_intvty": 95.3},
+     "MTP's values are interpolated across a gap between 20.1 and 95.3 tok/s/user"),
+    ({"bracket_lo_intvty": 20.0, "bracket_hi_intvty": 25.0}, None),
+    ({"bracket_lo_intvty": 20.0, "bracket_hi_intvty": 25.0, "bracket_hi_repeat_spread": 0.1},  # 10 %: noise
+     None),
+    ({"bracket_lo_intvty": 20.0, "bracket_hi_intvty": 25.0, "bracket_lo_repeat_spread": 0.125},
+     "MTP's point at 20.0 tok/s/user averages repeats 13% apart in tok/s/GPU"),  # 12.5 rounds half up
+    ({"bracket_lo_intvty": 24.0, "bracket_hi_intvty": 24.0, "bracket_lo_repeat_spread": 0.2,
+      "bracket_hi_repeat_spread": 0.2},
+     "MTP's point at 24.0 tok/s/user averages repeats 20% apart in tok/s/GPU"),  # one point, said once
+    ({"bracket_lo_intvty": 20.0, "bracket_hi_intvty": 25.0, "bracket_lo_repeat_spread": 0.05,
+      "bracket_hi_repeat_spread": 0.3},  # the lower point is noise, the upper one is said
+     "MTP's point at 25.0 tok/s/user averages repeats 30% apart in tok/s/GPU"),
+    ({"bracket_lo_intvty": 10.0, "bracket_hi_intvty": 40.0, "bracket_lo_repeat_spread": 0.5,
+      "bracket_hi_repeat_spread": 0.3},
+     "MTP's values are interpolated across a gap between 10.0 and 40.0 tok/s/user; MTP's point at 10.0 tok/s/user "
+     "averages repeats 50% apart in tok/s/GPU; MTP's point at 40.0 tok/s/user averages repeats 30% apart in "
+     "tok/s/GPU"),
+])
+def test_cell_note_says_clamps_gaps_and_disagreeing_repeats(cell, note):
+    assert cell_note("MTP", 24.0, {"sparse_frontier": False, **cell}) == note
+
+
+def test_sentences_at_another_tier_and_without_its_price():
+    a = {"cost_per_mtok_rental": 1.0, "tput_per_gpu": 1000.0}
+    b = {"cost_per_mtok_rental": 1.2, "tput_per_gpu": 1000.0}  # equal throughput: side a counts as faster
+    assert sentences("A", "B", a, b, tier="rental") == {"cost_sentence": "A is 20% cheaper per token at rental prices",
+                                                         "tput_sentence": "A and B are essentially tied on tok/s/GPU"}
+    assert sentences("A", "B", a, {**b, "cost_per_mtok_rental": 1.005}, tier="rental")["cost_sentence"] == (
+        "A and B are essentially tied on cost per token at rental prices")
+    assert sentences("A", "B", a, {**b, "cost_per_mtok_rental": 3.0}, tier="rental")["cost_sentence"] == (
+        "A is 3.0× cheaper per token at rental prices (B costs 200% more)")
+    assert sentences("A", "B", a, {**b, "cost_per_mtok_rental": None}, tier="rental")["cost_sentence"] == (
+        "no rental price for one side")
+    assert sentences("A", "B", {**a, "tput_per_gpu": 1500.0}, {**b, "tput_per_gpu": 1500.0}, tier="rental")[
+        "tput_sentence"] == "A and B are essentially tied on tok/s/GPU"
+    assert sentences("A", "B", {"cost_per_mtok_hyperscaler": 1.0, "tput_per_gpu": 900.0},
+                     {"cost_per_mtok_hyperscaler": 1.0, "tput_per_gpu": 1000.0})["tput_sentence"] == (
+        "B delivers 11% more tok/s/GPU")
+
+
+def test_validate_table_keeps_the_twin_that_stays_on_the_frontier():
+    """A raw result 12 % short of its nominal ISL (a ratio of 1 assumed) and its agg twin without token totals,
+    whose latencies imply an OSL of (20 − 0.5) / 0.02 + 1 = 976 (4.7 % off, inside the 25 %): the twin is kept,
+    though the raw copy is the dated one with request counts; with a range ratio of 0.8 the raw copy is on
+    nominal (900 and 920 vs 0.9 · 1024 = 921.6) and is kept."""
+    raw = _good_run(0, total_input_tokens=80 * 900, total_output_tokens=80 * 920, completed=80)
+    twin = _good_run(1, conc=8, completed=None, num_prompts=None, failed=None, run_date=None)
+    accepted, rejected = validate_table(pa.Table.from_pylist([raw, twin], schema=RUN_SCHEMA), KNOWN_HW)
+    assert accepted["source_file"].to_pylist() == ["f1.json"]
+    assert [(q["source_file"], q["reason_code"], q["duplicate_of"]) for q in rejected.to_pylist()] == [
+        ("f0.json", "duplicate_run", "r1")]
+    stated = dict(raw, random_range_ratio=0.8)
+    accepted, rejected = validate_table(pa.Table.from_pylist([stated, twin], schema=RUN_SCHEMA), KNOWN_HW)
+    assert accepted["source_file"].to_pylist() == ["f0.json"]
+    assert rejected.column("duplicate_of").to_pylist() == ["r0"]
 
 
 def test_headline_states_the_caveat_once():
@@ -604,6 +719,7 @@ SINGLE_FAULTS = [
     ({"disagg": True, "tp": None, "num_prefill_gpu": 1, "num_decode_gpu": 1,
       "metadata_sources": "num_decode_gpu=engine;num_prefill_gpu=engine"}, "missing_metadata:num_decode_gpu"),
     ({"mean_tpot_s": 0.02, "mean_itl_s": 0.05}, "metadata_conflict:spec_decoding"),  # 2.5 tokens per chunk
+    ({"median_itl_s": 0.05}, "metadata_conflict:spec_decoding"),  # no means: the medians (0.05 / 0.02) tell
     ({"mean_tpot_s": 0.02, "mean_itl_s": 0.2}, None),  # a stream interval of 10 tokens
     ({"completed": 79}, "failed_requests"),
     ({"failed": 1}, "failed_requests"),
@@ -729,6 +845,27 @@ def test_comparison_row_every_column_by_hand():
     swapped = compare(comparison, {comparison.a.side_id: frontiers[comparison.b.side_id],
                                    comparison.b.side_id: frontiers[comparison.a.side_id]})
     assert {(r["band_min"], r["band_max"]) for r in swapped} == {(20.0, 30.0)}
+
+
+def test_two_frontiers_on_different_x_statistics_are_not_compared():
+    comparison, frontiers = _row_comparison()
+    a, b = frontiers[comparison.a.side_id], frontiers[comparison.b.side_id]
+    assert {p["x_intvty_stat"] for p in a + b} == {"median_intvty"} and compare(comparison, frontiers)
+    other = {comparison.a.side_id: a, comparison.b.side_id: [dict(p, x_intvty_stat="e2e_norm_intvty_p90") for p in b]}
+    assert compare(comparison, other) == []
+
+
+def test_a_cell_bracketed_by_disagreeing_repeats_says_so_through_compare():
+    comparison, frontiers = _row_comparison()
+    off = frontiers[comparison.b.side_id]  # (10, 1200) and (40, 400)
+    spread = {comparison.a.side_id: frontiers[comparison.a.side_id],
+              comparison.b.side_id: [dict(off[0], repeat_spread=0.25, repeat_n=2), off[1]]}
+    rows = compare(comparison, spread)
+    b = rows[3]  # Off at 25, between 10 and 40
+    assert (b["bracket_lo_repeat_spread"], b["bracket_hi_repeat_spread"]) == (0.25, None)
+    assert b["cell_note"] == ("Off's values are interpolated across a gap between 10.0 and 40.0 tok/s/user; Off's "
+                              "point at 10.0 tok/s/user averages repeats 25% apart in tok/s/GPU")
+    assert b["cell_note"] in b["sentence_caveat"] and b["tput_sentence"].endswith(f"({b['sentence_caveat']})")
 
 
 @pytest.mark.parametrize("repeat_n, expected", [((None, 1), 0), ((2, None), 1), ((1, 2), 1), ((2, 3), 2)])

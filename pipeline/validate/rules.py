@@ -217,8 +217,7 @@ def _spec_evident(run: Run) -> Finding | None:
     lo, hi = SPEC_EVIDENCE_ITL_TPOT
     if ratio is None or not lo <= ratio <= hi:
         return None
-    sources = dict(pair.split("=", 1) for pair in (run.get("metadata_sources") or "").split(";") if "=" in pair)
-    source = sources.get("spec_decoding", "default")
+    source = metadata_source_of(run).get("spec_decoding", "default")
     said = ("no file, sidecar or runs.csv names the method (spec_decoding none is only the default)"
             if source == "default" else f"spec_decoding none comes from {source}")
     return "metadata_conflict:spec_decoding", (
@@ -249,10 +248,15 @@ GPU_COUNT_KEYS = ("tp", "pp", "pcp", "num_decode_gpu", "num_prefill_gpu")
 _ENGINE_COUNT = "(^|;)(" + "|".join(GPU_COUNT_KEYS) + ")=engine(;|$)"
 
 
+def metadata_source_of(run: Run) -> dict[str, str]:
+    """``metadata_sources`` of a run read back: {key: file | sidecar | runs.csv | engine | default | unknown}."""
+    return dict(pair.partition("=")[::2] for pair in (run.get("metadata_sources") or "").split(";") if pair)
+
+
 def engine_implied_counts(run: Run) -> list[str]:
     """The GPU-count keys of ``run`` whose value only the engine output implies (``metadata_sources`` says
     ``<key>=engine``), in ``GPU_COUNT_KEYS`` order."""
-    sources = dict(pair.split("=", 1) for pair in (run.get("metadata_sources") or "").split(";") if "=" in pair)
+    sources = metadata_source_of(run)
     return [key for key in GPU_COUNT_KEYS if sources.get(key) == "engine"]
 
 
