@@ -272,3 +272,31 @@ def test_an_agentic_re_measurement_is_a_repeat_not_a_crash(real_logs, tmp_path, 
     rows = [r for r in result.mart("comparisons").to_pylist() if r["slo"] == "none"]
     assert {r["kind"] for r in rows} == {"hardware"} and len(rows) == 6
     assert all(r[c] is None or math.isfinite(r[c]) for r in rows for c in r if c.endswith(("_ci_lo", "_ci_hi")))
+
+
+@pytest.mark.parametrize("change, code", [
+    ({"p99_itl_ms": 1e308}, "implausible:p99_itl_ms"),
+    ({"std_ttft_ms": -5.0}, "implausible:std_ttft_ms"),
+    ({"p90_tpot_ms": 260.0}, "inconsistent:tpot_percentiles"),  # above the file's p99 TPOT, 248.9 ms
+    ({"p99_e2el_ms": 200000.0}, "inconsistent:e2el_percentiles"),  # below its p90 E2EL, 234,439 ms
+])
+def test_secondary_statistics_that_cannot_be_true_are_quarantined(real_logs, tmp_path, change, code):
+    """A real Kimi-K2.5 MTP result with one secondary statistic broken: a p99 of 1e308 ms, a negative std, or
+    percentiles out of order is a broken file, whatever its median says (issue 40, item 4)."""
+    from pipeline.ingest.keys import gpu_keys
+    from pipeline.validate.rules import validate_table
+
+    src = real_logs / "vllm" / "ix_kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc32_MI355.json"
+    doc = json.loads(src.read_text())
+    assert doc["p99_tpot_ms"] < 260.0 and doc["p90_e2el_ms"] > 200000.0
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    meta = {"model": "kimik2.5", "hw": "mi355x", "framework": "vllm", "precision": "int4", "spec_decoding": "mtp",
+            "tp": 8, "ep": 1, "isl": 8192, "osl": 1024, "random_range_ratio": 0.8}
+    (raw / "good.json").write_text(src.read_text())
+    (raw / "good.json.meta.json").write_text(json.dumps(meta))
+    (raw / "bad.json").write_text(json.dumps({**doc, **change, "date": "20260527-120000"}))
+    (raw / "bad.json.meta.json").write_text(json.dumps(meta))
+    accepted, rejected = validate_table(ingest_folder(raw).runs, gpu_keys())
+    assert accepted.column("source_file").to_pylist() == ["good.json"]  # the good file beside it is untouched
+    assert [(q["source_file"], q["reason_code"]) for q in rejected.to_pylist()] == [("bad.json", code)]

@@ -721,6 +721,19 @@ SINGLE_FAULTS = [
     ({"mean_tpot_s": 0.02, "mean_itl_s": 0.05}, "metadata_conflict:spec_decoding"),  # 2.5 tokens per chunk
     ({"median_itl_s": 0.05}, "metadata_conflict:spec_decoding"),  # no means: the medians (0.05 / 0.02) tell
     ({"mean_tpot_s": 0.02, "mean_itl_s": 0.2}, None),  # a stream interval of 10 tokens
+    # secondary statistics: finite, not negative, under a day, percentiles ordered
+    ({"p99_itl_s": 1e308}, "implausible:p99_itl_ms"),
+    ({"p99_itl_s": 86400.0}, None),  # a day is the longest a request may take: inclusive
+    ({"std_ttft_s": -0.001}, "implausible:std_ttft_ms"),
+    ({"std_ttft_s": 0.0}, None),
+    ({"p90_e2el_s": float("inf")}, "non_finite:p90_e2el_ms"),
+    ({"p99_tpot_s": float("nan")}, "non_finite:p99_tpot_ms"),
+    ({"p99_tpot_s": 0.019}, "inconsistent:tpot_percentiles"),  # below the median's 0.02
+    ({"p99_tpot_s": 0.02 * (1 - 1e-10)}, None),  # rounding
+    ({"p90_tpot_s": 0.03, "p99_tpot_s": 0.025}, "inconsistent:tpot_percentiles"),
+    ({"p90_ttft_s": 0.9, "p99_ttft_s": 0.7}, "inconsistent:ttft_percentiles"),
+    ({"median_ttft_s": 0.5, "p95_ttft_s": 0.4}, "inconsistent:ttft_percentiles"),  # p90 absent: median vs p95
+    ({"mean_ttft_s": 5.0, "p99_ttft_s": 1.0}, None),  # a heavy tail can put the mean above p99
     ({"completed": 79}, "failed_requests"),
     ({"failed": 1}, "failed_requests"),
     ({"metadata_conflicts": "hw: file=h200 sidecar=b200"}, "metadata_conflict:hw"),

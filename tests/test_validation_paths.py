@@ -83,6 +83,7 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
                                metadata_sources="num_decode_gpu=engine;num_prefill_gpu=engine"),
         "spec_evident": dict(spec_decoding="none", mean_itl_s=2.5 * good["median_tpot_s"],
                              mean_tpot_s=good["median_tpot_s"]),
+        "huge_p99": dict(p99_itl_s=1e308), "unordered": dict(p99_ttft_s=good["median_ttft_s"] / 2),
         "same_content": dict(conc=good["conc"] + 1),
         "same_key": dict(content_sha256="f" * 64),
         "other_run": dict(conc=good["conc"] + 2, content_sha256="e" * 64),
@@ -97,7 +98,7 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
     table = [good] + [dict(good, source_row=row, **change) for row, change in enumerate(broken.values(), 1)]
     slow, fast = _both_paths(pa.Table.from_pylist(table, schema=RUN_SCHEMA))
     n_ranges = len(load_plausibility().ranges)
-    assert len(rules(KNOWN_HW)) == 13 + n_ranges and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
+    assert len(rules(KNOWN_HW)) == 14 + n_ranges and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
     row_of = {name: row for row, name in enumerate(broken, 1)}
     assert slow[0].column("source_row").to_pylist() == [good["source_row"], row_of["reported_only"], row_of["other_run"]]
     assert slow[1].column("reason_code").to_pylist()[-2:] == ["duplicate_run", "duplicate_run"]

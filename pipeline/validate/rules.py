@@ -33,6 +33,7 @@ from pipeline.ingest.schema import (
     BENCHMARK_TYPES,
     FIXED_SEQ,
     LATENCY_COLUMNS,
+    LATENCY_METRICS,
     QUARANTINE_SCHEMA,
     RUN_SCHEMA,
 )
@@ -389,9 +390,73 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
     return _screen(screen)(rule)
 
 
+# Percentiles of one latency metric, in the order their values must keep (the mean is not among them: a heavy tail
+# can put it above p99).
+PERCENTILE_ORDER = ("median", "p90", "p95", "p99")
+# Rounding only: percentiles a file writes from the same numbers are ordered exactly.
+_ORDER_RTOL = 1e-9
+# The range whose upper end bounds every latency statistic: no request lasts longer than the longest E2EL allowed.
+_LONGEST_LATENCY_FIELD = "median_e2el_s"
+
+
+def _engine_key(column: str) -> str:
+    """A latency column's name as engines write it, for reason codes: ``p99_tpot_s`` → ``p99_tpot_ms``."""
+    return column[:-2] + "_ms"
+
+
+def latency_statistics_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
+    """Rule: every latency statistic a run gives (``LATENCY_COLUMNS``: mean, median, std and percentiles of TTFT,
+    TPOT, ITL, E2EL, in seconds) is a time: finite (``non_finite:<key>``), not negative and not beyond the longest
+    latency ``plausibility.csv`` allows (the upper end of ``median_e2el_s``, a day; ``implausible:<key>``), and the
+    percentiles of one metric are ordered, median ≤ p90 ≤ p95 ≤ p99 (``inconsistent:<metric>_percentiles``). A
+    p99 of 1e308 s or a negative std is a broken file whatever its median says; the medians' own ranges are the
+    range rules'. Keys are the engines' (``p99_tpot_ms``) whatever unit the file used. A reference without a
+    ``median_e2el_s`` row bounds the statistics by finiteness alone.
+    """
+    longest = next((r.max for r in plausibility.ranges if r.field == _LONGEST_LATENCY_FIELD), math.inf)
+
+    def rule(run: Run) -> Finding | None:
+        for column in LATENCY_COLUMNS:
+            value = run.get(column)
+            if value is None:
+                continue
+            if not math.isfinite(value):
+                return f"non_finite:{_engine_key(column)}", f"{_engine_key(column)} = {value}"
+            if value < 0:
+                return f"implausible:{_engine_key(column)}", f"{column} = {value:.6g} s is negative"
+            if value > longest:
+                return f"implausible:{_engine_key(column)}", (
+                    f"{column} = {value:.6g} s is longer than any request may take ({longest:g} s, "
+                    f"{_LONGEST_LATENCY_FIELD} in data/reference/plausibility.csv)")
+        for metric in LATENCY_METRICS:
+            given = [(stat, run.get(f"{stat}_{metric}_s")) for stat in PERCENTILE_ORDER
+                     if run.get(f"{stat}_{metric}_s") is not None]
+            for (low_stat, low), (high_stat, high) in zip(given, given[1:]):
+                if low > high * (1 + _ORDER_RTOL):
+                    return f"inconsistent:{metric}_percentiles", (
+                        f"{low_stat} {metric.upper()} {low:.6g} s > {high_stat} {metric.upper()} {high:.6g} s")
+        return None
+
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        flags = []
+        for column in LATENCY_COLUMNS:
+            value = _float(table, column)
+            flags.append(pc.invert(pc.and_(pc.is_finite(value), pc.and_(pc.greater_equal(value, 0.0),
+                                                                       pc.less_equal(value, longest)))))
+        for metric in LATENCY_METRICS:
+            for at, low_stat in enumerate(PERCENTILE_ORDER):
+                for high_stat in PERCENTILE_ORDER[at + 1:]:  # every later one: a stat between may be absent
+                    low, high = _float(table, f"{low_stat}_{metric}_s"), _float(table, f"{high_stat}_{metric}_s")
+                    flags.append(pc.greater(low, pc.multiply(high, 1 + _ORDER_RTOL)))
+        return _any(*flags)
+
+    return _screen(screen)(rule)
+
+
 def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> list[Callable[[Run], Finding | None]]:
     """The rule list, in reporting order: failures and numbers first (the strongest reason), metadata after, then
-    plausibility (``implausible:<field>``, ``data/reference/plausibility.csv`` and the tok/s/GPU ceiling).
+    plausibility (``implausible:<field>``, ``data/reference/plausibility.csv`` and the tok/s/GPU ceiling), then the
+    secondary latency statistics (``latency_statistics_rule``).
 
     Together the rules reject every run the blocking expectations of ``pipeline.validate.expectations`` (and the
     metrics stage's finite-and-positive check) would fail on, so a failing blocking check means a bug, not a bad
@@ -424,6 +489,7 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
         _benchmark_type,
         ceiling_rule(plausibility),
         *(range_rule(bound) for bound in plausibility.ranges),
+        latency_statistics_rule(plausibility),
     ]
 
 
