@@ -603,6 +603,22 @@ def test_speculative_decoding_the_latencies_show(itl_ratio, spec, source, code):
     assert (check_run(medians, _rules()) or (None,))[0] == code
 
 
+def test_latency_statistics_detail_and_a_reference_without_an_e2el_bound():
+    from pipeline.validate.plausibility import Plausibility, Range
+    from pipeline.validate.rules import latency_statistics_rule
+
+    rule = latency_statistics_rule(Plausibility((Range("median_e2el_s", "median_e2el_ms", 0.001, 100.0, "s"),),
+                                                {}, {}, 1.0))
+    assert rule(_good_run(0, p90_tpot_s=0.03, p99_tpot_s=0.025)) == (
+        "inconsistent:tpot_percentiles", "p90 TPOT 0.03 s > p99 TPOT 0.025 s")
+    assert rule(_good_run(0, p99_e2el_s=100.5)) == (
+        "implausible:p99_e2el_ms", "p99_e2el_s = 100.5 s is longer than any request may take (100 s, median_e2el_s "
+        "in data/reference/plausibility.csv)")
+    unbounded = latency_statistics_rule(Plausibility((), {}, {}, 1.0))  # no E2EL row: finiteness alone
+    assert unbounded(_good_run(0, p99_e2el_s=1e308)) is None
+    assert unbounded(_good_run(0, std_e2el_s=-1.0))[0] == "implausible:std_e2el_ms"
+
+
 def test_gpu_count_and_metadata_rules():
     assert check_run(_good_run(0, tp=0), _rules())[0] == "missing_metadata:tp"
     assert check_run(_good_run(0, tp=None, reported_tput_per_gpu=500.0), _rules()) is None
@@ -734,6 +750,8 @@ SINGLE_FAULTS = [
     ({"p90_ttft_s": 0.9, "p99_ttft_s": 0.7}, "inconsistent:ttft_percentiles"),
     ({"median_ttft_s": 0.5, "p95_ttft_s": 0.4}, "inconsistent:ttft_percentiles"),  # p90 absent: median vs p95
     ({"mean_ttft_s": 5.0, "p99_ttft_s": 1.0}, None),  # a heavy tail can put the mean above p99
+    ({"p90_ttft_s": 0.4}, "inconsistent:ttft_percentiles"),  # next to each other: median 0.5 > p90
+    ({"median_tpot_s": 0.02 * (1 + 1e-9), "p99_tpot_s": 0.02}, None),  # exactly the rounding allowance
     ({"completed": 79}, "failed_requests"),
     ({"failed": 1}, "failed_requests"),
     ({"metadata_conflicts": "hw: file=h200 sidecar=b200"}, "metadata_conflict:hw"),
