@@ -32,6 +32,7 @@ from pipeline.comparisons.confidence import (
     COMPARISON_CI_COLUMNS,
     difference_significant,
     intervals_apart,
+    price_per_mtok,
     side_intervals,
 )
 from pipeline.frontiers.points import (
@@ -333,14 +334,14 @@ def _evaluate(points: Sequence[Mapping[str, Any]], targets: Sequence[float],
     x = curve.x
     evaluated = np.clip(np.asarray(targets, dtype=float), x[0], x[-1]).tolist()
     values = curve.at(targets, clamp=True)
-    price_per_mtok = points[0]["cost_per_mtok_hyperscaler"] * points[0]["tput_per_gpu"]  # = $/GPU-h / 0.0036
+    price = price_per_mtok(points)  # = $/GPU-h / 0.0036
     x_list = x.tolist()  # bisected per target: a few µs less than array searches on a frontier of ~10 points
     spreads = [p.get("repeat_spread") for p in points]
     rows = [dict.fromkeys(SPLINED_METRICS + OPTIONAL_METRICS) for _ in targets]
     for row, target, at_target in zip(rows, targets, values):
         row.update(zip(curve.splined, map(float, at_target)))
         row.update(_bracket(x_list, float(target), spreads))
-        implied = price_per_mtok / row["tput_per_gpu"]
+        implied = price / row["tput_per_gpu"]
         splined_cost = row["cost_per_mtok_hyperscaler"]
         row["implied_cost_per_mtok_hyperscaler"] = implied
         row["sparse_frontier"] = bool(max(implied, splined_cost) / min(implied, splined_cost) > SPARSE_RATIO)

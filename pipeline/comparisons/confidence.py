@@ -46,9 +46,7 @@ def side_intervals(points: Sequence[Mapping[str, Any]], targets: Sequence[float]
         targets: target interactivities (tok/s/user).
     """
     rows: list[dict[str, float | None]] = [dict.fromkeys(COMPARISON_CI_COLUMNS) for _ in targets]
-    # a bound some point lacks, or holds as NaN/inf, is no interval for the side (never bridged, never splined)
-    whole = [c for c in SPLINED_CI_COLUMNS
-             if all(p.get(c) is not None and math.isfinite(p[c]) for p in points)]
+    whole = whole_interval_columns(points)
     if not whole or not points:
         return rows
     x = np.array([p["x_intvty"] for p in points], dtype=float)  # the frontier's x-axis, as the values use
@@ -61,6 +59,12 @@ def side_intervals(points: Sequence[Mapping[str, Any]], targets: Sequence[float]
             if price is not None and lo is not None and hi is not None and lo > 0:
                 row[f"cost_per_mtok_{tier}_ci_lo"], row[f"cost_per_mtok_{tier}_ci_hi"] = price / hi, price / lo
     return rows
+
+
+def whole_interval_columns(points: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ``SPLINED_CI_COLUMNS`` every frontier point of a side has as a finite number: a bound some point lacks,
+    or holds as NaN or infinity, is no interval for the side (never bridged over, never splined)."""
+    return [c for c in SPLINED_CI_COLUMNS if all(p.get(c) is not None and math.isfinite(p[c]) for p in points)]
 
 
 def price_per_mtok(points: Sequence[Mapping[str, Any]], tier: str = "hyperscaler") -> float | None:

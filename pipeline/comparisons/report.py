@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pipeline.comparisons.compare import GAP_RATIO, REPEAT_SPREAD_LIMIT, SPARSE_RATIO, TIE_RATIO, headline
-from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, SPLINED_CI_COLUMNS, TIERS, price_per_mtok
+from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, TIERS, price_per_mtok, whole_interval_columns
 from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart, x_axis_label
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
 from pipeline.frontiers.sides import Side, run_fixed_key
@@ -261,10 +261,9 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
                        if all(p[m] is not None and math.isfinite(p[m]) for p in pts)}
             sides[key] = {
                 "x": [float(p["x_intvty"]) for p in pts], "metrics": metrics,
-                "price_per_mtok": pts[0]["cost_per_mtok_hyperscaler"] * pts[0]["tput_per_gpu"],
+                "price_per_mtok": price_per_mtok(pts),
                 # the intervals the points have (every point, else none: never bridged), splined like a metric
-                "ci": {c: [float(p[c]) for p in pts] for c in SPLINED_CI_COLUMNS
-                       if all(p.get(c) is not None and math.isfinite(p[c]) for p in pts)},
+                "ci": {c: [float(p[c]) for p in pts] for c in whole_interval_columns(pts)},
                 "prices_per_mtok": {t: price_per_mtok(pts, t) for t in TIERS},
                 "repeat_spread": [p.get("repeat_spread") for p in pts],
                 "points": [{"file": p["source_file"], "config": _point_config(p),

@@ -1,8 +1,8 @@
 """Historical trends: for each frontier group and run date, the frontier's metrics at one target interactivity.
 
 A frontier group is (model, isl, osl, hw, framework, precision, spec_decoding, benchmark_type, x_intvty_stat) — one
-serving stack on one kind of load, read on one x-axis statistic — and one ``run_date``; its Pareto frontier is built from the group's lines as they stood that
-day: each line's latest sweep dated that day or earlier (``pipeline.validate.lines``), repeats averaged
+serving stack on one kind of load, read on one x-axis statistic — and one ``run_date``; its Pareto frontier is
+built from the group's lines as they stood that day: each line's latest sweep dated that day or earlier (``pipeline.validate.lines``), repeats averaged
 (``pipeline.frontiers.latest``). Values follow the trend rule (docs/metrics.md,
 "Trends"): monotone cubic interpolation inside the frontier's interactivity range, **null outside it** (no clamping, no
 extrapolation), so a date whose runs never reached the target shows a gap, not a made-up number. Interactivity is

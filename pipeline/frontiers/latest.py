@@ -135,8 +135,8 @@ def average_repeats(table: pa.Table, keys: Sequence[Hashable], metrics: Iterable
     Returns:
         ``table``'s columns, each group's first row (input order) for the columns not averaged; averaged columns
         hold the mean, null when some member lacks the value; plus ``repeat_n`` (int32) and ``CI_COLUMNS``
-        (float64, null where ``repeat_n`` < 2 or a member's value is absent or not finite), ``repeat_spread`` (float64: (max − min) / min of the members'
-        tok/s/GPU, ``repeat_spreads``; null where ``repeat_n`` < 2) and ``repeats_disagree`` (bool: spread >
+        (float64, null where ``repeat_n`` < 2 or a member's value is absent or not finite), ``repeat_spread``
+        (float64: (max − min) / min of the members' tok/s/GPU, ``repeat_spreads``; null where ``repeat_n`` < 2) and ``repeats_disagree`` (bool: spread >
         ``REPEAT_SPREAD_LIMIT``; false for a single run). Groups keep the order of their first row.
     """
     if isinstance(keys, np.ndarray):

@@ -19,8 +19,7 @@ import pyarrow.compute as pc
 from pipeline.frontiers.latest import CI_COLUMNS, LINEAGE_INPUT_COLUMNS, SPREAD_COLUMNS, frontier_runs
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
-from pipeline.ingest.schema import FIXED_SEQ
-from pipeline.ingest.schema import AGENTIC_TRACES, X_STAT_E2E_NORM, X_STAT_MEDIAN
+from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, X_STAT_E2E_NORM, X_STAT_MEDIAN
 from pipeline.metrics.slo import NO_SLO  # noqa: F401  (the default ``slo`` value, for the stages after this one)
 
 # Metrics splined along each frontier, each on its own values at the frontier points (docs/metrics.md).
@@ -137,7 +136,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
     if missing:  # a left-out column would reach the marts as nulls that look like "not measured"
         raise ValueError(f"build_frontiers: runs lack column(s) {', '.join(missing)}")
     table = with_x_statistic(table)
-    averaged = [m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"] + ["x_intvty", X_DEFINITION_SHARE]
+    averaged = [*(m for m in SPLINED_METRICS + OPTIONAL_METRICS if m != "concurrency"), "x_intvty",
+                X_DEFINITION_SHARE]
     table = frontier_runs(table, averaged, as_of, only_runs)
     repeats = table["repeat_n"].to_numpy()
     key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
@@ -187,7 +187,8 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         "price_book_version": taken["price_book_version"], "run_id": taken["run_id"],
         "source_file": taken["source_file"], "point_framework": taken["framework"],
         "point_spec_decoding": taken["spec_decoding"], "point_spec_metric_source": taken["spec_metric_source"],
-        "median_intvty": taken["median_intvty"], "x_intvty": taken["x_intvty"], "x_intvty_stat": taken["x_intvty_stat"],
+        "median_intvty": taken["median_intvty"], "x_intvty": taken["x_intvty"],
+        "x_intvty_stat": taken["x_intvty_stat"],
         **{m: taken["conc" if m == "concurrency" else m] for m in SPLINED_METRICS + OPTIONAL_METRICS},
         **{name: taken[name] for name in ("line_id", "sweep_id", "repeat_group", "repeat_n", *CI_COLUMNS)},
         **{name: taken[name] for name in SPREAD_COLUMNS},
@@ -215,7 +216,8 @@ def with_x_statistic(table: pa.Table) -> pa.Table:
         table = table.append_column("x_intvty_stat", pc.if_else(fixed, pa.scalar(X_STAT_MEDIAN),
                                                                 pa.scalar(None, pa.string())))
     agentic = pc.fill_null(pc.equal(table["benchmark_type"].cast(pa.string()), AGENTIC_TRACES), False)
-    preferred = pc.if_else(agentic, pa.scalar(X_STAT_E2E_NORM), pa.scalar(X_STAT_MEDIAN))
+    preferred = pc.if_else(agentic, pa.scalar(PREFERRED_X_STAT[AGENTIC_TRACES]),
+                           pa.scalar(PREFERRED_X_STAT[FIXED_SEQ]))
     definition = pc.fill_null(pc.equal(table["x_intvty_stat"].cast(pa.string()), preferred), False)
     share = pc.if_else(definition, 1.0, 0.0).cast(pa.float64())
     if X_DEFINITION_SHARE in table.column_names:

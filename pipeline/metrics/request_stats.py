@@ -8,6 +8,7 @@ from typing import Any
 
 from pipeline.ingest.requests import REQUEST_SCHEMA
 from pipeline.io.paths import sql_text
+from pipeline.io.storage import table_names
 
 
 def request_stats_view(conn: Any) -> None:
@@ -15,9 +16,7 @@ def request_stats_view(conn: Any) -> None:
     records) on DuckDB connection ``conn``, which ``sql/run_metrics.sql`` reads. A warehouse where
     ``ingest/parsed_requests`` never ran gets an empty ``raw_requests`` table (``REQUEST_SCHEMA``) first, so the
     view has its input; the asset's first write keeps that table (same columns)."""
-    exists = conn.execute("select count(*) from duckdb_tables() where table_name = 'raw_requests' "
-                          "and schema_name = current_schema()").fetchall()[0][0]
-    if not exists:
+    if "raw_requests" not in table_names(conn):
         conn.register("_empty_requests", REQUEST_SCHEMA.empty_table())
         try:
             conn.execute("create table if not exists raw_requests as select * from _empty_requests")

@@ -93,8 +93,8 @@ def line_id(run: Mapping[str, Any]) -> str:
 def sweep_id(run: Mapping[str, Any]) -> str:
     """The sweep of one run (``SWEEP_COLUMNS``): ``gha:<workflow run id>`` from an InferenceX ``run_url``
     (``…/actions/runs/<id>/…``; ``gha:<id>/attempt/<k>`` for ``…/attempts/<k>`` with k ≥ 2, a re-run of that
-    workflow run, which supersedes the earlier attempts of every line it re-ran, as InferenceX-app's
-    ``latest_workflow_runs`` keeps the highest attempt), ``sweep:<run_url>`` for another URL, ``sweep:<sweep_id>``
+    workflow run, which replaces its earlier attempts on every line, as InferenceX-app's ``latest_workflow_runs``
+    keeps only the highest attempt: ``run_lineage``), ``sweep:<run_url>`` for another URL, ``sweep:<sweep_id>``
     from the metadata key, else ``date:<run_date>`` or ``undated``."""
     url = run.get("run_url")
     if url:
@@ -133,13 +133,10 @@ def sweep_order_key(sweep_date: date | None, sweep: str) -> tuple:
     id (``gha`` > ``sweep`` > ``date`` > ``undated``), then the id, numerically when it is a number (a workflow
     run's attempts by attempt number: ``gha:<id>/attempt/2`` after ``gha:<id>``)."""
     kind, _, value = sweep.partition(":")
-    gha = _GHA_VALUE.fullmatch(value) if kind == "gha" else None
-    if gha is not None:
-        number, attempt = int(gha.group(1)), int(gha.group(2) or 1)
-    else:
-        number, attempt = (int(value) if value.isdigit() else 0), 1
+    workflow = workflow_attempt(sweep)
+    number, attempt = workflow if workflow is not None else ((int(value) if value.isdigit() else 0), 1)
     return (sweep_date.toordinal() if sweep_date is not None else -1, _KIND_RANK[kind],
-            gha is not None or value.isdigit(), number, attempt, value)
+            workflow is not None or value.isdigit(), number, attempt, value)
 
 
 def line_and_sweep_ids(runs: pa.Table) -> tuple[list[str], list[str]]:
@@ -254,7 +251,8 @@ def current_sweeps_by_date(runs: pa.Table,
     Column work except for one step per (sweep, run date) the history holds, in date order: a sweep's order key
     only changes when a newer run date of it becomes visible, and a line's current sweep is the one with the
     largest key (keys of a line's sweeps never tie: they end with the sweep id). Once a higher attempt of a
-    workflow run is visible, its lower attempts' sweeps leave every line (``run_lineage``'s rule). ``current`` is a live view of
+    workflow run is visible, its lower attempts' sweeps leave every line (``run_lineage``'s rule). ``current`` is
+    a live view of
     that state, so a day costs its new sweeps, not the history's lines.
 
     Args:
@@ -322,7 +320,8 @@ def current_sweeps_by_date(runs: pa.Table,
                         # a higher attempt: the workflow run's earlier attempts leave every line they were on
                         highest[workflow[0]] = workflow[1]
                         for earlier in by_workflow[workflow[0]]:
-                            if attempt_of[earlier][1] < workflow[1] and keys.get(line_of[earlier], {}).pop(earlier, None):
+                            lower = attempt_of[earlier][1] < workflow[1]
+                            if lower and keys.get(line_of[earlier], {}).pop(earlier, None):
                                 settle(line_of[earlier])
             at += 1
         yield day, current

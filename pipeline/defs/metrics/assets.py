@@ -15,7 +15,6 @@ from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
-from pipeline.metrics.request_stats import request_stats_view
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
     RUN_METRICS_CHANGES,
@@ -32,6 +31,7 @@ from pipeline.io.storage import (
 )
 from pipeline.metrics.lineage import refresh_lineage
 from pipeline.metrics.power import POWER_SCHEMA, measure_runs
+from pipeline.metrics.request_stats import request_stats_view
 from pipeline.metrics.slo import load_slos
 
 RUN_POWER_KEY = dg.AssetKey(["metrics", "run_power"])

@@ -19,9 +19,9 @@ by InferenceX from per-request records) is ``e2e_norm_intvty_p90`` when the row 
 stays null here (the metrics stage computes it from the run's ``profile_export.jsonl`` when one was read,
 ``pipeline.ingest.requests``), and the row's aggregates give only the stand-in ``mean_osl_over_p90_e2el`` (mean
 output tokens / p90 E2EL), a different statistic under its own name (``_e2e_norm_intvty``). Empty strings
-(``framework``,
-``precision``, ``infmax_model_prefix`` in some rows) are absent values; the model key and precision then come from
-the checkpoint name (``model``, a Hugging Face id or a cluster path) as engine-implied metadata.
+(``framework``, ``precision``, ``infmax_model_prefix`` in some rows) are absent values; the model key and
+precision then come from the checkpoint name (``model``, a Hugging Face id or a cluster path) as engine-implied
+metadata.
 """
 
 from __future__ import annotations
