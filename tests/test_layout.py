@@ -128,3 +128,14 @@ def test_key_rule_finds_a_wrong_prefix_and_a_shared_name():
     assert problems == ["ingest/raw/runs: 3 components, expected <group>/<name>",
                         "marts/comparisons: first component 'marts' is not its group 'comparisons'",
                         "name 'trends' shared by comparisons/trends, metrics/trends"]
+
+
+def test_the_length_rule_is_written_once():
+    """docs/metrics.md section 5 calls ``sql/run_lengths.sql`` the one place of the length rule: no other SQL or
+    Python file writes its expected mean (``1 + coalesce(random_range_ratio``), and the validate stage runs that
+    very file (``pipeline/validate/lengths.py``) rather than a copy."""
+    root = Path(__file__).resolve().parents[1]
+    writers = [p.relative_to(root).as_posix() for p in [*root.glob("sql/*.sql"), *root.glob("pipeline/**/*.py")]
+               if "(1 + coalesce(random_range_ratio" in p.read_text(encoding="utf-8")]
+    assert writers == ["sql/run_lengths.sql"]
+    assert 'sql_text("run_lengths")' in (root / "pipeline" / "validate" / "lengths.py").read_text(encoding="utf-8")
