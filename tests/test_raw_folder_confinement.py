@@ -90,3 +90,125 @@ def test_power_log_inside_the_folder_is_still_read(raw):
     (row,) = measure_runs([run], folder)
     assert row["power_invalid_reason"] != "power_log_outside_raw_dir"
     assert row["power_invalid_reason"] == "no_window"  # read and parsed; this hand-made run gives no window
+
+
+# ---- the files a run log points to follow the run logs' rules (issue 40, item 2) ---------------------------------
+# Each case is parsed under an alarm: a FIFO opened for reading without O_NONBLOCK waits for a writer forever.
+
+def _ingest_within(folder, seconds=30):
+    """``ingest_folder(folder, workers=0)`` in this process, failing the test instead of hanging."""
+    import signal
+
+    def hung(*_):
+        raise AssertionError(f"the ingest of {folder} blocked for {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        return ingest_folder(folder, workers=0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _outside_sidecar(outside):
+    """A sidecar outside the raw folder whose values must never reach a row."""
+    path = outside / "meta.json"
+    path.write_text('{"model": "leaked-model", "image": "%s"}' % SECRET)
+    return path
+
+
+def _assert_nothing_outside_read(result):
+    rows = str(result.runs.to_pylist()) + str(result.rejects.to_pylist()) + str(result.files.to_pylist())
+    assert SECRET not in rows and "leaked-model" not in rows
+
+
+def test_sidecar_linked_outside_the_folder_is_refused_unread(raw):
+    folder, outside = raw
+    os.symlink(_outside_sidecar(outside), folder / (GOOD + ".meta.json"))
+    result = _ingest_within(folder)
+    reasons = _reasons(result)
+    assert reasons[GOOD + ".meta.json"] == "symlink_outside_raw_dir"  # the sidecar's own ledger row
+    assert reasons[GOOD] == "invalid_metadata:sidecar"  # and its run: its metadata is not known
+    detail = next(r["detail"] for r in result.rejects.to_pylist() if r["source_file"] == GOOD)
+    assert "outside" in detail and "not read" in detail
+    assert result.runs.num_rows == 0
+    _assert_nothing_outside_read(result)
+
+
+def test_runs_csv_linked_outside_the_folder_is_refused_unread(raw):
+    folder, outside = raw
+    (folder / "runs.csv").rename(outside / "runs.csv")
+    os.symlink(outside / "runs.csv", folder / "runs.csv")
+    (outside / "runs.csv").write_text((outside / "runs.csv").read_text().replace("dsr1", "leaked-model"))
+    result = _ingest_within(folder)
+    reasons = _reasons(result)
+    assert reasons["runs.csv"] == "symlink_outside_raw_dir"
+    assert reasons[GOOD] == "invalid_metadata:runs.csv"
+    assert result.runs.num_rows == 0
+    _assert_nothing_outside_read(result)
+
+
+@pytest.mark.parametrize("name", [GOOD + ".meta.json", "runs.csv"])
+def test_fifo_sidecar_or_runs_csv_refuses_its_runs_without_blocking(raw, name):
+    folder, _ = raw
+    (folder / name).unlink(missing_ok=True)
+    os.mkfifo(folder / name)
+    result = _ingest_within(folder)
+    reasons = _reasons(result)
+    assert reasons[name] == "not_a_regular_file"
+    key = "sidecar" if name.endswith(".meta.json") else "runs.csv"
+    assert reasons[GOOD] == f"invalid_metadata:{key}"
+    assert "FIFO" in next(r["detail"] for r in result.rejects.to_pylist() if r["source_file"] == GOOD)
+
+
+@pytest.mark.parametrize("name", [GOOD + ".meta.json", "runs.csv"])
+def test_sidecar_or_runs_csv_linked_to_dev_zero_is_refused(raw, name):
+    folder, _ = raw
+    (folder / name).unlink(missing_ok=True)
+    os.symlink("/dev/zero", folder / name)  # never ends: reading it grows memory without bound
+    result = _ingest_within(folder)
+    key = "sidecar" if name.endswith(".meta.json") else "runs.csv"
+    assert _reasons(result)[GOOD] == f"invalid_metadata:{key}"
+    assert result.runs.num_rows == 0
+
+
+def test_oversized_sidecar_is_refused_unread(raw):
+    folder, _ = raw
+    from pipeline.io.opener import SIZE_CAPS
+    with open(folder / (GOOD + ".meta.json"), "wb") as handle:  # sparse: a cap of bytes, not of disk
+        handle.truncate(SIZE_CAPS["sidecar"] + 1)
+    result = _ingest_within(folder)
+    assert _reasons(result)[GOOD] == "invalid_metadata:sidecar"
+    assert "bytes, over the" in next(r["detail"] for r in result.rejects.to_pylist() if r["source_file"] == GOOD)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "sparse", "dev_zero"])
+def test_power_log_that_cannot_be_telemetry_is_refused_unread(raw, kind):
+    folder, _ = raw
+    target = folder / "power.csv"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "dev_zero":
+        os.symlink("/dev/zero", target)
+    else:
+        with open(target, "wb") as handle:  # 2 GiB of holes: was read whole, 4.6 GB of memory
+            handle.truncate(2 << 30)
+    run = {"run_id": "r1", "run_date_partition": "2026-07-14", "source_file": GOOD, "power_log": "power.csv",
+           "num_gpus": 8, "duration_s": 10.0}
+    (row,) = measure_runs([run], folder)
+    expected = {"fifo": "power_log_not_a_regular_file", "sparse": "power_log_too_large",
+                "dev_zero": "power_log_outside_raw_dir"}[kind]  # /dev/zero lies outside the folder, too
+    assert row["power_valid"] is False and row["power_invalid_reason"] == expected
+
+
+def test_per_request_records_that_are_a_fifo_are_refused_without_blocking(tmp_path):
+    from pipeline.ingest.requests import read_run_requests
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "profile_export_aiperf.json").write_text("{}")
+    os.mkfifo(folder / "profile_export.jsonl")
+    run = {"source_format": "aiperf", "source_file": "profile_export_aiperf.json", "source_row": 0,
+           "completed": 10, "failed": 0}
+    source = read_run_requests(folder, run)
+    assert source.reason == "refused:per_request" and "FIFO" in source.detail and source.rows == []

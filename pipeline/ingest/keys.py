@@ -11,6 +11,7 @@ import re
 from datetime import date, datetime
 from pathlib import Path
 
+from pipeline.io.opener import RefusedFile, open_text
 from pipeline.io.paths import reference_dir
 
 # GPU keys of the bundled reference table, longest first so "gb200" is tried before "b200"; ``gpu_keys()`` adds the
@@ -32,9 +33,9 @@ def gpu_keys() -> tuple[str, ...]:
 def _gpu_keys(folder: Path) -> tuple[str, ...]:
     extra: list[str] = []
     try:
-        with open(folder / "gpu_reference.csv", encoding="utf-8", newline="") as handle:
-            extra = sorted({(row.get("hw") or "").strip().lower() for row in csv.DictReader(handle)} - {""})
-    except OSError:
+        handle = open_text(folder / "gpu_reference.csv", "reference")
+        extra = sorted({(row.get("hw") or "").strip().lower() for row in csv.DictReader(handle)} - {""})
+    except (OSError, RefusedFile, UnicodeDecodeError):  # reported by the reference asset, which reads it whole
         pass
     keys = list(GPU_KEYS) + [k for k in extra if k not in GPU_KEYS]
     return tuple(sorted(keys, key=lambda k: -len(k)))
@@ -130,7 +131,7 @@ def gpu_name_aliases(path: Path | None = None) -> dict[str, str]:
 @functools.cache
 def _gpu_name_aliases(path: Path) -> dict[str, str]:
     aliases: dict[str, str] = {}
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open_text(path, "reference") as handle:
         reader = csv.DictReader(handle)
         if not {"alias", "hw"} <= set(reader.fieldnames or ()):
             raise ValueError(f"{path.name}: needs the columns alias and hw, has {reader.fieldnames}")

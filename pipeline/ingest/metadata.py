@@ -30,9 +30,9 @@ from pipeline.ingest.keys import (
     to_date,
     to_int,
 )
-from pipeline.ingest.parsers.base import read_whole
 from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
 from pipeline.ingest.schema import METADATA_KEYS
+from pipeline.io.opener import RefusedFile, read_whole
 
 # Integer keys are int32 columns of RUN_SCHEMA: a value outside that range cannot be stored.
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -160,17 +160,23 @@ def _normalize_text(key: str, text: str) -> Any:
     return _NORMALIZERS[key](text)
 
 
-def load_sidecar(path: Path | str) -> dict[str, Any] | None:
-    """The JSON object of a ``*.meta.json`` sidecar, or None when there is none.
+def load_sidecar(path: Path | str, root: Path | str | None = None) -> dict[str, Any] | None:
+    """The JSON object of a ``*.meta.json`` sidecar, or None when there is none. Read through
+    ``pipeline.io.opener`` like every raw file: inside ``root`` (the raw folder), a regular file, at most
+    ``SIZE_CAPS["sidecar"]`` bytes.
 
     Raises:
-        MetadataError: ``invalid_metadata:sidecar`` when the sidecar is not a JSON object (or nests deeper than
-            ``MAX_DEPTH``); ``duplicate_key:<key>`` when it gives a key twice (the last would win unseen).
+        MetadataError: ``invalid_metadata:sidecar`` when the sidecar is refused unread (outside the raw folder, a
+            FIFO or device, too large), is not a JSON object, or nests deeper than ``MAX_DEPTH``;
+            ``duplicate_key:<key>`` when it gives a key twice (the last would win unseen).
     """
     try:  # one open instead of a stat then an open: most runs have no sidecar
-        data = read_whole(os.fspath(path))[1]
+        data = read_whole(path, "sidecar", root)[1]
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+    except RefusedFile as exc:
+        raise MetadataError("sidecar", os.path.basename(path), "sidecar",
+                            f"refused ({exc.reason_code}): {exc.detail}") from None
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -192,19 +198,23 @@ def load_sidecar(path: Path | str) -> dict[str, Any] | None:
 MAX_CELL_CHARS = 131072
 
 
-def load_manifest(folder: Path) -> dict[str, dict[str, str]]:
+def load_manifest(folder: Path, root: Path | str | None = None) -> dict[str, dict[str, str]]:
     """``runs.csv`` of ``folder`` as {file name: row}; empty when the folder has none. Cells that are empty are
-    dropped so they do not mask other sources.
+    dropped so they do not mask other sources. Read through ``pipeline.io.opener`` like every raw file: inside
+    ``root`` (the raw folder), a regular file, at most ``SIZE_CAPS["manifest"]`` bytes.
 
     Raises:
-        ManifestError: the file is not UTF-8 (``invalid_encoding``), has a cell over ``MAX_CELL_CHARS``
-            characters (``cell_too_long``) or is not CSV the reader accepts (``invalid_csv``); the message names
-            the byte offset or line.
+        ManifestError: the file is refused unread (``outside_raw_dir``, ``not_a_regular_file``, ``too_large``),
+            is not UTF-8 (``invalid_encoding``), has a cell over ``MAX_CELL_CHARS`` characters
+            (``cell_too_long``) or is not CSV the reader accepts (``invalid_csv``); the message names the byte
+            offset or line.
     """
     try:  # one open instead of a stat then an open: the parse asks for every folder's
-        data = read_whole(os.fspath(folder / "runs.csv"))[1]
+        data = read_whole(folder / "runs.csv", "manifest", root)[1]
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return {}
+    except RefusedFile as exc:
+        raise ManifestError(exc.reason_code, f"runs.csv refused: {exc.detail}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

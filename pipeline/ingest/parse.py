@@ -46,6 +46,7 @@ from pipeline.ingest.schema import (
     RUN_SCHEMA,
     partition_key,
 )
+from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile
 
 FILE_SCHEMA = pa.schema(
     [
@@ -415,7 +416,7 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
                 if isinstance(manifest, ManifestError):
                     raise manifest
                 listed = sidecars is None or rel + SIDECAR_SUFFIX in sidecars
-                sidecar, sidecar_error = (load_sidecar(path + SIDECAR_SUFFIX) if listed else None), None
+                sidecar, sidecar_error = (load_sidecar(path + SIDECAR_SUFFIX, real_root) if listed else None), None
             except MetadataError as exc:
                 sidecar, sidecar_error = None, exc
             for row, fmt, parsed in readout.runs:
@@ -450,7 +451,7 @@ def _manifest(cache: dict, root: str, folder: str) -> dict[str, dict[str, str]] 
     """``load_manifest`` of ``folder`` once per parse, its error kept in place of its rows."""
     if folder not in cache:
         try:
-            cache[folder] = load_manifest(Path(root, folder))
+            cache[folder] = load_manifest(Path(root, folder), root)
         except ManifestError as exc:
             cache[folder] = exc
     return cache[folder]
@@ -471,10 +472,11 @@ def _out_of_range(record: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _read(path: str, root: str) -> FileReadout:
-    """``read_path`` plus the cases that are not content, decided before anything is opened: symlinked folders,
-    anything that is not a regular file (a FIFO would block ``open`` forever, a device never ends), symlinks that
-    leave the raw folder (their target is never read, so nothing outside the folder reaches a mart), and files
-    that cannot be opened.
+    """``read_path`` plus the cases that are not content: symlinked folders and folders the scan could not list are
+    recorded here; every file is opened by ``pipeline.io.opener``, which refuses, before reading a byte, anything
+    that is not a regular file (a FIFO would block ``open`` forever, a device never ends), symlinks that leave the
+    raw folder (their target is never read, so nothing outside the folder reaches a mart) and files over the
+    run-log cap.
 
     Args:
         path: the file, under ``root``.
@@ -499,24 +501,19 @@ def _read(path: str, root: str) -> FileReadout:
             why = f"{type(exc).__name__}: {exc.strerror or exc}"
         return FileReadout("unreadable", rejects=[Reject(
             None, "unreadable_folder", f"folder cannot be listed, its files are not read ({why})")])
-    if not stat.S_ISREG(mode):
-        return FileReadout("refused", rejects=[Reject(
-            None, "not_a_regular_file", f"a {_special_kind(mode)}, not a regular file: not opened")])
-    if is_link and os.path.commonpath([root, os.path.realpath(path)]) != root:
-        return FileReadout("refused", rejects=[Reject(
-            None, "symlink_outside_raw_dir", "symlink to a file outside the raw folder: not followed, not read")])
     try:
-        return read_path(path)
+        return read_path(path, root if is_link else None)  # a file that is not a link lies in the folder it was listed in
+    except RefusedFile as exc:
+        return FileReadout("refused", rejects=[Reject(None, *_refusal(exc))])
     except OSError as exc:
         return _unreadable(exc)
 
 
-def _special_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-                       (stat.S_ISBLK, "block device")):
-        if test(mode):
-            return name
-    return "special file"
+def _refusal(exc: RefusedFile) -> tuple[str, str]:
+    """(reason code, detail) of a run log's ledger row for a file the opener refused."""
+    if exc.reason_code == OUTSIDE_ROOT:  # the scan lists only entries of the raw folder: this one is a link
+        return "symlink_outside_raw_dir", "symlink to a file outside the raw folder: not followed, not read"
+    return exc.reason_code, exc.detail
 
 
 def _unreadable(exc: OSError) -> FileReadout:

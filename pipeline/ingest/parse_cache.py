@@ -44,6 +44,7 @@ from pipeline.ingest.parse import FILE_SCHEMA, IngestResult, ParsedBlocks, in_sc
 from pipeline.ingest.parsers import SIDECAR_SUFFIX
 from pipeline.ingest.scan import MANIFEST_NAME, Folders, Listing
 from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
+from pipeline.io.opener import RefusedFile, open_regular
 from pipeline.io.paths import reference_dir, sql_text
 from pipeline.io.storage import map_arrow, write_arrow_parts_atomic
 
@@ -218,7 +219,7 @@ def look_up(cache: Cache | None, listing: Listing, raw_dir: Path,
         if rehash:
             paths = known["source_file"].take(pa.array(rehash, pa.int64())).to_pylist()
             sha_now = pc.replace_with_mask(sha_now, to_hash.combine_chunks(), pa.array(
-                [_sha256_file(raw_dir / rel) for rel in paths], pa.string()))
+                [_sha256_file(raw_dir, rel) for rel in paths], pa.string()))
         unknown = pc.invert(pc.or_(known["stat_clean"], to_hash)).combine_chunks()
         sha_now = pc.if_else(pc.or_(unknown, pc.is_null(sha_now)), _CHANGED, sha_now)
         conn.register("current_dependencies", file_dependencies(
@@ -283,7 +284,7 @@ def _same_content(raw_dir: Path, cached_files: pa.Table, positions: list[int]) -
     if not positions:
         return True
     chosen = cached_files.select(["source_file", "sha256"]).take(pa.array(positions, pa.int64()))
-    return all(_sha256_file(raw_dir / rel) == sha
+    return all(_sha256_file(raw_dir, rel) == sha
                for rel, sha in zip(chosen["source_file"].to_pylist(), chosen["sha256"].to_pylist()))
 
 
@@ -428,13 +429,16 @@ def _saved_dependencies(files: pa.Table, kept: pa.Table | None, parsed: list[str
 _DEPENDENCIES = ["sidecar_sha256", "manifest_sha256"]
 
 
-def _sha256_file(path: Path) -> str | None:
+def _sha256_file(raw_dir: Path, rel: str) -> str | None:
+    """The sha256 of the listed file ``rel``, read through the opener inside ``raw_dir``; None when it cannot be
+    read or is refused (a link out of the folder, a file swapped for a FIFO or device since its stat): the file
+    then counts as changed, and its parse records why."""
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
+        with open_regular(raw_dir / rel, "run_log", raw_dir) as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
-    except OSError:
+    except (OSError, RefusedFile):
         return None
     return digest.hexdigest()
 

@@ -44,11 +44,10 @@ import json
 import math
 import os
 import posixpath
-import stat
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 
 import ijson
 import numpy as np
@@ -57,6 +56,7 @@ import pyarrow as pa
 
 from pipeline.ingest.parsers.inferencex_agentx import FORMAT as AGENTX_FORMAT
 from pipeline.ingest.parsers.inferencex_agentx import detect as agentx_detect
+from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, open_regular, read_whole
 
 LARGE_FILE_BYTES = 32 * 1024 * 1024  # the same cap as pipeline.ingest.parsers.LARGE_FILE_BYTES
 AIPERF_RECORDS_NAME = "profile_export.jsonl"
@@ -92,7 +92,8 @@ REQUEST_REASONS = (
     "inconsistent:per_request_count",  # records ≠ completed + failed of the run's summary
     "not_a_number:per_request",       # a latency or token count that is not a number
     "unknown_unit:per_request",       # an AIPerf metric unit other than ns/us/ms/s
-    "records_outside_raw_dir",        # profile_export.jsonl is a symlink out of the raw folder, or not a file
+    "records_outside_raw_dir",        # profile_export.jsonl resolves outside the raw folder (a symlink out of it)
+    "refused:per_request",            # the records or run file is a FIFO, device or socket, or over its size cap
     "ambiguous:per_request",          # an AgentX records file beside more than one single-run AgentX file
 )
 
@@ -135,17 +136,22 @@ def read_run_requests(raw_dir: Path, run: Mapping[str, Any]) -> RequestSource:
     fmt, rel, row = run["source_format"], run["source_file"], run["source_row"] or 0
     try:
         if fmt in ("vllm_bench_serve", "trtllm_serve", "sglang_bench_serving"):
-            source = RequestSource(rel, list(_array_requests(raw_dir / rel, row)))
+            source = RequestSource(rel, list(_array_requests(raw_dir / rel, row, raw_dir)))
         elif fmt == "aiperf":
             source = _aiperf_source(raw_dir, rel)
         elif fmt == AGENTX_FORMAT:
-            if row != 0 or not _single_object(raw_dir / rel):
+            if row != 0 or not _single_object(raw_dir / rel, raw_dir):
                 return RequestSource()  # an agg_bmk.json array: no records file is one row's
             source = _aiperf_source(raw_dir, rel, _agentx_siblings)
         elif fmt == "guidellm":
-            source = RequestSource(rel, list(_guidellm_requests(raw_dir / rel, row)))
+            source = RequestSource(rel, list(_guidellm_requests(raw_dir / rel, row, raw_dir)))
         else:
             return RequestSource()
+    except RefusedFile as exc:  # refused by the opener before a byte was read
+        exc = RequestDataError("records_outside_raw_dir" if exc.reason_code == OUTSIDE_ROOT else "refused:per_request",
+                               exc.detail)
+        return RequestSource(_records_rel(rel) if fmt in ("aiperf", AGENTX_FORMAT) else rel, [], exc.reason_code,
+                             exc.detail)
     except RequestDataError as exc:
         return RequestSource(_records_rel(rel) if fmt in ("aiperf", AGENTX_FORMAT) else rel, [], exc.reason_code,
                              exc.detail)
@@ -189,10 +195,11 @@ def requests_tables(raw_dir: Path, runs: Iterable[Mapping[str, Any]]) -> tuple[p
 
 # ---- vLLM / SGLang / TRT-LLM serve: parallel arrays ------------------------------------------------------------
 
-def _array_requests(path: Path, row: int) -> Iterator[dict[str, Any]]:
-    """Requests from the parallel arrays of run object ``row`` of ``path`` (a JSON object, or JSON Lines)."""
+def _array_requests(path: Path, row: int, root: Path) -> Iterator[dict[str, Any]]:
+    """Requests from the parallel arrays of run object ``row`` of ``path`` (a JSON object, or JSON Lines), read
+    through the opener inside ``root``."""
     if path.stat().st_size <= LARGE_FILE_BYTES:
-        obj = _object_at(path, row)
+        obj = _object_at(path, row, root)
         columns = [obj.get(name) if isinstance(obj, dict) else None for name in _ARRAYS]
         if columns[0] is None:
             return
@@ -208,7 +215,7 @@ def _array_requests(path: Path, row: int) -> Iterator[dict[str, Any]]:
     # over the cap: one streaming iterator per array, each on its own file handle, zipped request by request;
     # an array that gave items and runs out before ttfts (or goes on after it) is a length mismatch, one that
     # gives none is absent (e2els, errors are optional)
-    streams = [_stream_array(path, row, name) for name in _ARRAYS]
+    streams = [_stream_array(path, row, name, root) for name in _ARRAYS]
     sentinel = object()
     started = [False] * len(_ARRAYS)
     for values in zip_longest(*streams, fillvalue=sentinel):
@@ -239,11 +246,11 @@ def _array_request(ttft: Any, itl: Any, input_len: Any, output_len: Any, error: 
     return out
 
 
-def _stream_array(path: Path, row: int, name: str) -> Iterator[Any]:
+def _stream_array(path: Path, row: int, name: str, root: Path) -> Iterator[Any]:
     """The items of array ``name`` of top-level value ``row`` of a large JSON (Lines) file, one at a time (an item
     that is itself a list, as in ``itls``, is built whole: one request's gaps)."""
     item = f"{name}.item"
-    with path.open("rb") as handle:
+    with open_regular(path, "run_log", root) as handle:
         index, builder = 0, None
         try:
             for prefix, event, value in ijson.parse(handle, use_float=True, multiple_values=True):
@@ -270,20 +277,20 @@ def _stream_array(path: Path, row: int, name: str) -> Iterator[Any]:
             raise RequestDataError("invalid_json:per_request", f"{name}: {str(exc)[:200]}") from None
 
 
-def _object_at(path: Path, row: int) -> Any:
+def _object_at(path: Path, row: int, root: Path) -> Any:
     """Run object ``row`` of a file under the cap: the document, its element ``row``, or its ``row``-th non-empty
     line (JSON Lines), numbered as the run parser numbers them; None when the file holds no ``ttfts`` at all."""
     stat_ = path.stat()
-    objects = _objects(str(path), stat_.st_size, stat_.st_mtime_ns)
+    objects = _objects(str(path), str(root), stat_.st_size, stat_.st_mtime_ns)
     return objects[row] if row < len(objects) else None
 
 
 @functools.lru_cache(maxsize=1)
-def _objects(path: str, size: int, mtime_ns: int) -> list[Any]:
+def _objects(path: str, root: str, size: int, mtime_ns: int) -> list[Any]:
     """Every run object of one file under the cap, decoded once for all its runs (``requests_tables`` reads runs in
     file order; ``size``/``mtime_ns`` key the cache to the file's current content). A file without the bytes
     ``"ttfts"`` has no per-request arrays and is not decoded."""
-    data = Path(path).read_bytes()
+    data = read_whole(path, "run_log", root)[1]
     if b'"ttfts"' not in data:
         return []
     try:
@@ -325,24 +332,17 @@ def _aiperf_source(raw_dir: Path, rel: str, check: Any = None) -> RequestSource:
     path = raw_dir / records_rel
     if not os.path.lexists(path):
         return RequestSource()
-    real_root = os.path.realpath(raw_dir)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        mode = 0
-    if not stat.S_ISREG(mode) or os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
-        raise RequestDataError("records_outside_raw_dir",
-                               f"{records_rel} is not a regular file inside the raw folder: not read")
-    if check is not None:
-        check(raw_dir, rel)
-    return RequestSource(records_rel, list(_aiperf_records(path)))
+    with open_regular(path, "per_request", raw_dir) as handle:  # refused before the check reads any sibling
+        if check is not None:
+            check(raw_dir, rel)
+        return RequestSource(records_rel, list(_aiperf_records(handle)))
 
 
 # ---- InferenceX AgentX: one aggregate row and AIPerf's records in one artifact folder ------------------------
 
-def _single_object(path: Path) -> bool:
+def _single_object(path: Path, root: Path) -> bool:
     """The file holds one JSON object (its first non-blank byte is ``{``), not an array of rows."""
-    with path.open("rb") as handle:
+    with open_regular(path, "run_log", root) as handle:
         head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     return head[:1] == b"{"
 
@@ -361,8 +361,8 @@ def _agentx_siblings(raw_dir: Path, rel: str) -> None:
                 or sibling.stat().st_size > LARGE_FILE_BYTES:
             continue
         try:
-            doc = orjson.loads(sibling.read_bytes())
-        except (orjson.JSONDecodeError, OSError):
+            doc = orjson.loads(read_whole(sibling, "run_log", raw_dir)[1])
+        except (orjson.JSONDecodeError, OSError, RefusedFile):
             continue
         if isinstance(doc, dict) and agentx_detect(doc):
             raise RequestDataError(
@@ -370,21 +370,25 @@ def _agentx_siblings(raw_dir: Path, rel: str) -> None:
                 f"({own.name}, {sibling.name}): not known whose records they are, not read")
 
 
-def _aiperf_records(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open("rb") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise RequestDataError("invalid_json:per_request", f"line {lineno}: {exc}") from None
-            if not isinstance(record, dict):
-                raise RequestDataError("invalid_json:per_request", f"line {lineno}: not an object")
-            meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-            if (meta.get("benchmark_phase") or meta.get("credit_phase")) == "warmup":
-                continue
-            yield _aiperf_request(record, lineno)
+def _aiperf_records(handle: BinaryIO) -> Iterator[dict[str, Any]]:
+    """AIPerf's per-request records of an open ``profile_export.jsonl``, warm-up requests left out.
+
+    Raises:
+        RequestDataError: a line that is not a JSON object, or a metric in a unit other than ns/us/ms/s.
+    """
+    for lineno, line in enumerate(handle, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise RequestDataError("invalid_json:per_request", f"line {lineno}: {exc}") from None
+        if not isinstance(record, dict):
+            raise RequestDataError("invalid_json:per_request", f"line {lineno}: not an object")
+        meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        if (meta.get("benchmark_phase") or meta.get("credit_phase")) == "warmup":
+            continue
+        yield _aiperf_request(record, lineno)
 
 
 def _aiperf_request(record: Mapping[str, Any], lineno: int) -> dict[str, Any]:
@@ -423,12 +427,13 @@ def _aiperf_request(record: Mapping[str, Any], lineno: int) -> dict[str, Any]:
 
 # ---- GuideLLM: requests inside each benchmark ------------------------------------------------------------------
 
-def _guidellm_requests(path: Path, row: int) -> Iterator[dict[str, Any]]:
+def _guidellm_requests(path: Path, row: int, root: Path) -> Iterator[dict[str, Any]]:
     """Requests of benchmark ``row`` (the run parser's numbering: one run per ``benchmarks[]`` entry)."""
-    if path.stat().st_size > LARGE_FILE_BYTES:
+    size, data = read_whole(path, "run_log", root, stream_over=LARGE_FILE_BYTES)
+    if size > LARGE_FILE_BYTES:
         return
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise RequestDataError("invalid_json:per_request", str(exc)) from None
     benchmarks = doc.get("benchmarks") if isinstance(doc, dict) else None

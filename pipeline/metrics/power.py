@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from pipeline.io.opener import RefusedFile, inside, read_whole
+
 MAX_GAP_S = 3.0
 EPOCH, LOCAL = "epoch", "local_naive"
 
@@ -85,8 +87,9 @@ def _naive_seconds(text: str) -> float:
     raise ValueError(f"unrecognized timestamp {text!r}")
 
 
-def read_power_csv(path: Path) -> PowerSamples:
-    """Samples of a telemetry CSV, whatever tool wrote it.
+def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
+    """Samples of a telemetry CSV, whatever tool wrote it, read through ``pipeline.io.opener`` (a regular file of at
+    most ``SIZE_CAPS["power_log"]`` bytes, inside ``root`` when given).
 
     Layouts: nvidia-smi ``--query-gpu=timestamp,index,power.draw --format=csv[,nounits][,noheader]`` (values
     ``612.34 W`` or ``612.34``, ``[N/A]`` skipped); amd-smi ``metric -p --csv`` in watch mode (leading integer
@@ -97,8 +100,10 @@ def read_power_csv(path: Path) -> PowerSamples:
     Raises:
         PowerFormatError: ``no_timestamps`` (amd-smi/rocm-smi snapshots without watch mode), ``unknown_layout``,
             or ``no_samples``.
+        RefusedFile: outside ``root``, not a regular file, or over the cap.
+        OSError: the file cannot be opened.
     """
-    text = path.read_text(encoding="utf-8-sig", errors="replace")
+    text = read_whole(path, "power_log", root)[1].decode("utf-8-sig", errors="replace")
     rows = [row for row in csv.reader(io.StringIO(text), skipinitialspace=True) if row and any(c.strip() for c in row)]
     if not rows:
         raise PowerFormatError("no_samples", f"{path.name}: empty telemetry file")
@@ -264,11 +269,10 @@ def measure_runs(runs: list[dict], raw_dir: Path) -> list[dict]:
 def _measure_from_log(run: dict, raw_dir: Path, cache: dict) -> dict:
     log_dir = (raw_dir / run["source_file"]).parent
     candidates = [log_dir / run["power_log"], raw_dir / run["power_log"]]
-    found = [p for p in candidates if p.is_file()]
+    found = [p for p in candidates if os.path.lexists(p)]
     # telemetry is read only from inside the raw folder (after symlinks and '..' are resolved): a power_log that
     # points elsewhere is refused unread, so no outside file's text can reach a mart
-    root = Path(os.path.realpath(raw_dir))
-    path = next((p for p in found if Path(os.path.realpath(p)).is_relative_to(root)), None)
+    path = next((p for p in found if inside(p, raw_dir)), None)
     if path is None and found:
         return _invalid("power_log_outside_raw_dir",
                         f"power_log {run['power_log']!r} resolves outside the raw folder: not read")
@@ -276,7 +280,9 @@ def _measure_from_log(run: dict, raw_dir: Path, cache: dict) -> dict:
         return _invalid("power_log_missing", f"power_log {run['power_log']!r} not found next to the log or in the raw dir")
     if path not in cache:
         try:
-            cache[path] = read_power_csv(path)
+            cache[path] = read_power_csv(path, raw_dir)
+        except RefusedFile as exc:  # a FIFO, a device, a sparse or runaway file: refused before a byte is read
+            cache[path] = PowerFormatError(f"power_log_{exc.reason_code}", f"power_log {run['power_log']!r}: {exc.detail}")
         except (PowerFormatError, ValueError, OSError) as exc:
             cache[path] = exc if isinstance(exc, PowerFormatError) else PowerFormatError("unreadable", str(exc))
     samples = cache[path]

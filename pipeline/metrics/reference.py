@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from pipeline.io.opener import open_regular
 from pipeline.io.paths import reference_dir
 
 REFERENCE_SCHEMA = pa.schema(
@@ -32,7 +33,8 @@ def load_gpu_reference(path: Path | None = None) -> pa.Table:
         ValueError: a missing column, a duplicate GPU key, or a non-positive power or price (naming the GPU).
     """
     path = reference_dir() / "gpu_reference.csv" if path is None else path
-    table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=REFERENCE_SCHEMA))
+    with open_regular(path, "reference") as handle:
+        table = pacsv.read_csv(handle, convert_options=pacsv.ConvertOptions(column_types=REFERENCE_SCHEMA))
     missing = set(REFERENCE_SCHEMA.names) - set(table.column_names)
     if missing:
         raise ValueError(f"{path}: missing columns {sorted(missing)}")
@@ -61,8 +63,9 @@ def load_overrides_csv(path: Path) -> list[dict]:
     inherit the default), each tagged with its line for error messages. Missing file → []."""
     if not path.is_file():
         return []
-    table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
-        column_types={c: pa.float64() for c in PRICE_COLUMNS}, strings_can_be_null=True))
+    with open_regular(path, "reference") as handle:
+        table = pacsv.read_csv(handle, convert_options=pacsv.ConvertOptions(
+            column_types={c: pa.float64() for c in PRICE_COLUMNS}, strings_can_be_null=True))
     return [{**row, "_source": f"{path.name} line {i + 2}"} for i, row in enumerate(table.to_pylist())]
 
 

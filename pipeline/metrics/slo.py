@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from pipeline.io.opener import open_text
 from pipeline.io.paths import reference_dir
 
 NO_SLO = "none"  # the ``slo`` value of the unrestricted frontier and comparison rows
@@ -42,7 +43,7 @@ def load_slos(path: Path | None = None) -> pa.Table:
     if not path.is_file():
         return SLO_SCHEMA.empty_table()
     rows, seen = [], set()
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open_text(path, "reference") as handle:
         reader = csv.DictReader(handle)
         missing = {"name", *BOUNDS} - set(reader.fieldnames or ())
         if missing:

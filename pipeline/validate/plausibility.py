@@ -24,6 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.ingest.schema import RUN_SCHEMA
+from pipeline.io.opener import RefusedFile, open_text
 from pipeline.io.paths import reference_dir as _reference_dir
 
 DERIVED_FIELDS = ("output_duration_ratio", "total_duration_ratio")
@@ -72,13 +73,13 @@ class Plausibility:
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with open_text(path, "reference") as handle:
             reader = csv.DictReader(handle)
             missing = [c for c in columns if c not in (reader.fieldnames or [])]
             if missing:
                 raise PlausibilityError(f"{path}: missing column(s) {', '.join(missing)}")
             return [(reader.line_num, row) for row in reader]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except (OSError, RefusedFile, UnicodeDecodeError, csv.Error) as exc:
         raise PlausibilityError(f"{path}: cannot be read: {exc}") from exc
 
 

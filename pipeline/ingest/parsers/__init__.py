@@ -33,9 +33,10 @@ from pipeline.ingest.parsers import (  # harness exports, detected last
     trtllm_console,
     vllm,
 )
-from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected, read_whole
+from pipeline.ingest.parsers.base import FieldError, ParsedRun, RowRejected
 from pipeline.ingest.parsers.json_shape import MAX_DEPTH, depth_and_keys, duplicate_keys
 from pipeline.ingest.parsers.non_run import classify_text
+from pipeline.io.opener import open_regular, read_whole
 
 # (detector, parser) pairs; InferenceX first because its rows also contain vLLM-like latency keys.
 DETECTORS: tuple[tuple[Callable[[Mapping[str, Any]], str | None], Callable[[Mapping[str, Any]], ParsedRun]], ...] = (
@@ -88,24 +89,26 @@ class FileReadout:
     size_bytes: int = 0
 
 
-def read_path(path: str | os.PathLike) -> FileReadout:
+def read_path(path: str | os.PathLike, root: str | os.PathLike | None = None) -> FileReadout:
     """Classify and parse the file at ``path`` (content hash and size included).
 
-    Small files are read whole; files over ``LARGE_FILE_BYTES`` are hashed in chunks and, when they are a JSON
+    Opened by ``pipeline.io.opener`` (a regular file, under the run-log cap, inside ``root`` when given). Small
+    files are read whole; files over ``LARGE_FILE_BYTES`` are hashed in chunks and, when they are a JSON
     object, streamed keeping only top-level scalars and objects (arrays such as per-request ``itls`` skipped).
 
     Raises:
+        RefusedFile: not a regular file, or over the run-log cap (``pipeline.io.opener``; the caller records it).
         OSError: the file cannot be opened (the caller records ``unreadable_file``).
     """
     path = os.fspath(path)
-    size, data = read_whole(path, LARGE_FILE_BYTES)
+    size, data = read_whole(path, "run_log", root, stream_over=LARGE_FILE_BYTES)
     if size <= LARGE_FILE_BYTES:
         readout = read_file(os.path.basename(path), data)
         readout.sha256, readout.size_bytes = hashlib.sha256(data).hexdigest(), len(data)
         return readout
     path = Path(path)
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path, "run_log") as handle:
         head = handle.read(4096)
         handle.seek(0)
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -130,7 +133,7 @@ def _read_large_object(path: Path) -> FileReadout:
     builder: Any = None
     key, skip_depth = None, 0
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, "run_log") as handle:
             for prefix, event, value in ijson.parse(handle, use_float=True, multiple_values=True):
                 if skip_depth:
                     skip_depth += {"start_array": 1, "end_array": -1, "start_map": 1, "end_map": -1}.get(event, 0)
@@ -170,7 +173,7 @@ def _read_large_object(path: Path) -> FileReadout:
 def _read_large_array(path: Path) -> FileReadout:
     """Stream a large JSON array of run objects (e.g. a big dashboard export), one element at a time."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, "run_log") as handle:
             objects = list(enumerate(ijson.items(handle, "item", use_float=True)))
     except (ijson.JSONError, ijson.IncompleteJSONError, ValueError) as exc:
         return FileReadout("unreadable", rejects=[Reject(None, "invalid_json", _short(exc))])

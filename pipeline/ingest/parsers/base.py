@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -57,30 +56,6 @@ class ParsedRun:
     in_file_meta: dict[str, Any] = field(default_factory=dict)
     fallback_meta: dict[str, Any] = field(default_factory=dict)
     derivations: list[str] = field(default_factory=list)
-
-
-def read_whole(path: str, limit: int | None = None) -> tuple[int, bytes]:
-    """(size in bytes by ``fstat``, whole content) of the file at ``path``; the content is b"" when the size is
-    over ``limit`` (the caller streams such files). File descriptor calls rather than ``open()``: a buffered file
-    object costs as much as reading a small log, and the parse reads every file (and sidecar) this way.
-
-    Raises:
-        OSError: the file cannot be opened or read (``IsADirectoryError`` from the read of a folder).
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        size = os.fstat(fd).st_size
-        if limit is not None and size > limit:
-            return size, b""
-        data = os.read(fd, size + 1)  # a short read of a regular file is its end
-        if len(data) <= size:
-            return size, data
-        chunks = [data]  # the file grew since fstat: read to its end, as a buffered read() would
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return size, b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def number(doc: Mapping[str, Any], key: str, *, label: str | None = None) -> float | None:
