@@ -1,6 +1,7 @@
 """Power telemetry: parsing each tool's CSV, integration against hand-computed trapezoids, every invalidity reason."""
 
 import datetime as dt
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,3 +146,16 @@ def test_measure_runs_links_power_log_and_reports_missing(tmp_path):
     assert out["c"]["power_invalid_reason"] == "no_window"
     assert out["d"]["power_source"] == "inferencex:aggregate_power" and out["d"]["avg_power_w_per_gpu"] == 612.0
     assert "e" not in out
+
+
+@pytest.mark.parametrize("watts, reason", [(-5.0, "implausible_power"), (0.0, "implausible_power"),
+                                           (1731.0, "implausible_power"), (1730.0, None), (612.0, None)])
+def test_average_power_a_gpu_cannot_draw_is_implausible(watts, reason):
+    """Board power of an H200 above its all-in 1.73 kW per GPU (gpu_reference.csv), or not above 0 W, is never
+    published: a negative draw gave a tok/s/MW of -97 million, a ×1000 one 84 tok/s/MW (issue 40 hostile corpus)."""
+    run = {"run_id": "r", "hw": "h200", "reference_power_kw": 1.73, "reported_avg_power_w_per_gpu": watts,
+           "reported_energy_j": watts * 8 * 100}
+    (row,) = measure_runs([run], Path("."))
+    assert row.get("power_invalid_reason") == reason
+    assert row["power_valid"] is (reason is None)
+    assert (row["avg_power_w_per_gpu"] is None) is (reason is not None)

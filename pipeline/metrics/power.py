@@ -246,7 +246,8 @@ def measure_runs(runs: list[dict], raw_dir: Path) -> list[dict]:
     """Measured power for every run that links telemetry (``power_log``) or carries InferenceX power fields.
 
     Args:
-        runs: validated runs with ``num_gpus`` (rows of ``validated_runs`` joined to ``run_gpu_counts``).
+        runs: validated runs with ``num_gpus`` (rows of ``validated_runs`` joined to ``run_gpu_counts``) and
+            ``reference_power_kw`` (``gpu_reference.power_kw`` of the run's GPU, kW; None when unknown).
         raw_dir: ``power_log`` is resolved against the log's own folder first, then the raw dir.
     Returns:
         Rows with the ``POWER_SCHEMA`` columns, one per run that has any power information.
@@ -257,13 +258,31 @@ def measure_runs(runs: list[dict], raw_dir: Path) -> list[dict]:
         base = {"run_id": run["run_id"], "run_date_partition": run.get("run_date_partition"),
                 "power_log": run.get("power_log")}
         if run.get("power_log"):
-            out.append({**base, "power_source": "telemetry", **_measure_from_log(run, raw_dir, cache)})
+            measured = _measure_from_log(run, raw_dir, cache)
+            out.append({**base, "power_source": "telemetry", **_plausible(measured, run)})
         elif run.get("reported_avg_power_w_per_gpu") is not None:
-            out.append({**base, "power_source": "inferencex:aggregate_power", "power_valid": True,
-                        "power_detail": "power reported by the source (utils/aggregate_power.py)",
+            reported = {"power_valid": True, "power_detail": "power reported by the source (utils/aggregate_power.py)",
                         "avg_power_w_per_gpu": run["reported_avg_power_w_per_gpu"],
-                        "energy_j": run.get("reported_energy_j")})
+                        "energy_j": run.get("reported_energy_j")}
+            out.append({**base, "power_source": "inferencex:aggregate_power", **_plausible(reported, run)})
     return out
+
+
+def _plausible(measured: dict, run: dict) -> dict:
+    """``measured`` unless its average power per GPU cannot be a GPU's: not above 0 W, or above the GPU's all-in
+    power per GPU in ``gpu_reference.csv`` (``reference_power_kw`` of the run; board, host share, network and
+    cooling together, so no board draws more). Such a value is ``implausible_power`` with the measured columns
+    null, never a tok/s/MW (a negative draw gave one of -97 million)."""
+    watts, ceiling_kw = measured.get("avg_power_w_per_gpu"), run.get("reference_power_kw")
+    if not measured.get("power_valid") or watts is None:
+        return measured
+    if math.isfinite(watts) and watts > 0 and (ceiling_kw is None or watts <= ceiling_kw * 1000):
+        return measured
+    bound = f"(0, {ceiling_kw * 1000:g}] W, the all-in power per {run.get('hw')} GPU of gpu_reference.csv" \
+        if ceiling_kw is not None else "above 0 W"
+    return {**measured, "power_valid": False, "power_invalid_reason": "implausible_power",
+            "power_detail": f"average power {watts:.6g} W per GPU is outside {bound}: not a GPU's draw",
+            "energy_j": None, "avg_power_w_per_gpu": None}
 
 
 def _measure_from_log(run: dict, raw_dir: Path, cache: dict) -> dict:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
-from pipeline.defs.metrics.reference import PRICE_BOOKS_KEY
+from pipeline.defs.metrics.reference import GPU_REFERENCE_KEY, PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
@@ -39,7 +39,7 @@ VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
 RAW_REQUESTS_KEY = dg.AssetKey(["ingest", "parsed_requests"])
 
 
-@dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY],
+@dg.asset(key=RUN_POWER_KEY, group_name="metrics", kinds={"python", "duckdb"}, deps=[VALIDATED_KEY, GPU_REFERENCE_KEY],
           pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS, backfill_policy=SINGLE_RUN)
 def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Measured GPU power per run (``pipeline.metrics.power``): energy integrated over the benchmark window from the
@@ -49,13 +49,15 @@ def run_power(context: dg.AssetExecutionContext, warehouse: DuckDBResource, path
     Grain: one row per run with any power information. Columns: ``power_source``, ``window_source`` (how the
     window was placed), ``window_start``/``window_end`` (s), ``gpus_seen``, ``samples_in_window``,
     ``power_valid`` and ``power_invalid_reason`` (too_few_samples, gap_too_long, too_few_gpus,
-    window_not_covered, duration_mismatch, clock_mismatch, no_timestamps, no_window, power_log_missing …),
+    window_not_covered, duration_mismatch, clock_mismatch, no_timestamps, no_window, power_log_missing,
+    implausible_power …),
     ``energy_j`` (J, all GPUs) and ``avg_power_w_per_gpu`` (W), null when invalid: never a guess.
     """
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
         conn.execute(sql_text("run_gpu_counts"))
-        runs = conn.sql("select v.*, c.num_gpus from validated_runs v join run_gpu_counts c using (run_id) "
+        runs = conn.sql("select v.*, c.num_gpus, g.power_kw as reference_power_kw from validated_runs v "
+                        "join run_gpu_counts c using (run_id) left join gpu_reference g on g.hw = v.hw "
                         "where list_contains($keys, v.run_date_partition) "
                         # the runs measure_runs reads; the rest have no power to measure (no per-row Python)
                         "and (v.power_log is not null or v.reported_avg_power_w_per_gpu is not null)",
