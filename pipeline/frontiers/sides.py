@@ -16,10 +16,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
+from pipeline.ingest.keys import POOLED_WORD, framework_label, hw_label, precision_label, spec_label
 from pipeline.ingest.schema import FIXED_SEQ
 
-POOLED = "all"
+POOLED = POOLED_WORD  # ingest refuses it as a spec_decoding or framework key (keys.key_problem)
 # The keys every side fixes (spec_decoding and framework may be pooled): ``fixed_key`` of a side and of a run.
 FIXED_KEYS = ("model", "isl", "osl", "hw", "precision", "benchmark_type")
 GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
