@@ -6,8 +6,10 @@ label is a bounded key that no two different values share.
   pass;
 - the partition folder of any model string is one component inside the mart, shown to pyarrow and pandas (no
   leading dot or underscore), at most 255 bytes, and different for different models;
-- labels of different keys differ."""
+- report page names differ for different comparisons (``slug.model`` and ``slug-model``), and labels for
+  different keys; a page no comparison has is removed."""
 
+import re
 from collections import Counter
 
 import pyarrow as pa
@@ -15,6 +17,7 @@ import pyarrow.dataset as ds
 import pytest
 from conftest import SAMPLE_DIR
 
+from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, slug
 from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
 from pipeline.ingest.metadata import MetadataError, normalize
 from pipeline.io.storage import write_mart_partitions
@@ -120,3 +123,64 @@ def test_written_partitions_stay_inside_and_read_back(tmp_path):
             "undated", "part-0.parquet")
     back = ds.dataset(base, format="parquet", partitioning=None).to_table()
     assert sorted(back.column("model").to_pylist()) == sorted(WRITER_HOSTILE)
+
+
+# --- report page names -------------------------------------------------------------------------------------------
+
+def _row(model="dsr1", fa="sglang", fb="trtllm", hw="b200", precision="fp4", **extra):
+    side = "|1024/1024|{hw}|{p}|spec=all|framework={f}"
+    return {"kind": "framework", "title": f"{hw.upper()} {precision.upper()}: {framework_label(fa)} vs "
+            f"{framework_label(fb)}", "model": model, "isl": 1024, "osl": 1024,
+            "comparison_id": f"framework:{model}{side.format(hw=hw, p=precision, f=fa)}~"
+                             f"{model}{side.format(hw=hw, p=precision, f=fb)}", **extra}
+
+
+def test_page_names_differ_for_different_comparisons():
+    """Comparisons whose readable names agree ('slug.model' and 'slug-model'; the framework key 'dynamo-trt-llm'
+    and the known 'dynamo-trt', labelled 'Dynamo TRT-LLM'; a name cut at 120 characters) get different page
+    names; a name that already says every key stays as it was."""
+    assert slug(_row()) == "framework-b200-fp4-sglang-vs-trt-llm-dsr1-1024-1024"
+    pairs = [(_row(model="slug.model"), _row(model="slug-model")),
+             (_row(fa="dynamo-trt"), _row(fa="dynamo-trt-llm")),
+             (_row(fa="x" * 150 + "a"), _row(fa="x" * 150 + "b")),
+             (_row(fa="a-vs-b", fb="c"), _row(fa="a", fb="b-vs-c"))]
+    for one, other in pairs:
+        assert slug(one) != slug(other), (one["comparison_id"], slug(one))
+        assert all(len(slug(r)) <= 120 and re.fullmatch(r"[a-z0-9-]+", slug(r)) for r in (one, other))
+
+
+def test_sides_of_reads_a_comparison_id_back():
+    from pipeline.frontiers.sides import enumerate_comparisons, sides_of
+
+    runs = [{"model": "kimik2.5", "isl": isl, "osl": osl, "hw": hw, "precision": p, "spec_decoding": spec,
+             "framework": f, "benchmark_type": kind}
+            for hw in ("b200", "mi355x") for p in ("fp4", "fp8") for spec in ("none", "mtp")
+            for f in ("sglang", "dynamo-trt") for isl, osl, kind in ((1024, 1024, "fixed_seq"),
+                                                                    (None, None, "agentic_traces"))]
+    comparisons = enumerate_comparisons(runs)
+    assert {c.kind for c in comparisons} == {"spec_decoding", "framework", "precision", "hardware"}
+    for c in comparisons:
+        assert sides_of(c.comparison_id) == (c.kind, c.a, c.b)
+    assert sides_of("framework:a|b|1024/1024|h100|fp8|spec=all|framework=x~a|1024/1024|h100|fp8|spec=all|"
+                    "framework=y") is None
+
+
+def test_build_report_refuses_two_comparisons_on_one_page(tmp_path, monkeypatch):
+    """Were two comparisons ever to get one page name, the report fails naming both instead of writing one over
+    the other."""
+    import pipeline.comparisons.report as report
+
+    monkeypatch.setattr(report, "slug", lambda row: "one-name")
+    rows = [dict(_row(model=m), price_book=REPORT_PRICE_BOOK) for m in ("a", "b")]
+    with pytest.raises(ValueError, match="one-name"):
+        build_report(rows, [], [], tmp_path / "report")
+
+
+def test_pages_no_comparison_has_are_removed(tmp_path):
+    """The report folder starts as a copy of the last one: a page whose comparison is gone (or whose name changed)
+    is removed, not left linked from nowhere."""
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "hardware-b200-vs-mi355x-fp4-kimik2-5-agentic.html").write_text("an old page")
+    build_report([], [], [], report)
+    assert sorted(p.name for p in report.glob("*.html")) == ["index.html"]
