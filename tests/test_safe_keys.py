@@ -2,24 +2,35 @@
 label is a bounded key that no two different values share.
 
 - a model key that cannot be one folder name (``..``, ``.``, ``a/b``, ``a\\b``, a leading dot, NUL, 200
-  characters) is quarantined ``invalid_metadata:model`` with a detail saying why; the real logs' model keys all
-  pass;
+  characters) is quarantined ``invalid_metadata:model`` with a detail saying why, from a sidecar, from
+  ``runs.csv`` or from the file itself; the real logs' model keys all pass;
 - the partition folder of any model string is one component inside the mart, shown to pyarrow and pandas (no
   leading dot or underscore), at most 255 bytes, and different for different models;
 - report page names differ for different comparisons (``slug.model`` and ``slug-model``), and labels for
-  different keys; a page no comparison has is removed."""
+  different keys; a page no comparison has is removed;
+- the scan lists a file named with the text ``\\xff`` and a file named with the byte 0xff under different names:
+  the first is read, the second refused ``invalid_file_name``.
 
+One pipeline run over a folder of all of these beside good runs holds the whole chain: every file inside the out
+dir, nothing stray at its top, every good run in ``runs/``, one page per comparison, the ledger's accepted count
+equal to the rows of ``runs/``."""
+
+import json
+import os
 import re
+import shutil
 from collections import Counter
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
-from conftest import SAMPLE_DIR
+from conftest import SAMPLE_DIR, unrestricted
 
 from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, slug
 from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
 from pipeline.ingest.metadata import MetadataError, normalize
+from pipeline.ingest.scan import scan_folder
 from pipeline.io.storage import write_mart_partitions
 
 SOURCE = SAMPLE_DIR / "vllm" / "mi355x"
@@ -184,3 +195,154 @@ def test_pages_no_comparison_has_are_removed(tmp_path):
     (report / "hardware-b200-vs-mi355x-fp4-kimik2-5-agentic.html").write_text("an old page")
     build_report([], [], [], report)
     assert sorted(p.name for p in report.glob("*.html")) == ["index.html"]
+
+
+# --- the scan's names --------------------------------------------------------------------------------------------
+
+def test_a_literal_backslash_x_name_and_a_0xff_byte_are_listed_apart(tmp_path):
+    (tmp_path / "\\xff.json").write_text("{}")
+    with open(os.fsencode(tmp_path) + b"/\xff.json", "wb") as handle:
+        handle.write(b"{}")
+    rels = scan_folder(tmp_path).rel
+    assert len(rels) == len(set(rels)) == 2 and "\\xff.json" in rels
+
+
+def test_escaped_and_literal_names_through_the_parse_cache(tmp_path):
+    """The parse cache keeps listed names: a first scan and a second (from the cache, and a quick scan) both read
+    the run named with the text \\xff and refuse the one whose name has the byte 0xff, under two listed names."""
+    from pipeline.ingest.folder import ingest_folder_cached
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    _copy(raw / "\\xff.json", BASE.format(16), model="xff")
+    with open(os.fsencode(raw) + b"/\xff.json", "wb") as handle:
+        handle.write((SOURCE / BASE.format(8)).read_bytes())
+    seen = []
+    for quick in (False, False, True):
+        result, stats = ingest_folder_cached(raw, tmp_path / "cache", quick_scan=quick)
+        seen.append((result.runs.column("source_file").to_pylist(),
+                     [(r["source_file"], r["reason_code"]) for r in result.rejects.to_pylist()
+                      if not r["reason_code"].startswith("not_a_run_log")], stats.cache_used))
+    assert seen == [(["\\xff.json"], [("\ufffdff.json", "invalid_file_name")], False)] + [
+        (["\\xff.json"], [("\ufffdff.json", "invalid_file_name")], True)] * 2
+
+
+# --- the whole chain ---------------------------------------------------------------------------------------------
+
+def _copy(log: Path, name: str, **meta) -> None:
+    """One good sample run at ``log`` with its sidecar's keys replaced by ``meta`` (distinct content: ``label``)."""
+    source = SOURCE / name
+    run = json.loads(source.read_text(encoding="utf-8"))
+    run["label"] = f"{log.parent.name}/{log.name}"
+    log.write_text(json.dumps(run), encoding="utf-8")
+    sidecar = json.loads(Path(f"{source}.meta.json").read_text(encoding="utf-8"))
+    for telemetry in ("power_log", "start_time_unix"):
+        sidecar.pop(telemetry)
+    sidecar.update(meta)
+    Path(f"{log}.meta.json").write_text(json.dumps(sidecar), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def hostile_folder(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The sample's MI355X vLLM runs as they are (good), and per hostile or kept model name the runs at conc 32,
+    64 and 128 (4, 8 and 16 for Slug-Model, the key slug-model: other measurements, not repeats) at FP8 and again
+    at FP4 (a precision comparison each) in folder ``m<i>/``; '..' also from a ``runs.csv`` and from an
+    InferenceX file's own ``infmax_model_prefix``; a good run (model ``xff``) named with the text ``\\xff`` beside
+    a run whose name has the byte 0xff. Returns the folder and the reason expected per file."""
+    raw = tmp_path_factory.mktemp("safe-keys") / "raw"
+    shutil.copytree(SOURCE, raw / "good")
+    expected: dict[str, str] = {}
+    for i, model in enumerate([*REFUSED, *KEPT]):
+        folder = raw / f"m{i}"
+        folder.mkdir()
+        for precision in ("fp8", "fp4"):
+            for conc in (4, 8, 16) if model == "Slug-Model" else (32, 64, 128):
+                name = f"{precision}_{BASE.format(conc)}"
+                _copy(folder / name, BASE.format(conc), model=model, precision=precision)
+                expected[f"m{i}/{name}"] = "invalid_metadata:model" if model in REFUSED else "accepted"
+    manifest = raw / "manifest"
+    manifest.mkdir()
+    lines = ["file,model,hw,precision,tp,isl,osl,run_date"]
+    for conc in (32, 64):
+        run = json.loads((SOURCE / BASE.format(conc)).read_text(encoding="utf-8"))
+        run["label"] = f"manifest {conc}"
+        (manifest / BASE.format(conc)).write_text(json.dumps(run), encoding="utf-8")
+        lines.append(f"{BASE.format(conc)},..,mi355x,fp8,8,8192,1024,2026-07-14")
+        expected[f"manifest/{BASE.format(conc)}"] = "invalid_metadata:model"
+    (manifest / "runs.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (raw / "infx").mkdir()
+    for conc in (4, 8):
+        doc = json.loads(Path(str(INFERENCEX).format(conc)).read_text(encoding="utf-8"))
+        doc["infmax_model_prefix"] = ".."
+        (raw / "infx" / f"agg_{conc}.json").write_text(json.dumps(doc), encoding="utf-8")
+        expected[f"infx/agg_{conc}.json"] = "invalid_metadata:model"
+    names = raw / "names"
+    names.mkdir()
+    _copy(names / "\\xff.json", BASE.format(16), model="xff")
+    expected["names/\\xff.json"] = "accepted"
+    with open(os.fsencode(names) + b"/\xff.json", "wb") as handle:
+        handle.write((SOURCE / BASE.format(8)).read_bytes())
+    for conc in (4, 8, 16, 32, 64, 128):
+        expected[f"good/{BASE.format(conc)}"] = "accepted"
+    return raw, expected
+
+
+def _pages(report: Path) -> dict[str, str]:
+    """Each comparison page's file name -> the comparison id its embedded data names."""
+    pages = {}
+    for page in report.glob("*.html"):
+        if page.name == "index.html":
+            continue
+        found = re.search(r'<script type="application/json" id="[^"]*">(.*?)</script>',
+                          page.read_text(encoding="utf-8"), re.S)
+        pages[page.name] = json.loads(found.group(1))["comparison_id"]
+    return pages
+
+
+def test_one_run_over_hostile_model_names(hostile_folder, run_pipeline):
+    raw, expected = hostile_folder
+    run = run_pipeline(raw)
+    assert run.result.success
+    assert all(run.check_results().values()), run.check_results()
+    out = run.out_dir
+
+    # every file and link under the out dir resolves inside it; nothing stray at its top
+    for path in out.rglob("*"):
+        assert path.resolve().is_relative_to(out.resolve()), path
+    assert {p.name for p in out.iterdir()} <= {".generations", "current", "runs", "trends", "requests", "run_slo",
+                                               "quarantine", "ingest_ledger", "frontiers.parquet",
+                                               "comparisons.parquet", "report"}
+
+    # the good runs are all in runs/; the ledger's accepted count is the rows of runs/
+    runs = run.mart("runs").to_pylist()
+    files = Counter(r["source_file"] for r in runs)
+    assert {f for f, why in expected.items() if why == "accepted"} == set(files)
+    ledger = run.mart("ingest_ledger").to_pylist()
+    assert sum(r["accepted_rows"] for r in ledger) == len(runs) == sum(files.values())
+    assert {r["model"] for r in runs} == {"qwen3.5-397b-a17b", "slug.model", "slug-model", "xff"}
+
+    # the hostile runs are in the quarantine with their reason and a detail saying why
+    quarantine = run.mart("quarantine").to_pylist()
+    reasons = {r["source_file"]: r["reason_code"] for r in quarantine}
+    for name, why in expected.items():
+        if why != "accepted":
+            assert reasons.get(name) == why, name
+    for i, (model, words) in enumerate(REFUSED.items()):
+        details = {r["detail"] for r in quarantine if r["source_file"].startswith(f"m{i}/")
+                   and r["reason_code"] == "invalid_metadata:model"}
+        assert len(details) == 6, (model, details)
+        assert all(words in d for d in details), (model, details)
+    # the name with the byte 0xff is refused under its own listed name; the one named with the text \\xff is read
+    logs = [r for r in ledger if r["source_file"].startswith("names/") and not r["source_file"].endswith(".meta.json")]
+    assert sorted(r["outcome"] for r in logs) == ["accepted", "quarantined"] and len({r["source_file"] for r in logs}) == 2
+    assert [r["reason_code"] for r in quarantine if r["source_file"] in {r["source_file"] for r in logs}] == [
+        "invalid_file_name"]
+
+    # one page per comparison: slug.model and slug-model each have theirs, and the index links every page
+    comparisons = {r["comparison_id"]: r for r in unrestricted(run.mart("comparisons")).to_pylist()
+                   if r["price_book"] == REPORT_PRICE_BOOK}
+    pages = _pages(out / "report")
+    assert sorted(pages.values()) == sorted(comparisons)
+    assert {comparisons[c]["model"] for c in pages.values()} >= {"slug.model", "slug-model"}
+    index = (out / "report" / "index.html").read_text(encoding="utf-8")
+    assert sorted(re.findall(r'<a href="([^"]+)">', index)) == sorted(pages)
