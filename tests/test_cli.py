@@ -4,6 +4,7 @@ answered with the valid ones and the closest; aliases, --list, --json/--csv, --t
 import csv
 import io
 import json
+import re
 
 import pytest
 from conftest import OTHER_BOOK, SAMPLE_DIR, unrestricted
@@ -256,3 +257,62 @@ def test_report_without_a_materialized_pipeline_is_one_line(tmp_path, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("report failed (") and "python -m pipeline run" in err[0]
     assert "comparisons" in err[0]  # the cause: DuckDB's own words about the missing table
+
+
+# --- CSV a spreadsheet opens as typed --------------------------------------------------------------------------
+
+FORMULA_STARTS = "=+-@\t\r"
+# sample keys replaced by text a spreadsheet would run as a formula
+AS_FORMULAS = {"dsr1": "=dsr1", "sglang": "@sglang", "trtllm": "+trtllm", "vllm": "-vllm", "h200": "\th200",
+               "b200": "\rb200"}
+
+
+@pytest.fixture
+def marts_with_formulas(sample_run, tmp_path, monkeypatch):
+    """A runs mart of the sample's runs whose model, framework and GPU keys start with =, @, +, -, tab or CR."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs = sample_run.mart("runs")
+    rows = [{**r, **{k: AS_FORMULAS.get(r[k], r[k]) for k in ("model", "framework", "hw")}} for r in runs.to_pylist()]
+    out = tmp_path / "marts"
+    (out / "runs").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=runs.schema), out / "runs" / "part-0.parquet")
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(out))
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False
+
+
+def test_csv_cells_never_start_a_formula(marts_with_formulas, capsys):
+    """`compare --csv` and `compare --list --csv`: a text cell starting with =, +, -, @, tab or CR is written
+    with a leading apostrophe (the report page's rule); numbers, negative ones too, are written as they are."""
+    assert main(["compare", "--model", "=dsr1", *MI355X[2:], "--a", "hw=mi355x,precision=fp4,spec=mtp",
+                 "--b", "hw=mi355x,precision=fp4,spec=none", "--csv"]) == 0
+    compared = list(csv.DictReader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert main(["compare", "--list", "--csv"]) == 0
+    listed = list(csv.DictReader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert len(compared) == 6 and {r["model"] for r in compared} == {"'=dsr1"}
+    assert all(r["side_id"].startswith("'=dsr1|") for r in compared)
+    assert {"'=dsr1"} <= {r["model"] for r in listed}
+    assert {"'@sglang", "'+trtllm", "'-vllm"} <= {r["framework"] for r in listed}
+    assert {"'\th200", "'\rb200", "mi355x"} <= {r["hw"] for r in listed}
+    for row in compared + listed:
+        for column, cell in row.items():
+            assert not cell.startswith(tuple(FORMULA_STARTS)) or _is_number(cell), (column, cell)
+
+
+def test_the_cli_and_the_report_page_escape_csv_by_one_rule():
+    """The report page's CSV download (comparison.js, csvField) and the CLI prefix the same first characters."""
+    from pipeline.cli.compare import FORMULA_STARTS as cli_starts
+    from pipeline.comparisons.report import STATIC_DIR
+
+    script = (STATIC_DIR / "comparison.js").read_text(encoding="utf-8")
+    rule = re.search(r"/\^\[([^\]]+)\]/\.test\(text\)\) text = \"'\" \+ text", script).group(1)
+    js_starts = rule.replace("\\-", "-").replace("\\t", "\t").replace("\\r", "\r")
+    assert sorted(js_starts) == sorted(cli_starts) == sorted(FORMULA_STARTS)
