@@ -316,3 +316,91 @@ def test_the_cli_and_the_report_page_escape_csv_by_one_rule():
     rule = re.search(r"/\^\[([^\]]+)\]/\.test\(text\)\) text = \"'\" \+ text", script).group(1)
     js_starts = rule.replace("\\-", "-").replace("\\t", "\t").replace("\\r", "\r")
     assert sorted(js_starts) == sorted(cli_starts) == sorted(FORMULA_STARTS)
+
+
+# --- configuration errors: one line, no traceback --------------------------------------------------------------
+
+@pytest.fixture
+def config_env(tmp_path, monkeypatch):
+    """Paths for a run that never starts: the sample as raw folder, marts and warehouse under ``tmp_path``, no
+    DAGSTER_HOME; and a plain file to point variables at."""
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    monkeypatch.delenv("PIPELINE_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    return tmp_path, blocker
+
+
+@pytest.mark.parametrize("command", [["run"], ["partitions"], ["report"]])
+@pytest.mark.parametrize("case", ["cache_is_a_file", "home_missing", "home_is_a_file", "home_relative",
+                                  "home_bad_yaml"])
+def test_configuration_errors_are_one_line(config_env, capsys, monkeypatch, command, case):
+    """PIPELINE_CACHE_DIR at a file, DAGSTER_HOME missing, a file, relative or with a dagster.yaml that does not
+    parse: exit 1 and one line naming the variable, the path and the reason, for every command that uses them,
+    before any work (no marts, no warehouse)."""
+    tmp, blocker = config_env
+    if case == "cache_is_a_file":
+        if command == ["report"]:
+            pytest.skip("the report reads no parse cache")
+        monkeypatch.setenv("PIPELINE_CACHE_DIR", str(blocker))
+        expected = f"PIPELINE_CACHE_DIR {blocker} is a file, not a folder"
+    elif case == "home_missing":
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp / "no_home"))
+        expected = f"DAGSTER_HOME {tmp / 'no_home'} does not exist"
+    elif case == "home_is_a_file":
+        monkeypatch.setenv("DAGSTER_HOME", str(blocker))
+        expected = f"DAGSTER_HOME {blocker} is a file, not a folder"
+    elif case == "home_relative":
+        monkeypatch.setenv("DAGSTER_HOME", "relative/home")
+        expected = "DAGSTER_HOME relative/home is not an absolute path"
+    else:
+        (tmp / "home").mkdir()
+        (tmp / "home" / "dagster.yaml").write_text("storage:\n  nonsense: [\n")
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp / "home"))
+        expected = f"DAGSTER_HOME {tmp / 'home'}: Dagster cannot load its instance (while parsing a flow node"
+    if command == ["partitions"] and case == "cache_is_a_file":
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp))  # partitions needs one; the cache is what is wrong
+    assert main(command) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0] and "nothing run" in err[0], err
+    assert not (tmp / "marts").exists() and not (tmp / "w.duckdb").exists()
+
+
+def test_a_configuration_error_prints_no_traceback(config_env):
+    """The whole process (as a user runs it): DAGSTER_HOME naming a folder that does not exist."""
+    import os
+    import subprocess
+    import sys
+
+    tmp, _ = config_env
+    env = {**os.environ, "DAGSTER_HOME": str(tmp / "no_home")}
+    done = subprocess.run([sys.executable, "-m", "pipeline", "run"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"pipeline not started: DAGSTER_HOME {tmp / 'no_home'} does not exist: "
+                                        "create it (and copy dagster.yaml into it) or unset it for a throwaway "
+                                        "instance: nothing run"]
+
+
+def test_a_failed_step_prints_its_cause_first(config_env):
+    """A run that fails at a step (an empty raw folder): the first line the terminal shows, stdout and stderr
+    together, is the cause; the progress bars follow, then where the run stopped."""
+    import os
+    import subprocess
+    import sys
+
+    tmp, _ = config_env
+    (tmp / "empty").mkdir()
+    env = {**os.environ, "PIPELINE_RAW_DIR": str(tmp / "empty")}
+    done = subprocess.run([sys.executable, "-m", "pipeline", "run"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=300)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1
+    assert lines[0] == (f"ingest__parsed_runs: raw folder {tmp / 'empty'} is empty (an unmounted or unsynced volume "
+                        "looks like this): nothing published, previous marts kept"), lines
+    assert lines[1].startswith("[") and "ingest/parsed_runs" in lines[1] and "failed" in lines[1], lines
+    assert lines[-1].startswith("pipeline stopped at ingest__parsed_runs after ") and len(
+        [line for line in lines if "is empty" in line]) == 1, lines
