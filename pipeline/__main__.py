@@ -32,9 +32,9 @@ from pipeline.io.storage import read_mart
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
 def _instance():
-    import dagster as dg
+    from pipeline.cli.operator import dagster_instance
 
-    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+    return dagster_instance()
 
 
 def _progress(done: int, total: int, label: str, seconds: float) -> str:
@@ -43,7 +43,7 @@ def _progress(done: int, total: int, label: str, seconds: float) -> str:
     return f"[{'#' * filled}{'-' * (width - filled)}] {done:>2}/{total} {label:<60} {seconds:5.1f} s"
 
 
-def materialize_all(instance, run_config: dict | None = None, on_step=None):
+def materialize_all(instance, run_config: dict | None = None, on_step=None, on_failure=None):
     """Materialize every asset and run every check as one Dagster run of the job ``refresh_all``, over every
     run-date partition of PIPELINE_RAW_DIR.
 
@@ -56,8 +56,10 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None):
         instance: the Dagster instance (ephemeral, or DAGSTER_HOME's, where the run then shows in the UI).
         run_config: the run's config (e.g. logger level, price-book overrides, ``allow_shrink``).
         on_step: called as ``on_step(done, total, label, seconds)`` as each step ends (succeeded or failed):
-            ``label`` is the asset key (``validate/accepted_runs``) or the check's name, ``seconds`` the wall
-            time since the previous step ended.
+            ``label`` is the asset key (``validate/accepted_runs``) or the check's name (``… (failed)`` for a
+            failed step), ``seconds`` the wall time since the previous step ended.
+        on_failure: called with the Dagster event of each failed step (``STEP_FAILURE``) and each failed blocking
+            check (``ASSET_CHECK_EVALUATION``) as it happens, before ``on_step`` for that step.
     Returns:
         The run's ``ExecuteInProcessResult``.
     Raises:
@@ -79,9 +81,14 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None):
     def step_ended(entry) -> None:  # Dagster calls this on each event of the run, in the run's thread
         nonlocal done, last
         event = entry.dagster_event
-        if on_step and event is not None and event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
+        if event is None:
+            return
+        if on_failure and (event.event_type_value == "STEP_FAILURE" or _failed_blocking(event)):
+            on_failure(event)
+        if on_step and event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
             done, now = done + 1, time.perf_counter()
-            on_step(done, total, labels.get(event.step_key, event.step_key), now - last)
+            label = labels.get(event.step_key, event.step_key)
+            on_step(done, total, f"{label} (failed)" if event.is_step_failure else label, now - last)
             last = now
 
     run_id = str(uuid.uuid4())  # Dagster's run ids are UUID4 strings; known before the run starts
@@ -109,10 +116,28 @@ def _step_label(assets_def) -> str:
     return f"{len(checks)} checks of {', '.join(sorted({c.asset_key.to_user_string() for c in checks}))}"
 
 
+def _failed_blocking(event) -> bool:
+    """Whether a Dagster event is the evaluation of a blocking (ERROR) check that failed."""
+    return (event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed
+            and event.event_specific_data.severity.value == "ERROR")
+
+
 def failed_blocking_checks(result) -> list:
     """The ``AssetCheckEvaluation`` of every blocking (ERROR) check that failed in ``result``."""
-    return [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
-            and not e.event_specific_data.passed and e.event_specific_data.severity.value == "ERROR"]
+    return [e.event_specific_data for e in result.all_events if _failed_blocking(e)]
+
+
+def failure_line(event) -> str | None:
+    """The one line ``run`` prints for a failure event: ``BLOCKING check failed: <asset> <check>`` for a failed
+    blocking check, ``<step>: <root cause>`` for a failed step, None for the step failure a failed blocking check
+    causes (the check's own line names it)."""
+    if _failed_blocking(event):
+        data = event.event_specific_data
+        return f"BLOCKING check failed: {data.asset_key.to_user_string()} {data.check_name}"
+    error = event.event_specific_data.error
+    if "DagsterAssetCheckFailedError" in (error.cls_name or ""):
+        return None
+    return f"{event.step_key}: {_root_cause(error)}"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -128,15 +153,24 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         check_output_locations()
+        instance = _instance()
         notice = check_warehouse(env_path("PIPELINE_DB_PATH"))
     except (OutputLocationError, duckdb.Error) as exc:
         print(f"pipeline not started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
         return 1
     if notice:
         print(notice, file=sys.stderr)
+    printed: list[str] = []
+
+    def failed(event) -> None:  # the cause as it happens, before the failed step's progress bar
+        line = failure_line(event)
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
+            printed.append(line)
+
     try:
-        result = materialize_all(_instance(), run_config, on_step=lambda done, total, label, seconds: print(
-            _progress(done, total, label, seconds), flush=True))
+        result = materialize_all(instance, run_config, on_step=lambda done, total, label, seconds: print(
+            _progress(done, total, label, seconds), flush=True), on_failure=failed)
     except (FileNotFoundError, PermissionError) as exc:  # the raw folder is missing or cannot be listed
         print(f"pipeline stopped before any step, nothing published: {exc}", file=sys.stderr)
         return 1
@@ -144,11 +178,10 @@ def _run(args: argparse.Namespace) -> int:
     blocking = failed_blocking_checks(result)
     if not result.success or blocking:
         failures = [e for e in result.all_events if e.is_step_failure]
-        for ev in blocking:
-            print(f"BLOCKING check failed: {ev.asset_key.to_user_string()} {ev.check_name}", file=sys.stderr)
-        for event in failures:
-            if not blocking or "DagsterAssetCheckFailedError" not in (event.event_specific_data.error.cls_name or ""):
-                print(f"{event.step_key}: {_root_cause(event.event_specific_data.error)}", file=sys.stderr)
+        for event in result.all_events:  # a failure the run's listener did not see, printed now
+            line = failure_line(event) if event.is_step_failure or _failed_blocking(event) else None
+            if line is not None and line not in printed:
+                print(line, file=sys.stderr)
         where = f" at {failures[0].step_key}" if failures else ""
         why = "downstream numbers would be wrong" if blocking else "nothing after it was published"
         print(f"pipeline stopped{where} after {time.perf_counter() - started:.1f} s: {why}; the previous marts "
@@ -184,10 +217,15 @@ def _report(_: argparse.Namespace) -> int:
     import dagster as dg
 
     from pipeline.definitions import defs
-    from pipeline.io.paths import env_path
+    from pipeline.io.paths import OutputLocationError, env_path
 
+    try:
+        instance = _instance()
+    except OutputLocationError as exc:
+        print(f"report not started: {exc}", file=sys.stderr)
+        return 1
     result = defs().resolve_job_def("refresh_all").execute_in_process(
-        instance=_instance(), raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
+        instance=instance, raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
         run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
     if not result.success:
         causes = [_root_cause(e.event_specific_data.error) for e in result.all_events if e.is_step_failure]

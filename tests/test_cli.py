@@ -4,6 +4,7 @@ answered with the valid ones and the closest; aliases, --list, --json/--csv, --t
 import csv
 import io
 import json
+import re
 
 import pytest
 from conftest import OTHER_BOOK, SAMPLE_DIR, unrestricted
@@ -256,3 +257,150 @@ def test_report_without_a_materialized_pipeline_is_one_line(tmp_path, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("report failed (") and "python -m pipeline run" in err[0]
     assert "comparisons" in err[0]  # the cause: DuckDB's own words about the missing table
+
+
+# --- CSV a spreadsheet opens as typed --------------------------------------------------------------------------
+
+FORMULA_STARTS = "=+-@\t\r"
+# sample keys replaced by text a spreadsheet would run as a formula
+AS_FORMULAS = {"dsr1": "=dsr1", "sglang": "@sglang", "trtllm": "+trtllm", "vllm": "-vllm", "h200": "\th200",
+               "b200": "\rb200"}
+
+
+@pytest.fixture
+def marts_with_formulas(sample_run, tmp_path, monkeypatch):
+    """A runs mart of the sample's runs whose model, framework and GPU keys start with =, @, +, -, tab or CR."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs = sample_run.mart("runs")
+    rows = [{**r, **{k: AS_FORMULAS.get(r[k], r[k]) for k in ("model", "framework", "hw")}} for r in runs.to_pylist()]
+    out = tmp_path / "marts"
+    (out / "runs").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=runs.schema), out / "runs" / "part-0.parquet")
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(out))
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False
+
+
+def test_csv_cells_never_start_a_formula(marts_with_formulas, capsys):
+    """`compare --csv` and `compare --list --csv`: a text cell starting with =, +, -, @, tab or CR is written
+    with a leading apostrophe (the report page's rule); numbers, negative ones too, are written as they are."""
+    assert main(["compare", "--model", "=dsr1", *MI355X[2:], "--a", "hw=mi355x,precision=fp4,spec=mtp",
+                 "--b", "hw=mi355x,precision=fp4,spec=none", "--csv"]) == 0
+    compared = list(csv.DictReader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert main(["compare", "--list", "--csv"]) == 0
+    listed = list(csv.DictReader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert len(compared) == 6 and {r["model"] for r in compared} == {"'=dsr1"}
+    assert all(r["side_id"].startswith("'=dsr1|") for r in compared)
+    assert {"'=dsr1"} <= {r["model"] for r in listed}
+    assert {"'@sglang", "'+trtllm", "'-vllm"} <= {r["framework"] for r in listed}
+    assert {"'\th200", "'\rb200", "mi355x"} <= {r["hw"] for r in listed}
+    for row in compared + listed:
+        for column, cell in row.items():
+            assert not cell.startswith(tuple(FORMULA_STARTS)) or _is_number(cell), (column, cell)
+
+
+def test_the_cli_and_the_report_page_escape_csv_by_one_rule():
+    """The report page's CSV download (comparison.js, csvField) and the CLI prefix the same first characters."""
+    from pipeline.cli.compare import FORMULA_STARTS as cli_starts
+    from pipeline.comparisons.report import STATIC_DIR
+
+    script = (STATIC_DIR / "comparison.js").read_text(encoding="utf-8")
+    rule = re.search(r"/\^\[([^\]]+)\]/\.test\(text\)\) text = \"'\" \+ text", script).group(1)
+    js_starts = rule.replace("\\-", "-").replace("\\t", "\t").replace("\\r", "\r")
+    assert sorted(js_starts) == sorted(cli_starts) == sorted(FORMULA_STARTS)
+
+
+# --- configuration errors: one line, no traceback --------------------------------------------------------------
+
+@pytest.fixture
+def config_env(tmp_path, monkeypatch):
+    """Paths for a run that never starts: the sample as raw folder, marts and warehouse under ``tmp_path``, no
+    DAGSTER_HOME; and a plain file to point variables at."""
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(SAMPLE_DIR))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    monkeypatch.delenv("PIPELINE_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    return tmp_path, blocker
+
+
+@pytest.mark.parametrize("command", [["run"], ["partitions"], ["report"]])
+@pytest.mark.parametrize("case", ["cache_is_a_file", "home_missing", "home_is_a_file", "home_relative",
+                                  "home_bad_yaml"])
+def test_configuration_errors_are_one_line(config_env, capsys, monkeypatch, command, case):
+    """PIPELINE_CACHE_DIR at a file, DAGSTER_HOME missing, a file, relative or with a dagster.yaml that does not
+    parse: exit 1 and one line naming the variable, the path and the reason, for every command that uses them,
+    before any work (no marts, no warehouse)."""
+    tmp, blocker = config_env
+    if case == "cache_is_a_file":
+        if command == ["report"]:
+            pytest.skip("the report reads no parse cache")
+        monkeypatch.setenv("PIPELINE_CACHE_DIR", str(blocker))
+        expected = f"PIPELINE_CACHE_DIR {blocker} is a file, not a folder"
+    elif case == "home_missing":
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp / "no_home"))
+        expected = f"DAGSTER_HOME {tmp / 'no_home'} does not exist"
+    elif case == "home_is_a_file":
+        monkeypatch.setenv("DAGSTER_HOME", str(blocker))
+        expected = f"DAGSTER_HOME {blocker} is a file, not a folder"
+    elif case == "home_relative":
+        monkeypatch.setenv("DAGSTER_HOME", "relative/home")
+        expected = "DAGSTER_HOME relative/home is not an absolute path"
+    else:
+        (tmp / "home").mkdir()
+        (tmp / "home" / "dagster.yaml").write_text("storage:\n  nonsense: [\n")
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp / "home"))
+        expected = f"DAGSTER_HOME {tmp / 'home'}: Dagster cannot load its instance (while parsing a flow node"
+    if command == ["partitions"] and case == "cache_is_a_file":
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp))  # partitions needs one; the cache is what is wrong
+    assert main(command) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0] and "nothing run" in err[0], err
+    assert not (tmp / "marts").exists() and not (tmp / "w.duckdb").exists()
+
+
+def test_a_configuration_error_prints_no_traceback(config_env):
+    """The whole process (as a user runs it): DAGSTER_HOME naming a folder that does not exist."""
+    import os
+    import subprocess
+    import sys
+
+    tmp, _ = config_env
+    env = {**os.environ, "DAGSTER_HOME": str(tmp / "no_home")}
+    done = subprocess.run([sys.executable, "-m", "pipeline", "run"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"pipeline not started: DAGSTER_HOME {tmp / 'no_home'} does not exist: "
+                                        "create it (and copy dagster.yaml into it) or unset it for a throwaway "
+                                        "instance: nothing run"]
+
+
+def test_a_failed_step_prints_its_cause_first(config_env):
+    """A run that fails at a step (an empty raw folder): the first line the terminal shows, stdout and stderr
+    together, is the cause; the progress bars follow, then where the run stopped."""
+    import os
+    import subprocess
+    import sys
+
+    tmp, _ = config_env
+    (tmp / "empty").mkdir()
+    env = {**os.environ, "PIPELINE_RAW_DIR": str(tmp / "empty")}
+    done = subprocess.run([sys.executable, "-m", "pipeline", "run"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=300)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1
+    assert lines[0] == (f"ingest__parsed_runs: raw folder {tmp / 'empty'} is empty (an unmounted or unsynced volume "
+                        "looks like this): nothing published, previous marts kept"), lines
+    assert lines[1].startswith("[") and "ingest/parsed_runs" in lines[1] and "failed" in lines[1], lines
+    assert lines[-1].startswith("pipeline stopped at ingest__parsed_runs after ") and len(
+        [line for line in lines if "is empty" in line]) == 1, lines

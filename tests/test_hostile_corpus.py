@@ -55,7 +55,7 @@ def hostile(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     (raw / "good" / "good_vllm_h200_conc8.json").read_bytes()
     with open(os.fsencode(raw) + b"/name_\xff.json", "wb") as handle:
         handle.write(json.dumps(_vllm_run(48)).encode())
-    expected["name_\\xff.json"] = "invalid_file_name"
+    expected["name_\ufffdff.json"] = "invalid_file_name"  # the byte listed as U+FFFD and its two hex digits
     # a symlink to a good run outside the raw folder: not read
     outside = base / "outside.json"
     outside.write_text(json.dumps(_vllm_run(56)))

@@ -45,6 +45,9 @@ SHOWN = [
 # invalid_metadata:<key>, so they never become a label, a file name or a partition folder.
 REFUSED = ["a|b\nc", LONG_NAME]
 HOSTILE = SHOWN + REFUSED
+# A model key names a folder, so one holding '/' or '\' is refused (tests/test_safe_keys.py): those names are the
+# framework and spec-decoding of their runs, whose model is model-<i>.
+MODEL = {name: name if "/" not in name and "\\" not in name else f"model-{i}" for i, name in enumerate(SHOWN)}
 BASE = "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc{}.json"
 # A comparison page's scripts, in order: its data (JSON, not run), the vendored Chart.js, the page script.
 SCRIPTS = [["application/json", None], ["", "assets/chart.umd.min.js"], ["", "assets/comparison.js"]]
@@ -61,7 +64,8 @@ def hostile_folder(raw: Path) -> Path:
     instead (a spec-decoding comparison "H.upper() vs Off"); and FP4 vs FP8 (a precision comparison). The sides
     of the first two do not overlap in interactivity, so targets are clamped and the clamped-target note names
     the hostile side. A REFUSED name is not used as a model (model ``refused-<i>`` instead, so its plain runs
-    still make a precision comparison); one more run has the 300-character name as its model."""
+    still make a precision comparison), nor a name with a path separator (``MODEL``: model ``model-<i>``); one
+    more run has the 300-character name as its model."""
     source = SAMPLE_DIR / "vllm" / "mi355x"
     raw.mkdir(parents=True)
     for i, name in enumerate(HOSTILE):
@@ -76,7 +80,7 @@ def hostile_folder(raw: Path) -> Path:
                 meta = json.loads((source / f"{BASE.format(conc)}.meta.json").read_text(encoding="utf-8"))
                 for telemetry in ("power_log", "start_time_unix"):
                     meta.pop(telemetry)
-                meta.update(model=name if name in SHOWN else f"refused-{i}", **keys)
+                meta.update(model=MODEL.get(name, f"refused-{i}"), **keys)
                 Path(f"{log}.meta.json").write_text(json.dumps(meta), encoding="utf-8")
     log = raw / "long_model.json"
     log.write_text((source / BASE.format(32)).read_text(encoding="utf-8"), encoding="utf-8")
@@ -168,9 +172,14 @@ def test_frontier_chart_with_hostile_labels(tmp_path):
 
 
 def test_long_names_give_short_unique_slugs():
-    row = {"kind": "framework", "title": "B200 FP4: SGLang vs TRT-LLM", "model": "dsr1", "isl": 1024, "osl": 1024}
+    side = "dsr1|1024/1024|{hw}|{precision}|spec=all|framework={framework}"
+    row = {"kind": "framework", "title": "B200 FP4: SGLang vs TRT-LLM", "model": "dsr1", "isl": 1024, "osl": 1024,
+           "comparison_id": "framework:" + "~".join(side.format(hw="b200", precision="fp4", framework=f)
+                                                    for f in ("sglang", "trtllm"))}
     assert slug(row) == "framework-b200-fp4-sglang-vs-trt-llm-dsr1-1024-1024"  # short slugs are unchanged
-    long_a, long_b = ({**row, "title": f"MI355X FP8: {LONG_NAME}{end} vs vLLM"} for end in "ab")
+    long_a, long_b = ({**row, "title": f"MI355X FP8: {LONG_NAME}{end} vs vLLM",
+                       "comparison_id": "framework:" + "~".join(side.format(hw="mi355x", precision="fp8", framework=f)
+                                                                for f in (LONG_NAME + end, "vllm"))} for end in "ab")
     assert slug(long_a) != slug(long_b)
     assert all(len(slug(r)) <= 120 and re.fullmatch(r"[a-z0-9-]+", slug(r)) for r in (long_a, long_b))
 
@@ -233,8 +242,8 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
             assert [s.get_attribute("src") for s in page.locator("script").all()] == ["assets/index.js"]
             # the filters' options hold the hostile models as text
             models = page.locator("#filter-model option").all_inner_texts()
-            assert {norm(name) for name in SHOWN} <= {norm(m) for m in models}
-            page.select_option("#filter-model", SHOWN[0])
+            assert {norm(MODEL[name]) for name in SHOWN} <= {norm(m) for m in models}
+            page.select_option("#filter-model", MODEL[SHOWN[1]])
             assert page.locator("#comparison-list li:visible").count() == 3  # its framework, spec and precision pages
             assert (dialogs, errors) == ([], []), "index.html filtered"
             for href in hrefs:

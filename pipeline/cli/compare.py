@@ -248,12 +248,26 @@ def rows_as_json(rows: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps(list(rows), default=_json_default, indent=1)
 
 
+# A spreadsheet runs a text cell that starts with one of these as a formula (CSV injection: a model key "=HYPERLINK(…)"
+# from a sidecar). The report page's CSV download prefixes the same ones (static/comparison.js, csvField).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value: Any) -> Any:
+    """``value`` as a CSV cell a spreadsheet shows as typed: a string starting with one of ``FORMULA_STARTS`` gets a
+    leading apostrophe (``=dsr1`` → ``'=dsr1``); numbers (a negative one too), dates, None and other strings are
+    returned unchanged."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def rows_as_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """The rows as CSV with a header of ``columns`` (nulls as empty cells)."""
+    """The rows as CSV (RFC 4180: lines end in CRLF, a cell holding ``,``, ``"``, CR or LF is quoted) with a
+    header of ``columns``; nulls as empty cells, text through ``spreadsheet_text``."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    # "\r\n", not "\n": Python's writer quotes a cell holding CR only when CR is in the line terminator
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\r\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({key: spreadsheet_text(value) for key, value in row.items()} for row in rows)
     return buffer.getvalue()
 
 

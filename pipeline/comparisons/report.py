@@ -32,7 +32,8 @@ from pipeline.comparisons.compare import GAP_RATIO, REPEAT_SPREAD_LIMIT, SPARSE_
 from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, TIERS, price_per_mtok, whole_interval_columns
 from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart, x_axis_label
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
-from pipeline.frontiers.sides import Side, run_fixed_key
+from pipeline.frontiers.sides import POOLED, Side, run_fixed_key, sides_of
+from pipeline.ingest.keys import FRAMEWORK_LABELS, normalize_framework, normalize_spec
 from pipeline.ingest.schema import AGENTIC_TRACES
 from pipeline.io.storage import markdown_text
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
@@ -67,9 +68,13 @@ REPORT_PRICE_BOOK = DEFAULT_PRICE_BOOK
 MAX_TABLES_IN_UI = 60
 # Charts the report asset's UI metadata embeds (about 55 kB of base64 each); the rest are in the HTML report.
 MAX_CHARTS_IN_UI = 24
-# Slugs longer than this are cut and given a hash of the whole slug, so a file name stays well under the 255-byte
-# limit of common file systems however long a model or framework name is.
+# Slugs longer than this are cut and given a hash, so a file name stays well under the 255-byte limit of common file
+# systems however long a model or framework name is.
 MAX_SLUG = 120
+_WORD = re.compile(r"[a-z0-9]+")
+# Framework keys whose label the readable page name spells in words of its own (FRAMEWORK_LABELS: "dynamo-trt" is
+# "Dynamo TRT-LLM"); "trt" is not one, normalization makes it "trtllm", whose label it shares.
+_LABELLED_FRAMEWORKS = frozenset(k for k in FRAMEWORK_LABELS if normalize_framework(k) == k)
 
 
 def html_text(value: object) -> str:
@@ -121,14 +126,43 @@ def _lengths(row: Mapping[str, Any]) -> str:
 
 
 def slug(row: Mapping[str, Any]) -> str:
-    """A short, unique file name for a comparison: kind, title, model, ISL/OSL or ``agentic`` ([a-z0-9-] only). A
-    slug longer than ``MAX_SLUG`` keeps its first characters and ends in 12 hex digits of the whole slug's sha256."""
+    """The page name of a comparison (a ``comparisons`` mart row: ``kind``, ``title``, ``model``, ``isl``,
+    ``osl``, ``benchmark_type``, ``comparison_id``): its readable name, the words of kind, title, model and
+    ISL/OSL or ``agentic`` joined by ``-`` ([a-z0-9-] only), e.g. ``framework-b200-fp4-sglang-vs-trt-llm-dsr1-1024-1024``.
+
+    Two different comparisons never share a page name: the readable name alone is kept only when it spells every
+    key of the comparison (``_says_every_key``); otherwise, or when it is longer than ``MAX_SLUG``, its first
+    characters end in ``-`` and 12 hex digits of the sha256 of ``comparison_id`` (one id per comparison). A
+    readable name never ends in 12 hex digits (its last word is the OSL, at most 10 digits, or ``agentic``), so it
+    is never a hashed one.
+    """
     lengths = "agentic" if row.get("benchmark_type") == AGENTIC_TRACES else f"{row['isl']} {row['osl']}"
     text = f"{row['kind']} {row['title']} {row['model']} {lengths}"
     name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    if len(name) > MAX_SLUG:
-        name = f"{name[:MAX_SLUG - 13].rstrip('-')}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    if len(name) > MAX_SLUG or not _says_every_key(row["comparison_id"]):
+        digest = hashlib.sha256(row["comparison_id"].encode()).hexdigest()[:12]
+        name = f"{name[:MAX_SLUG - 13].rstrip('-')}-{digest}"
     return name
+
+
+def _says_every_key(comparison_id: str) -> bool:
+    """Whether the readable page name of ``comparison_id`` can be read back to it: the model, GPUs and precisions
+    are one word each ([a-z0-9]+), so they sit at fixed places among the words; a compared spec-decoding key is
+    one word that normalization leaves as it is (not ``off``, which is ``none``, labelled Off); a compared
+    framework is a labelled one (``_LABELLED_FRAMEWORKS``) or one word that no label spells and is not ``vs``, so
+    the first ``vs`` splits the two framework labels; ISL/OSL are numbers or ``agentic``."""
+    parsed = sides_of(comparison_id)
+    if parsed is None or parsed[0] not in KIND_SUFFIX:
+        return False
+    _, a, b = parsed
+    if not all(_WORD.fullmatch(key) for key in (a.model, b.model, a.hw, b.hw, a.precision, b.precision)):
+        return False
+    specs = all(spec == POOLED or (_WORD.fullmatch(spec) and normalize_spec(spec) == spec)
+                for spec in (a.spec_decoding, b.spec_decoding))
+    frameworks = all(f == POOLED or f in _LABELLED_FRAMEWORKS
+                     or (_WORD.fullmatch(f) and f not in FRAMEWORK_LABELS and f != "vs")
+                     for f in (a.framework, b.framework))
+    return bool(specs and frameworks)
 
 
 def page_title(row: Mapping[str, Any]) -> str:
@@ -176,8 +210,9 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
                  runs: Sequence[Mapping[str, Any]], out_dir: Path,
                  default_book: str = REPORT_PRICE_BOOK) -> list[Path]:
     """Write the interactive report: ``index.html`` (summary, headline comparisons first, filters) and one
-    self-contained page per comparison with every price book, plus ``assets/`` (the page scripts and the vendored
-    Chart.js). Pages open from disk: no server, no network.
+    self-contained page per comparison with every price book (named by ``page_names``), plus ``assets/`` (the page
+    scripts and the vendored Chart.js), and remove every other page of ``out_dir`` (a comparison gone, or a page
+    name of an earlier version). Pages open from disk: no server, no network.
 
     Args:
         comparisons: ``comparisons`` mart rows, every price book.
@@ -189,16 +224,19 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         default_book: the price book a page opens with (the first book in name order when it has no rows).
     Returns:
         Paths of the pages written, index first.
+    Raises:
+        ValueError: two comparisons would share a page name (``page_names``); nothing is written.
     """
+    by_comparison: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in comparisons:
+        by_comparison[row["comparison_id"]].append(row)
+    named = page_names(by_comparison)  # before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out_dir / "img", ignore_errors=True)  # PNG charts of earlier versions of the report
     assets = out_dir / "assets"
     assets.mkdir(exist_ok=True)
     for source in (VENDOR_DIR / CHART_JS, STATIC_DIR / "comparison.js", STATIC_DIR / "index.js"):
         shutil.copyfile(source, assets / source.name)
-    by_comparison: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for row in comparisons:
-        by_comparison[row["comparison_id"]].append(row)
     points: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for row in frontiers:
         points[(row["price_book"], row["side_id"])].append(row)
@@ -207,7 +245,7 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
     index, dates = index_runs(runs), {r.get("source_file"): r.get("run_date") for r in runs}
     pages, entries = [], []
     for comparison_id, rows in sorted(by_comparison.items()):
-        name = slug(rows[0])
+        name = named[comparison_id]
         data = page_data(rows, points, runs, book, f"{name}.csv", index, dates)
         shown = sorted((r for r in rows if r["price_book"] == book), key=lambda r: (r["target_index"], r["side"]))
         page = out_dir / f"{name}.html"
@@ -216,7 +254,27 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         entries.append((name, shown))
     index = out_dir / "index.html"
     index.write_text(_index_page(entries, books, book), encoding="utf-8")
+    for stale in set(out_dir.glob("*.html")) - {index, *pages}:  # a page of a comparison gone, or of an old name
+        stale.unlink()
     return [index, *pages]
+
+
+def page_names(by_comparison: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str]:
+    """{comparison_id: page name (``slug`` of its first row)} for the comparisons of one report.
+
+    Raises:
+        ValueError: two comparisons would share a page name (one would be written over the other), naming both:
+            the report is not written.
+    """
+    names: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for comparison_id, rows in sorted(by_comparison.items()):
+        name = slug(rows[0])
+        if name in owner:
+            raise ValueError(f"comparisons {owner[name]!r} and {comparison_id!r} would share the page {name}.html: "
+                             "report not written")
+        names[comparison_id], owner[name] = name, comparison_id
+    return names
 
 
 def json_script(element_id: str, data: Any) -> str:

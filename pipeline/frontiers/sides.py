@@ -16,10 +16,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
-from pipeline.ingest.schema import FIXED_SEQ
+from pipeline.ingest.keys import POOLED_WORD, framework_label, hw_label, precision_label, spec_label
+from pipeline.ingest.schema import BENCHMARK_TYPES, FIXED_SEQ
 
-POOLED = "all"
+POOLED = POOLED_WORD  # ingest refuses it as a spec_decoding or framework key (keys.key_problem)
 # The keys every side fixes (spec_decoding and framework may be pooled): ``fixed_key`` of a side and of a run.
 FIXED_KEYS = ("model", "isl", "osl", "hw", "precision", "benchmark_type")
 GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
@@ -89,6 +89,31 @@ class Comparison:
             return f"{self.label_a} vs {self.label_b} {precision_label(self.a.precision)}"
         return f"{hw_label(self.a.hw)} {precision_label(self.a.precision)}: {self.label_a} vs {self.label_b}"
 
+
+
+def sides_of(comparison_id: str) -> tuple[str, Side, Side] | None:
+    """The kind and the two sides ``Comparison.comparison_id`` wrote ``comparison_id`` from, or None when the text
+    is not such an id (e.g. a key holding ``|`` or ``~``, which ingest refuses, makes it ambiguous)."""
+    kind, colon, rest = comparison_id.partition(":")
+    ids = rest.split("~")
+    if not colon or len(ids) != 2:
+        return None
+    sides = []
+    for side_id in ids:
+        fields = side_id.split("|")
+        if len(fields) != 6 or not fields[4].startswith("spec=") or not fields[5].startswith("framework="):
+            return None
+        model, lengths, hw, precision = fields[:4]
+        isl, slash, osl = lengths.partition("/")
+        if slash and isl.isdigit() and osl.isdigit():
+            shape: dict[str, Any] = {"isl": int(isl), "osl": int(osl), "benchmark_type": FIXED_SEQ}
+        elif lengths in BENCHMARK_TYPES and lengths != FIXED_SEQ:
+            shape = {"isl": None, "osl": None, "benchmark_type": lengths}
+        else:
+            return None
+        sides.append(Side(model=model, hw=hw, precision=precision, spec_decoding=fields[4][len("spec="):],
+                          framework=fields[5][len("framework="):], **shape))
+    return kind, sides[0], sides[1]
 
 
 def run_fixed_key(run: Mapping[str, Any]) -> tuple:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import functools
 import re
+import string
 from datetime import date, datetime
 from pathlib import Path
 
@@ -75,7 +76,7 @@ SPEC_ALIASES = {
     "draft_model": "draft_model",
 }
 
-_FRAMEWORK_LABELS = {
+FRAMEWORK_LABELS = {
     "vllm": "vLLM",
     "sglang": "SGLang",
     "trtllm": "TRT-LLM",
@@ -86,6 +87,41 @@ _FRAMEWORK_LABELS = {
     "mori-sglang": "MoRI SGLang",
     "atom": "ATOM",
 }
+
+
+# The metadata keys whose values are keys: they make the side and comparison ids (pipeline/frontiers/sides.py),
+# the report's page names and the charts' labels; ``model`` also names the partition folders of the run-level marts
+# (``runs/<model>/<run_date>/``). ``key_problem`` says which values cannot be one.
+KEY_FIELDS = frozenset(("model", "hw", "precision", "spec_decoding", "framework", "kv_offload"))
+# The word a side id writes for a pooled spec_decoding or framework (pipeline.frontiers.sides.POOLED).
+POOLED_WORD = "all"
+
+
+def key_problem(field: str, key: str) -> str | None:
+    """Why the normalized text ``key`` cannot be the value of ``field`` (one of ``KEY_FIELDS``), or None when it
+    can (docs/inputs.md, "Which values may be keys"). Length is bounded before (``metadata.MAX_TEXT_CHARS``).
+
+    Every key is printable (``str.isprintable``: no control, format (e.g. U+202E, which reverses the text shown
+    after it), line-separator or unassigned character) and holds neither ``|`` nor ``~``, the separators of side
+    and comparison ids; ``spec_decoding`` and ``framework`` are not ``all``, the word of a pooled side. A model key
+    also names one folder: it does not start with ``.`` (``.`` and ``..`` are path steps, a leading dot hides a
+    folder) and holds no path separator (``/``, ``\\``).
+    """
+    if not key.isprintable():
+        char = next(c for c in key if not c.isprintable())
+        return f"holds the unprintable character U+{ord(char):04X}"
+    if "|" in key or "~" in key:
+        return "holds '|' or '~', which separate the keys in side and comparison ids"
+    if field in ("spec_decoding", "framework") and key == POOLED_WORD:
+        return f"is '{POOLED_WORD}', the word of a side that pools every {field}"
+    if field == "model":
+        if key.startswith("."):
+            return ("starts with '.': '.' and '..' are path steps and a leading dot hides a folder (a model key "
+                    "names the folder runs/<model>/)")
+        if "/" in key or "\\" in key:
+            return ("holds a path separator ('/' or '\\'): a model key names one folder (runs/<model>/); give the "
+                    "model's key (e.g. dsr1), not a path or a repository id")
+    return None
 
 
 def normalize_hw(value: object) -> str | None:
@@ -354,22 +390,28 @@ def to_date(value: object) -> date | None:
 
 
 # Display labels are plain, unescaped text (keys come from user-supplied files); each output medium escapes them
-# where it writes them (docs/architecture.md, "Untrusted text at the output").
+# where it writes them (docs/architecture.md, "Untrusted text at the output"). Upper-casing maps ASCII letters only:
+# str.upper would give the keys "ß" and "ss" one label, "SS".
+_ASCII_UPPER = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
+
+
 def hw_label(hw: str) -> str:
-    """Display label of a GPU key (``mi355x`` → ``MI355X``)."""
-    return hw.upper()
+    """Display label of a GPU key (``mi355x`` → ``MI355X``): ASCII letters upper-cased, so two lowercase keys
+    never share a label."""
+    return hw.translate(_ASCII_UPPER)
 
 
 def precision_label(precision: str) -> str:
-    """Display label of a precision key (``fp4`` → ``FP4``)."""
-    return precision.upper()
+    """Display label of a precision key (``fp4`` → ``FP4``): ASCII letters upper-cased, as ``hw_label``."""
+    return precision.translate(_ASCII_UPPER)
 
 
 def spec_label(spec: str) -> str:
-    """Display label of a spec-decoding key as the seed pages write it (``none`` → ``Off``, ``mtp`` → ``MTP``)."""
-    return "Off" if spec == "none" else spec.upper()
+    """Display label of a spec-decoding key as the seed pages write it (``none`` → ``Off``, ``mtp`` → ``MTP``):
+    ASCII letters upper-cased, as ``hw_label`` (no key is ``off``: normalization makes it ``none``)."""
+    return "Off" if spec == "none" else spec.translate(_ASCII_UPPER)
 
 
 def framework_label(framework: str) -> str:
     """Display label of a framework key (``sglang`` → ``SGLang``, ``dynamo-trt`` → ``Dynamo TRT-LLM``)."""
-    return _FRAMEWORK_LABELS.get(framework, framework)
+    return FRAMEWORK_LABELS.get(framework, framework)

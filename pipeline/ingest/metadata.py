@@ -20,6 +20,8 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from pipeline.ingest.keys import (
+    KEY_FIELDS,
+    key_problem,
     normalize_framework,
     normalize_hw,
     normalize_kv_offload,
@@ -83,8 +85,8 @@ _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     **{key: to_int for key in _INT_KEYS},
 }
 DEFAULTS: dict[str, Any] = {"spec_decoding": "none", "dp_attention": False, "disagg": False}
-# Text keys become partition folder names (model), file names and chart labels: bounded in length (a path
-# component has 255 bytes) and free of control characters, or the run is quarantined as invalid_metadata:<key>.
+# Text values are bounded in length and free of control characters; keys (keys.KEY_FIELDS: folder names, page
+# names, ids and chart labels) also pass keys.key_problem; else the run is quarantined as invalid_metadata:<key>.
 MAX_TEXT_CHARS = 120
 _KEY_ORDER = {key: at for at, key in enumerate(METADATA_KEYS)}
 _CONTROL = frozenset(chr(c) for c in (*range(32), 127))
@@ -118,8 +120,9 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Normalize the metadata keys of ``raw`` (other keys ignored); values that normalize to None are dropped.
 
     Raises:
-        MetadataError: a value of the wrong type (e.g. ``tp="eight"``), or a text value longer than
-            ``MAX_TEXT_CHARS`` or holding control characters (``invalid_metadata:<key>``); an integer key
+        MetadataError: a value of the wrong type (e.g. ``tp="eight"``), a text value longer than
+            ``MAX_TEXT_CHARS`` or holding control characters, or a key that ``keys.key_problem`` refuses (a model
+            ``..`` or ``a/b``, a ``|`` in any key) (``invalid_metadata:<key>``); an integer key
             outside the int32 range (``int_out_of_range:<key>``, e.g. ``max_concurrency`` 3e9); naming the key
             and the source.
     """
@@ -143,6 +146,8 @@ def normalize(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
                                     f"{len(value)} characters, more than the {MAX_TEXT_CHARS} a key may have")
             if not _CONTROL.isdisjoint(value):
                 raise MetadataError(key, _shortened(value), source, "contains control characters")
+            if key in KEY_FIELDS and (problem := key_problem(key, value)) is not None:
+                raise MetadataError(key, _shortened(value), source, problem)
         if value is not None:
             out[key] = value
     return out

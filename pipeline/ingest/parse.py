@@ -37,7 +37,7 @@ from pipeline.ingest.metadata import (
 )
 from pipeline.ingest.parsers import SIDECAR_SUFFIX, FileReadout, Reject, read_path
 from pipeline.ingest.parsers.base import interactivity
-from pipeline.ingest.scan import MANIFEST_NAME, undecodable_path
+from pipeline.ingest.scan import MANIFEST_NAME, is_escaped
 from pipeline.ingest.schema import (
     FIXED_SEQ,
     INTVTY_STATS,
@@ -395,9 +395,10 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
     manifests: dict[str, dict[str, dict[str, str]] | ManifestError] = {}
     for rel in rels:
         path = os.path.join(root, rel)
-        if undecodable_path(root, rel) is not None:  # a name that is not UTF-8, listed escaped: never opened
+        if is_escaped(rel):  # a name that is not UTF-8 (or holds U+FFFD), listed escaped: never opened
             readout = FileReadout("refused", rejects=[Reject(
-                None, "invalid_file_name", "the file name is not UTF-8 (listed with \\x escapes): not opened")])
+                None, "invalid_file_name", "the file name is not UTF-8 or holds U+FFFD (listed with each such byte "
+                                           "as U+FFFD and two hex digits): not opened")])
         else:
             readout = _read(path, real_root)
         folder, name = posixpath.split(rel)

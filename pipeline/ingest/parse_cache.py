@@ -65,8 +65,9 @@ _CHANGED = "<changed>"  # a dependency whose content is not known yet: never equ
 
 
 def parser_version() -> str:
-    """sha256 of the code and data that turn bytes into rows (parsers, metadata, keys, schema, parse, this module,
-    the GPU alias and reference tables of ``reference_dir()``), computed once per reference folder."""
+    """sha256 of the code and data that turn bytes into rows (parsers, metadata, keys, schema, parse, the scan's
+    listed names, this module, the GPU alias and reference tables of ``reference_dir()``), computed once per
+    reference folder."""
     return _parser_version(reference_dir())
 
 
@@ -74,7 +75,7 @@ def parser_version() -> str:
 def _parser_version(folder: Path) -> str:
     package = Path(__file__).resolve().parent
     sources = sorted((package / "parsers").glob("*.py")) + [
-        package / name for name in ("metadata.py", "keys.py", "schema.py", "parse.py", "parse_cache.py")]
+        package / name for name in ("metadata.py", "keys.py", "schema.py", "parse.py", "scan.py", "parse_cache.py")]
     digest = hashlib.sha256()
     # the GPU alias and reference tables map names while parsing, so a changed table must re-parse too
     for source in [*sources, folder / GPU_ALIASES_CSV_NAME, folder / "gpu_reference.csv"]:

@@ -7,7 +7,6 @@ later like any file.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,29 +17,32 @@ import pyarrow as pa
 
 MANIFEST_NAME = "runs.csv"
 MAX_SLICES = 64  # a quick scan's listing is at most this many zero-copy slices, else one copy (take)
-# A byte of a file name that is not UTF-8 is listed as ``\xNN`` (backslash, x, two lowercase hex digits): the
-# name must become text in the ledger and the marts. Such a file is never opened (``invalid_file_name``).
-_ESCAPED_BYTE = re.compile(r"\\x([0-9a-f]{2})")
+# A file name must become text (the ledger, the marts) even when it is not UTF-8: each byte that is not UTF-8 is
+# listed as ESCAPE_MARK (U+FFFD, the replacement character) and its two hex digits, and an ESCAPE_MARK the name
+# itself holds is listed twice, so two names never share a listed name (a UTF-8 name, even one spelled with the
+# text "\xff", is listed as itself). A name listed escaped is never opened (``invalid_file_name``).
+ESCAPE_MARK = "\ufffd"
 
 
 def listed_name(name: str) -> str:
-    r"""A file name as the scan lists it: itself when it is UTF-8, else its undecodable bytes as ``\xNN``
-    (``os.fsdecode`` keeps them as lone surrogates, which no Arrow string, hash or report can hold)."""
-    try:
-        name.encode("utf-8")
-        return name
-    except UnicodeEncodeError:
-        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    """A file name (as ``os.fsdecode`` gives it) as the scan lists it: itself when it is UTF-8 without U+FFFD,
+    else escaped: each byte that is not UTF-8 (a lone surrogate U+DC80-U+DCFF of ``os.fsdecode``, which no Arrow
+    string, hash or report can hold) as U+FFFD and two lowercase hex digits, and each U+FFFD as two. Different
+    names give different listed names (U+FFFD is followed by a second one or by a hex digit, never both)."""
+    if ESCAPE_MARK not in name:
+        try:
+            name.encode("utf-8")
+            return name
+        except UnicodeEncodeError:
+            pass
+    return "".join(f"{ESCAPE_MARK}{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff"
+                   else ESCAPE_MARK * 2 if c == ESCAPE_MARK else c for c in name)
 
 
-def undecodable_path(raw_dir: str, rel: str) -> str | None:
-    """The path on disk (with ``os.fsdecode``'s surrogates) of a ``rel`` (relative to ``raw_dir``) that
-    ``listed_name`` escaped, when that entry exists; None for every other path."""
-    if "\\x" not in rel:
-        return None
-    original = _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m[1], 16)), rel)
-    path = os.path.join(raw_dir, original)
-    return path if original != rel and os.path.lexists(path) else None
+def is_escaped(rel: str) -> bool:
+    """Whether the listed path ``rel`` had a name escaped by ``listed_name`` (it is not the path on disk, and is
+    never opened)."""
+    return ESCAPE_MARK in rel
 
 
 class Listing:
@@ -209,7 +211,7 @@ class _Walk:
                 now.append(stat_of(prefix + rel if rel else raw_dir).st_mtime_ns)
             except OSError:
                 now.append(None)
-        moved = [recorded is None or recorded != mtime or "\\x" in rel
+        moved = [recorded is None or recorded != mtime or ESCAPE_MARK in rel
                  for rel, recorded, mtime in zip(known.rel, known.mtime_ns, now)]
         self.moved_before = np.concatenate([[0], np.cumsum(moved, dtype=np.int64)])
         # the saved folders are in walk order (pre-order): a folder's subtree ends at the next folder no deeper

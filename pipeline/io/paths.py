@@ -67,8 +67,8 @@ def sql_text(name: str) -> str:
 
 
 class OutputLocationError(OSError):
-    """An output location (mart folder, warehouse folder) cannot be written: the message is one line naming the
-    variable, the path and the cause."""
+    """A location the pipeline writes (mart folder, warehouse folder, parse cache, ``DAGSTER_HOME``) cannot be
+    written: the message is one line naming the variable, the path and the cause."""
 
 
 def check_writable_folder(path: str, variable: str) -> None:
@@ -94,14 +94,54 @@ def check_writable_folder(path: str, variable: str) -> None:
 
 
 def check_output_locations() -> None:
-    """``check_writable_folder`` for the mart folder (``PIPELINE_OUT_DIR``) and the warehouse's folder
-    (``PIPELINE_DB_PATH``; the warehouse itself must not be a folder).
+    """``check_dagster_home``, then ``check_writable_folder`` for the mart folder (``PIPELINE_OUT_DIR``), the
+    warehouse's folder (``PIPELINE_DB_PATH``; the warehouse itself must not be a folder) and the parse cache
+    (``check_parse_cache``).
 
     Raises:
         OutputLocationError: one of them cannot be written.
     """
+    check_dagster_home()
     check_writable_folder(env_path("PIPELINE_OUT_DIR"), "PIPELINE_OUT_DIR")
     database = Path(env_path("PIPELINE_DB_PATH"))
     if database.is_dir():
         raise OutputLocationError(f"PIPELINE_DB_PATH {database} is a folder, not a DuckDB file: nothing run")
     check_writable_folder(str(database.parent), "PIPELINE_DB_PATH's folder")
+    check_parse_cache()
+
+
+def check_parse_cache() -> None:
+    """``check_writable_folder`` for the parse cache (``parse_cache_dir``), named ``PIPELINE_CACHE_DIR`` when that
+    is set, else as the default beside the warehouse.
+
+    Raises:
+        OutputLocationError: the cache folder is a file, cannot be created or is not writable.
+    """
+    variable = "PIPELINE_CACHE_DIR" if os.environ.get("PIPELINE_CACHE_DIR") else \
+        "the parse cache beside PIPELINE_DB_PATH (PIPELINE_CACHE_DIR unset)"
+    check_writable_folder(parse_cache_dir(), variable)
+
+
+def check_dagster_home() -> None:
+    """When ``DAGSTER_HOME`` is set (commands then record their runs in its Dagster instance), make sure it names
+    a writable folder before anything is done, so a wrong value fails in one line instead of in Dagster's
+    traceback. Unset is fine (a throwaway instance).
+
+    Raises:
+        OutputLocationError: ``DAGSTER_HOME`` is not an absolute path (Dagster requires one), does not exist, is a
+            file, or is not writable.
+    """
+    value = os.environ.get("DAGSTER_HOME")
+    if not value:
+        return
+    home = Path(value).expanduser()
+    if not home.is_absolute():
+        raise OutputLocationError(f"DAGSTER_HOME {value} is not an absolute path (Dagster requires one): nothing run")
+    if not home.exists():
+        raise OutputLocationError(f"DAGSTER_HOME {home} does not exist: create it (and copy dagster.yaml into it) "
+                                  "or unset it for a throwaway instance: nothing run")
+    if not home.is_dir():
+        raise OutputLocationError(f"DAGSTER_HOME {home} is a file, not a folder: nothing run")
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise OutputLocationError(f"DAGSTER_HOME {home} is not writable (read-only volume or permissions): "
+                                  "nothing run")

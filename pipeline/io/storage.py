@@ -298,6 +298,35 @@ def _write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
 # the folder as it is with the same types. (Hive-style names made pandas infer dictionary-encoded partition
 # columns that clash with the files' own, and read ``run_date`` as text.)
 UNDATED_FOLDER = "undated"
+# The longest partition folder name, in bytes (common file systems allow 255 per name); a longer one is cut and
+# ends in a hash (``partition_folder``).
+MAX_FOLDER_BYTES = 200
+# Ends a cut folder name before its hash: quote() writes "%" only before two hex digits, so no whole name has it.
+_CUT_MARK = "%~"
+
+
+def partition_folder(model: str) -> str:
+    """The folder name of the model key ``model`` in a partitioned mart (``<mart>/<folder>/<run_date>/``): one
+    path component that every reader lists, different for different keys.
+
+    The rule: the key percent-encoded (``urllib.parse.quote`` with no safe character: ``/``, ``\\``, ``%``, spaces
+    and every non-ASCII byte become ``%XX``; letters, digits and ``_.-~`` stay), then a leading ``.`` or ``_`` as
+    ``%2E``/``%5F`` (pyarrow's and pandas' dataset readers skip names starting so; and ``.``/``..`` are never a
+    name), then a name over ``MAX_FOLDER_BYTES`` cut (never inside a ``%XX``) and ended with ``%~`` and 16 hex
+    digits of the key's sha256. Plain keys are their own name (``dsr1``, ``qwen3.5-397b-a17b``). Metadata
+    normalization already refuses model keys that are not one folder name (docs/inputs.md); this keeps the writer
+    safe whatever it is given. Raises nothing (``""`` is ``%``, which no other key gives).
+    """
+    name = quote(model, safe="")
+    if not name:
+        return "%"
+    if name[0] in "._":
+        name = f"%{ord(name[0]):02X}{name[1:]}"
+    if len(name) > MAX_FOLDER_BYTES:
+        cut = name[:MAX_FOLDER_BYTES - len(_CUT_MARK) - 16]
+        at = cut.rfind("%", len(cut) - 2)  # an escape cut short: drop its start
+        name = f"{cut[:at] if at >= 0 else cut}{_CUT_MARK}{hashlib.sha256(model.encode()).hexdigest()[:16]}"
+    return name
 
 
 def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -> list[Path]:
@@ -321,7 +350,7 @@ def write_mart_partitions(table: pa.Table, base_dir: Path) -> list[Path]:
     at the end, ``prune_mart_partitions``).
 
     ``table`` needs ``model`` (string) and ``run_date`` (date32, null = undated); both stay columns of the files
-    and also name the folders (the model key percent-encoded). Each (model, date) slice is written into a
+    and also name the folders (the model key by ``partition_folder``). Each (model, date) slice is written into a
     staging folder beside ``base_dir``, then renamed into place (atomic per file: a reader sees a partition old
     or new, never half-written). Staging folders of killed writers, and the layouts of earlier versions
     (``<base_dir>.parquet``, Hive ``model=…`` folders), which readers would otherwise find stale beside the new
@@ -347,7 +376,7 @@ def write_mart_partitions(table: pa.Table, base_dir: Path) -> list[Path]:
     groups = table.group_by(["model", "run_date"], use_threads=False).aggregate([([], "count_all")])
     files, offset = [], 0
     for model, run_date, n in zip(*(groups.column(i).to_pylist() for i in range(3))):
-        folder = f"{quote(model, safe='')}/{UNDATED_FOLDER if run_date is None else run_date.isoformat()}"
+        folder = f"{partition_folder(model)}/{UNDATED_FOLDER if run_date is None else run_date.isoformat()}"
         files.append((Path(folder) / "part-0.parquet", offset, n))
         offset += n
 

@@ -61,12 +61,13 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     Fails closed, before writing anything (``pipeline.ingest.input_loss``): a missing, unreadable or empty raw
     folder, or a scan with more than ``max_run_loss_share`` (run config, default 20 %) fewer runs than the last
     one, raises with a one-line cause and every mart stays as it was; ``allow_shrink: true`` accepts a
-    deliberate shrink. A mart folder that cannot be written (a file in its place, a read-only volume) fails first,
-    in one line (``pipeline.io.paths.OutputLocationError``).
+    deliberate shrink. A mart or parse-cache folder that cannot be written (a file in its place, a read-only
+    volume) fails first, in one line (``pipeline.io.paths.OutputLocationError``).
     """
     keys = list(context.partition_keys)
     raw_dir = Path(paths.raw_dir)
     check_writable_folder(paths.out_dir, "PIPELINE_OUT_DIR")  # fail in one line now, not after the parse
+    check_writable_folder(paths.cache_dir, "PIPELINE_CACHE_DIR")
     # a run started from a scan (the sensor's tick, the partition discovery) reads the folder as that scan saw it:
     # no second scan, and the runs streamed from the parse cache into DuckDB, when the cache still holds it
     folder = folder_rows(raw_dir, Path(paths.cache_dir), snapshot=run_tag(context, SNAPSHOT_TAG), dates=keys)
