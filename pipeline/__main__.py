@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
         instance = _instance()
         notice = check_warehouse(env_path("PIPELINE_DB_PATH"))
     except (OutputLocationError, duckdb.Error) as exc:
-        print(f"pipeline not started: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
+        print(f"pipeline not started: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}", file=sys.stderr)
         return 1
     if notice:
         print(notice, file=sys.stderr)
