@@ -139,3 +139,15 @@ def test_the_length_rule_is_written_once():
                if "(1 + coalesce(random_range_ratio" in p.read_text(encoding="utf-8")]
     assert writers == ["sql/run_lengths.sql"]
     assert 'sql_text("run_lengths")' in (root / "pipeline" / "validate" / "lengths.py").read_text(encoding="utf-8")
+
+
+def test_input_throughput_is_derived_in_one_place():
+    """``parsers.base.input_throughput`` is the one place a parser derives input tok/s from total and output tok/s
+    (issue 41: both TRT-LLM parsers subtracted inline): no other parser module assigns ``input_tput_tok_s`` from a
+    subtraction."""
+    import re
+    root = Path(__file__).resolve().parents[1]
+    inline = re.compile(r"(input_tput_tok_s=|\[\"input_tput_tok_s\"\]\s*=)[^,\n]*\s-\s")  # a kwarg or item
+    writers = [p.name for p in (root / "pipeline" / "ingest" / "parsers").glob("*.py")
+               if inline.search(p.read_text(encoding="utf-8"))]
+    assert writers == []

@@ -67,3 +67,24 @@ def test_without_the_reference_rows_the_same_run_is_unknown_hw(tmp_path, monkeyp
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as conn:
         codes = conn.execute("select reason_code from quarantine where source_file = 'x900_conc8.json'").fetchall()
     assert codes == [("unknown_hw",)]
+
+
+def test_the_reference_table_is_the_one_list_of_gpus_and_their_order(tmp_path, monkeypatch):
+    """No GPU list in code: a GPU added as a row is a key the parse recognizes (longest match first, so ``x9000``
+    is not read as ``x900``), and comparisons list GPUs in the table's row order; a GPU removed from the table is
+    no longer a key (issue 41)."""
+    from pipeline.frontiers.sides import _gpu_rank
+    from pipeline.ingest.keys import gpu_display_order, gpu_keys, normalize_hw
+
+    reference = tmp_path / "reference"
+    shutil.copytree(REPO / "data" / "reference", reference)
+    header, *rows = (reference / "gpu_reference.csv").read_text(encoding="utf-8").splitlines()
+    rows = [r for r in rows if not r.startswith("h100,")]  # dropped
+    rows.insert(0, "x9000,X9000,1.5,2.0,2.5,3.0,2026-07")  # listed first
+    rows.append("x900,X900,1.5,2.0,2.5,3.0,2026-07")
+    (reference / "gpu_reference.csv").write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    monkeypatch.setenv("PIPELINE_REFERENCE_DIR", str(reference))
+    assert gpu_display_order()[:2] == ("x9000", "h200") and gpu_display_order()[-1] == "x900"
+    assert "h100" not in gpu_keys() and gpu_keys().index("x9000") < gpu_keys().index("x900")
+    assert normalize_hw("x9000") == "x9000" and normalize_hw("x900") == "x900"
+    assert sorted(["mi355x", "x900", "h200", "x9000"], key=_gpu_rank) == ["x9000", "h200", "mi355x", "x900"]

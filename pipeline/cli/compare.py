@@ -28,7 +28,7 @@ from pipeline.comparisons.report import workload
 from pipeline.frontiers.points import build_frontiers, frontiers_by_side
 from pipeline.frontiers.sides import POOLED, Comparison, Side, side_label
 from pipeline.ingest.keys import (
-    GPU_KEYS,
+    gpu_keys,
     normalize_framework,
     normalize_hw,
     normalize_precision,
@@ -190,7 +190,7 @@ def resolve_side(name: str, given: Mapping[str, str], runs: Sequence[Mapping[str
             context = f"for side {name} at {model} {isl}/{osl}" + "".join(
                 f" {k}={v}" for k, v in keys.items() if v != POOLED)
             raise UsageError(suggest(key, raw, valid + ([POOLED] if key in ("spec_decoding", "framework") else []),
-                                     context, known=any(r[key] == value for r in runs) or (key == "hw" and value in GPU_KEYS)))
+                                     context, known=any(r[key] == value for r in runs) or (key == "hw" and value in gpu_keys())))
         if value != POOLED:
             pool = [r for r in pool if r[key] == value]
         keys[key] = value

@@ -16,13 +16,19 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from pipeline.ingest.keys import POOLED_WORD, framework_label, hw_label, precision_label, spec_label
+from pipeline.ingest.keys import (
+    POOLED_WORD,
+    framework_label,
+    gpu_display_order,
+    hw_label,
+    precision_label,
+    spec_label,
+)
 from pipeline.ingest.schema import BENCHMARK_TYPES, FIXED_SEQ
 
 POOLED = POOLED_WORD  # ingest refuses it as a spec_decoding or framework key (keys.key_problem)
 # The keys every side fixes (spec_decoding and framework may be pooled): ``fixed_key`` of a side and of a run.
 FIXED_KEYS = ("model", "isl", "osl", "hw", "precision", "benchmark_type")
-GPU_ORDER = ("h100", "h200", "b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x")
 
 
 @dataclass(frozen=True)
@@ -182,4 +188,6 @@ def enumerate_comparisons(runs: Iterable[Mapping[str, Any]]) -> list[Comparison]
 
 
 def _gpu_rank(hw: str) -> tuple[int, str]:
-    return (GPU_ORDER.index(hw) if hw in GPU_ORDER else len(GPU_ORDER), hw)
+    """GPUs in the order of ``gpu_reference.csv``'s rows, a GPU absent from it last (then by key)."""
+    order = gpu_display_order()
+    return (order.index(hw) if hw in order else len(order), hw)

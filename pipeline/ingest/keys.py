@@ -15,9 +15,6 @@ from pathlib import Path
 from pipeline.io.opener import RefusedFile, open_text
 from pipeline.io.paths import reference_dir
 
-# GPU keys of the bundled reference table, longest first so "gb200" is tried before "b200"; ``gpu_keys()`` adds the
-# keys of the reference folder in use (a GPU added in data/reference/gpu_reference.csv, no code).
-GPU_KEYS = ("gb200", "gb300", "mi300x", "mi325x", "mi355x", "h100", "h200", "b200", "b300")
 _GPU_ALIASES = {"mi355": "mi355x", "mi325": "mi325x", "mi300": "mi300x"}
 # Marketing names as drivers and engines print them (nvidia-smi, amd-smi, TRT-LLM's `machine.name`), e.g.
 # "NVIDIA H100 80GB HBM3", mapped to keys by a table beside the GPU reference.
@@ -25,21 +22,28 @@ GPU_ALIASES_CSV_NAME = "gpu_aliases.csv"
 
 
 def gpu_keys() -> tuple[str, ...]:
-    """``GPU_KEYS`` plus every ``hw`` of ``gpu_reference.csv`` in ``reference_dir()``, longest first (ties in
-    ``GPU_KEYS`` order, then alphabetical), so a prefix match tries ``gb200`` before ``b200``."""
-    return _gpu_keys(reference_dir())
+    """Every ``hw`` of ``gpu_reference.csv`` in ``reference_dir()``, longest first (ties in the table's order), so
+    a prefix match tries ``gb200`` before ``b200``. The table is the one list of GPUs: a GPU added there is read,
+    validated and sorted like the others, with no code (docs/inputs.md section 7)."""
+    return tuple(sorted(gpu_display_order(), key=lambda k: -len(k)))
+
+
+def gpu_display_order() -> tuple[str, ...]:
+    """The ``hw`` keys of ``gpu_reference.csv`` in ``reference_dir()`` in the table's row order, the order pages and
+    comparisons list GPUs in (the bundled table: NVIDIA by generation, then AMD). Empty when the table cannot be
+    read: the reference asset then stops the run, naming the file."""
+    return _reference_gpus(reference_dir())
 
 
 @functools.cache
-def _gpu_keys(folder: Path) -> tuple[str, ...]:
-    extra: list[str] = []
+def _reference_gpus(folder: Path) -> tuple[str, ...]:
     try:
         handle = open_text(folder / "gpu_reference.csv", "reference")
-        extra = sorted({(row.get("hw") or "").strip().lower() for row in csv.DictReader(handle)} - {""})
-    except (OSError, RefusedFile, UnicodeDecodeError):  # reported by the reference asset, which reads it whole
-        pass
-    keys = list(GPU_KEYS) + [k for k in extra if k not in GPU_KEYS]
-    return tuple(sorted(keys, key=lambda k: -len(k)))
+        keys = [(row.get("hw") or "").strip().lower() for row in csv.DictReader(handle)]
+    except (OSError, RefusedFile, UnicodeDecodeError, csv.Error):  # reported by the reference asset
+        return ()
+    return tuple(dict.fromkeys(k for k in keys if k))
+
 
 PRECISION_ALIASES = {
     "nvfp4": "fp4",
@@ -158,7 +162,7 @@ def gpu_name_aliases(path: Path | None = None) -> dict[str, str]:
     Returns:
         {lowercased alias: GPU key}.
     Raises:
-        ValueError: a missing column, an empty cell, a key that is not one of ``GPU_KEYS``, or an alias listed twice
+        ValueError: a missing column, an empty cell, a key that is not one of ``gpu_keys()``, or an alias listed twice
             (naming the file and line).
     """
     return _gpu_name_aliases(reference_dir() / GPU_ALIASES_CSV_NAME if path is None else path)

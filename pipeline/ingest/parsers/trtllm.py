@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from pipeline.ingest.keys import model_key
 from pipeline.ingest.parsers.base import (
     ParsedRun,
+    input_throughput,
     integer,
     interactivity,
     number,
@@ -85,7 +86,7 @@ def parse(doc: Mapping[str, Any]) -> ParsedRun:
         request_throughput_req_s=number(perf, "request_throughput_req_s", label="performance.request_throughput_req_s"),
         total_tput_tok_s=total,
         output_tput_tok_s=output,
-        input_tput_tok_s=None if total is None or output is None else total - output,
+        input_tput_tok_s=input_throughput(total, output),
         model_id=None if engine.get("model") is None else str(engine.get("model")),
     )
     # trtllm-bench: acceptance length = tokens per iteration (bonus included); draft acceptance rate a FRACTION.

@@ -18,7 +18,7 @@ import hashlib
 import re
 
 from pipeline.ingest.keys import model_key
-from pipeline.ingest.parsers.base import ParsedRun, console_number
+from pipeline.ingest.parsers.base import ParsedRun, console_number, input_throughput
 
 FORMAT = "trtllm_bench_console"
 REPORT = "PERFORMANCE OVERVIEW"
@@ -80,7 +80,7 @@ def parse_text(text: str) -> tuple[str, list[ParsedRun], str | None]:
     )
     if avg_out:
         run.values["total_tput_tok_s"] = output * (avg_in + avg_out) / avg_out
-        run.values["input_tput_tok_s"] = run.values["total_tput_tok_s"] - output
+        run.values["input_tput_tok_s"] = input_throughput(run.values["total_tput_tok_s"], output)
         run.derivations.append("total_tput_tok_s = Token Throughput (output tok/s) × (avg input + avg output) / "
                                "avg output; input = total − output")
     meta = {}
