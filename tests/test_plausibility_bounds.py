@@ -195,6 +195,7 @@ E2EL_CASES = [
     (dict(median_e2el_s=200.0), None),                              # 199.5 / 20.46 = 9.75
     (dict(median_e2el_s=None, median_tpot_s=0.0005), None),         # no E2EL: not checked
     (dict(osl=1, median_e2el_s=220.0), None),                       # OSL 1: no decoding to compare
+    (dict(osl=2, median_e2el_s=1.5), "inconsistent:e2el"),          # 1 s over 0.02 s of decoding: 50
     # agentic-trace runs have no fixed OSL: not checked even with one written
     (dict(benchmark_type="agentic_traces", e2e_norm_intvty_p90=2.0, isl=None, median_e2el_s=220.0), None),
 ]
@@ -224,6 +225,7 @@ AT_512 = 1 / 512  # 2⁻⁹ s: exactly 512 tok/s/user
 INTVTY_CASES = [
     (dict(tp=2, median_tpot_s=AT_512), None, True),                         # 2 GPUs: 512, at it (the screen's hair)
     (dict(tp=2, median_tpot_s=AT_512 * (1 - 1e-9)), "512", True),           # 512.0000005 > 512
+    (dict(tp=2, median_tpot_s=1 / (512 * (1 - 1e-10))), None, False),      # within 1e-10 under: not even the screen
     (dict(tp=2, median_tpot_s=1 / 100), None, False),
     (dict(tp=2, pp=2, median_tpot_s=1 / 1000), None, False),                # 4 GPUs (pp counts: generous): 1024
     (dict(tp=2, pp=2, median_tpot_s=1 / 1100), "1024", True),
@@ -258,8 +260,8 @@ def test_interactivity_ceiling_rule(values, ceiling, _):
         return
     code, detail = finding
     assert code == "implausible:median_intvty"
-    assert f"tok/s/user (median TPOT {row['median_tpot_s'] * 1e3:.4g} ms) is above the {ceiling} a h200 can decode " \
-           "for model 'dsr1': 5.12 TB/s × " in detail
+    assert detail.startswith(f"{1 / row['median_tpot_s']:.6g} tok/s/user (median TPOT {row['median_tpot_s'] * 1e3:.4g} "
+                             f"ms) is above the {ceiling} a h200 can decode for model 'dsr1': 5.12 TB/s × ")
     assert detail.endswith("(40B activated parameters × 0.5 bytes) (data/reference/gpu_reference.csv, "
                            "model_active_params.csv, plausibility.csv)")
 
@@ -313,6 +315,22 @@ def test_decode_gpu_count_row_and_column_agree():
 def test_unknown_model_size_rule_and_screen():
     rule = unknown_model_size_rule(REFERENCE)
     rows = [_row(model="dsr1"), _row(model="glm-6"), _row(model=None)]
-    assert [rule(row) is None for row in rows] == [True, False, True]  # a null model is missing_metadata's
+    assert [rule(row) for row in rows] == [None, (
+        "unknown_model_size", "model 'glm-6' has no activated-parameter count: add a row (model, active_params_b, "
+        "basis) to data/reference/model_active_params.csv from its model card; the tok/s/GPU and tok/s/user ceilings "
+        "divide by it"), None]  # a null model is missing_metadata's
     assert rule.screen(pa.Table.from_pylist(rows, schema=RUN_SCHEMA)).to_pylist() == [False, True, True]
+
+
+def test_a_reference_without_models_or_gpus_judges_every_model_unknown_and_bounds_nothing():
+    """A model_active_params.csv of its header alone (or a GPU table without rows) is a reference the screens
+    still read: every model is unknown_model_size, and no ceiling is computed (nor fails)."""
+    empty = Plausibility(ranges=(), peak_pflops={}, active_params_b={}, bandwidth_tb_s={},
+                         e2el_decode_ratio=REFERENCE.e2el_decode_ratio, weight_bytes_per_param=0.5,
+                         max_tokens_per_step=8.0)
+    table = pa.Table.from_pylist([_row(tp=2, median_tpot_s=1e-6), _row(model=None, tp=2)], schema=RUN_SCHEMA)
+    assert unknown_model_size_rule(empty).screen(table).to_pylist() == [True, True]
+    assert unknown_model_size_rule(empty)(table.to_pylist()[0])[0] == "unknown_model_size"
+    assert interactivity_ceiling_rule(empty).screen(table).to_pylist() == [False, False]
+    assert interactivity_ceiling_rule(empty)(table.to_pylist()[0]) is None
 
