@@ -60,7 +60,7 @@ def test_disaggregated_1p8d_per_role_throughput_and_power(tmp_path, run_pipeline
     raw.mkdir()
     (raw / "pd.jsonl").write_text(json.dumps(_sglang_pd_line()) + "\n")
     (raw / "pd.jsonl.meta.json").write_text(json.dumps({
-        "model": "qwen2.5-3b", "hw": "h200", "precision": "bf16", "num_prefill_gpu": 1, "num_decode_gpu": 8,
+        "model": "qwen2.5-3b-instruct", "hw": "h200", "precision": "bf16", "num_prefill_gpu": 1, "num_decode_gpu": 8,
         "run_date": "2026-07-14",
         "power_log": "power.csv", "start_time_unix": START}))
     # DCGM-style samples, one per second from 2 s before to 2 s after the 20 s window, 9 GPUs at 600 W each

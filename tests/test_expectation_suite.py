@@ -131,3 +131,19 @@ def test_the_suite_keeps_no_dataframe_alive_after_it_returns(sample_run, monkeyp
     assert all(o.success for o in outcomes)
     gc.collect()  # not needed by the code under test (it collects itself); rules out cycles pytest holds
     assert len(frames) == 2 and all(ref() is None for ref in frames)
+
+
+def test_a_model_without_a_size_fails_the_blocking_model_set_check():
+    """``model_size_known`` holds the accepted table to the keys of data/reference/model_active_params.csv, as the
+    row rule ``unknown_model_size`` holds each run (a model key absent there is quarantined first)."""
+    from pipeline.ingest.schema import RUN_SCHEMA
+    from pipeline.metrics.reference import load_gpu_reference
+
+    base = {name: None for name in RUN_SCHEMA.names}
+    rows = [{**base, "run_id": f"r{i}", "source_file": f"f{i}.json", "source_row": 0, "model": model, "hw": "h200",
+             "benchmark_type": "fixed_seq"} for i, model in enumerate(("dsr1", "glm-6", "glm-5"))]
+    runs = pa.Table.from_pylist(rows, schema=RUN_SCHEMA)
+    known_hw = load_gpu_reference().column("hw").to_pylist()
+    outcome = {o.name: o for o in run_suite([runs], known_hw, duplicates_by_run_id(runs))}["model_size_known"]
+    assert outcome.blocking and not outcome.success
+    assert (outcome.element_count, outcome.unexpected_count, outcome.examples) == (3, 1, ["glm-6"])

@@ -17,7 +17,7 @@ def _reference_with_x900(folder: Path) -> Path:
     reference = folder / "reference"
     shutil.copytree(REPO / "data" / "reference", reference)
     with open(reference / "gpu_reference.csv", "a", encoding="utf-8") as handle:
-        handle.write("x900,X900,1.5,2.0,2.5,3.0,2026-07\n")
+        handle.write("x900,X900,1.5,2.0,2.5,3.0,6,2026-07\n")  # 6 TB/s: the tok/s/user ceiling's bandwidth
     with open(reference / "gpu_aliases.csv", "a", encoding="utf-8") as handle:
         handle.write("Acme X900 96GB,x900\n")
     with open(reference / "gpu_peak_flops.csv", "a", encoding="utf-8") as handle:

@@ -46,7 +46,8 @@ def _vllm(name: str, spec: str, tpot_ms: float, total: float, output_tokens: int
     output throughput those its tokens and total throughput imply (a run whose numbers disagree is implausible)."""
     duration = (10000 + output_tokens) / total
     return name, {
-        "model_id": "org/m", "backend": "vllm", "spec_decoding": spec, "max_concurrency": int(tpot_ms), "duration": duration, "num_prompts": 10, "completed": 10, "failed": 0,
+        "model_id": "deepseek-ai/DeepSeek-R1-0528", "backend": "vllm", "spec_decoding": spec,
+        "max_concurrency": int(tpot_ms), "duration": duration, "num_prompts": 10, "completed": 10, "failed": 0,
         "total_input_tokens": 10000, "total_output_tokens": output_tokens,
         "total_token_throughput": total, "output_throughput": output_tokens / duration, "median_ttft_ms": 100.0,
         "median_tpot_ms": tpot_ms, "mean_tpot_ms": tpot_ms, "p99_tpot_ms": tpot_ms, "median_e2el_ms": 5000.0}
@@ -64,7 +65,7 @@ def test_off_nominal_run_is_left_off_the_frontier_and_counted(tmp_path, run_pipe
     for name, doc in files:
         (raw / name).write_text(json.dumps(doc))
     (raw / "runs.csv").write_text("file,model,hw,precision,tp,isl,osl,run_date\n" + "".join(
-        f"{name},m,h200,fp8,1,1000,1000,2026-07-14\n" for name, _ in files))
+        f"{name},dsr1,h200,fp8,1,1000,1000,2026-07-14\n" for name, _ in files))
     result = run_pipeline(raw)
     assert result.result.success
     ledger = {r["source_file"]: r for r in result.mart("ingest_ledger").to_pylist()}

@@ -29,13 +29,16 @@ from pipeline.validate.rules import (
 KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
 
 # ceilings (tok/s/GPU) = peak PFLOP/s × 1e15 / (2 × active params × 1e9):
-#   h200 (2 PFLOP/s) running dsr1 (40 B active): 2e15 / 8e10 = 25,000;   h200 running any other model (10 B): 100,000
+#   h200 (2 PFLOP/s) running dsr1 (40 B active): 2e15 / 8e10 = 25,000;   h200 running "other" (10 B): 100,000
 #   b200 (8 PFLOP/s) running dsr1: 8e15 / 8e10 = 100,000;                 lowest of all: 25,000
+#   a model not listed has no ceiling (unknown_model_size judges it)
 OUTPUT_RATIO = Range("output_duration_ratio", "output_throughput", 0.5, 2.0, "ratio")
 TOTAL_RATIO = Range("total_duration_ratio", "total_token_throughput", 0.5, 2.0, "ratio")
 PP_RANGE = Range("pp", "pp", 1, 64, "GPUs")
 REFERENCE = Plausibility(ranges=(OUTPUT_RATIO, TOTAL_RATIO, PP_RANGE), peak_pflops={"h200": 2.0, "b200": 8.0},
-                         active_params_b={"dsr1": 40.0}, default_active_params_b=10.0)
+                         active_params_b={"dsr1": 40.0, "other": 10.0}, bandwidth_tb_s={"h200": 4.8, "b200": 8.0},
+                         e2el_decode_ratio=Range("e2el_decode_ratio", "e2el", 0.0, 10.0, "ratio"),
+                         weight_bytes_per_param=0.5, max_tokens_per_step=8.0)
 CEILING_TAIL = ("(dense peak ÷ 2 FLOPs per activated parameter; data/reference/gpu_peak_flops.csv, "
                 "model_active_params.csv)")
 
@@ -68,7 +71,8 @@ CEILING_CASES = [
     (dict(tp=0, total_tput_tok_s=1e9, reported_tput_per_gpu=20000.0), None, False),  # 0 GPUs: the reported value
     (dict(hw="b200", tp=1, total_tput_tok_s=99999.0), None, True),              # under b200's 100,000
     (dict(hw="b200", tp=1, total_tput_tok_s=100001.0), "100001", True),
-    (dict(model="other", tp=1, total_tput_tok_s=99000.0), None, True),          # other models: 100,000
+    (dict(model="other", tp=1, total_tput_tok_s=99000.0), None, True),          # "other": 100,000
+    (dict(model="unlisted", tp=1, total_tput_tok_s=1e9), None, True),           # no size: unknown_model_size
     (dict(hw="rtx", tp=1, total_tput_tok_s=1e9), None, True),                   # no peak: unknown_hw judges it
     (dict(tp=1), None, False),                                                  # nothing to divide
 ]
@@ -109,7 +113,7 @@ def test_the_default_reference_is_read_once_from_the_files(monkeypatch):
     assert first.ceiling("h200", "dsr1") == pytest.approx(1.979e15 / 74e9)
     run = _row(tp=1, total_tput_tok_s=26800.0)
     assert ceiling_rule(first)(run)[1].startswith("26800 tok/s/GPU is above the 26743.2 a h200")
-    assert [rule(run) for rule in rules(["h200"])][12][0] == "implausible:tput_per_gpu"
+    assert [rule(run) for rule in rules(["h200"])][13][0] == "implausible:tput_per_gpu"
 
 
 # --- duration ratios and plain ranges --------------------------------------------------------------------------

@@ -468,7 +468,7 @@ def test_zero_tpot_is_rejected_from_seconds_and_ms_keyed_rows_on_both_paths():
     (1e-3, None),  # 1 ms/token
 ])
 def test_tpot_sign_and_finiteness(value, code):
-    runs = [_good_run(0, median_tpot_s=value)]
+    runs = [_good_run(0, median_tpot_s=value, median_e2el_s=None)]  # no E2EL: nothing to hold the TPOT against
     assert _both_paths(runs).get("f0.json") == code
     assert (check_run(runs[0], _rules()) or (None,))[0] == code
 
@@ -495,8 +495,10 @@ def test_negative_infinite_throughput_is_non_finite():
     ("s", 40.0, "implausible_value:median_tpot_ms"),  # 10× up (50 s) would accept this
 ])
 def test_plausibility_limits_at_their_boundaries(unit, tpot, code):
-    # median TTFT 0.5 s ≤ E2EL: keep the E2EL above TTFT whatever the TPOT; no duration → no Little's-law evidence
-    runs = [_good_run(0, median_tpot_s=tpot, latency_unit_in_file=unit, median_e2el_s=1000.0, mean_e2el_s=None)]
+    # E2EL = TTFT 0.5 s + TPOT × (OSL 1024 − 1): above TTFT and consistent with the TPOT whatever it is (the range
+    # decides, not inconsistent:e2el); no duration → no Little's-law evidence
+    runs = [_good_run(0, median_tpot_s=tpot, latency_unit_in_file=unit, median_e2el_s=0.5 + tpot * 1023,
+                      mean_e2el_s=None)]
     assert _both_paths(runs).get("f0.json") == code
 
 
@@ -550,7 +552,11 @@ def test_unit_mismatch_from_per_gpu_output_rate():
     ({"completed": None, "failed": 0, "num_prompts": 80}, None),
     ({"output_tput_tok_s": 5000.0 * (1 + 1e-10)}, None),  # within the 1e-9 tolerance
     ({"output_tput_tok_s": 5001.0}, "inconsistent:output_throughput: output_throughput 5001.0 > total_token_throughput 5000.0"),
-    ({"median_ttft_s": 20.001}, "inconsistent:ttft_ms: median TTFT 20.001 s > median E2EL 20.0 s"),
+    # the first token after the last: E2EL − TTFT = −0.001 s is also −0.001 / (0.02 × 1023 = 20.46 s) = −4.88759e-05
+    # of the decoding time the TPOT gives, below the tolerance's 0
+    ({"median_ttft_s": 20.001}, "inconsistent:ttft_ms: median TTFT 20.001 s > median E2EL 20.0 s; inconsistent:e2el: "
+     "(median E2EL 20 s − median TTFT 20.001 s) / (median TPOT 20 ms × (OSL 1024 − 1)) = -4.88759e-05, outside "
+     "[0, 10]: the decoding time and the TPOT disagree (e2el_decode_ratio, data/reference/plausibility.csv)"),
     ({"median_ttft_s": 20.0}, None),
 ])
 def test_rule_details(over, detail):
@@ -607,14 +613,15 @@ def test_latency_statistics_detail_and_a_reference_without_an_e2el_bound():
     from pipeline.validate.plausibility import Plausibility, Range
     from pipeline.validate.rules import latency_statistics_rule
 
+    e2el = Range("e2el_decode_ratio", "e2el", 0.0, 10.0, "ratio")
     rule = latency_statistics_rule(Plausibility((Range("median_e2el_s", "median_e2el_ms", 0.001, 100.0, "s"),),
-                                                {}, {}, 1.0))
+                                                {}, {}, {}, e2el, 0.5, 8.0))
     assert rule(_good_run(0, p90_tpot_s=0.03, p99_tpot_s=0.025)) == (
         "inconsistent:tpot_percentiles", "p90 TPOT 0.03 s > p99 TPOT 0.025 s")
     assert rule(_good_run(0, p99_e2el_s=100.5)) == (
         "implausible:p99_e2el_ms", "p99_e2el_s = 100.5 s is longer than any request may take (100 s, median_e2el_s "
         "in data/reference/plausibility.csv)")
-    unbounded = latency_statistics_rule(Plausibility((), {}, {}, 1.0))  # no E2EL row: finiteness alone
+    unbounded = latency_statistics_rule(Plausibility((), {}, {}, {}, e2el, 0.5, 8.0))  # no E2EL row: finiteness alone
     assert unbounded(_good_run(0, p99_e2el_s=1e308)) is None
     assert unbounded(_good_run(0, std_e2el_s=-1.0))[0] == "implausible:std_e2el_ms"
 
@@ -756,6 +763,16 @@ SINGLE_FAULTS = [
     ({"failed": 1}, "failed_requests"),
     ({"metadata_conflicts": "hw: file=h200 sidecar=b200"}, "metadata_conflict:hw"),
     ({"output_tput_tok_s": 6000.0}, "inconsistent:output_throughput"),
+    # plausibility without a wildcard: a model model_active_params.csv does not list has no ceiling to be held to
+    ({"model": "glm-6"}, "unknown_model_size"),
+    # tok/s/user under 4.8 TB/s × 1 GPU / (37B × 0.5 bytes) = 259.46 on one H200 (E2EL kept at TTFT + TPOT × 1023)
+    ({"tp": 1, "median_tpot_s": 0.003, "median_e2el_s": 0.5 + 0.003 * 1023}, "implausible:median_intvty"),  # 333
+    ({"tp": 1, "median_tpot_s": 0.004, "median_e2el_s": 0.5 + 0.004 * 1023}, None),  # 250
+    ({"spec_decoding": "mtp", "spec_accept_length": 8.5}, "implausible:spec_accept_length"),  # more than 8 per step
+    ({"spec_decoding": "mtp", "spec_accept_length": 0.9}, "implausible:spec_accept_length"),  # less than the 1 emitted
+    # E2EL − TTFT within [0, 10] × TPOT × (OSL − 1), means first: 249.5 / 20.46 = 12.19, 200.1 / 20.46 = 9.78
+    ({"mean_e2el_s": 250.0, "mean_ttft_s": 0.5, "mean_tpot_s": 0.02}, "inconsistent:e2el"),
+    ({"mean_e2el_s": 200.6, "mean_ttft_s": 0.5, "mean_tpot_s": 0.02}, None),
 ]
 
 

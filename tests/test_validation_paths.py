@@ -88,6 +88,9 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
         "same_key": dict(content_sha256="f" * 64),
         "other_run": dict(conc=good["conc"] + 2, content_sha256="e" * 64),
         "above_ceiling": dict(total_tput_tok_s=1e9, output_tput_tok_s=1.0),
+        "unknown_model": dict(model="not-in-the-reference"),
+        "above_intvty_ceiling": dict(median_tpot_s=1e-5, latency_unit_in_file=None),
+        "e2el_off": dict(mean_e2el_s=good["mean_e2el_s"] * 49, p99_e2el_s=good["mean_e2el_s"] * 49),
         "unknown_type": dict(benchmark_type="mystery"),
         "duration_off": dict(duration_s=good["duration_s"] / 100),
         "ttft_nan": dict(median_ttft_s=float("nan")),
@@ -98,7 +101,7 @@ def test_paths_agree_on_every_rule_and_on_duplicates():
     table = [good] + [dict(good, source_row=row, **change) for row, change in enumerate(broken.values(), 1)]
     slow, fast = _both_paths(pa.Table.from_pylist(table, schema=RUN_SCHEMA))
     n_ranges = len(load_plausibility().ranges)
-    assert len(rules(KNOWN_HW)) == 14 + n_ranges and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
+    assert len(rules(KNOWN_HW)) == 17 + n_ranges and all(hasattr(rule, "screen") for rule in rules(KNOWN_HW))
     row_of = {name: row for row, name in enumerate(broken, 1)}
     assert slow[0].column("source_row").to_pylist() == [good["source_row"], row_of["reported_only"], row_of["other_run"]]
     assert slow[1].column("reason_code").to_pylist()[-2:] == ["duplicate_run", "duplicate_run"]

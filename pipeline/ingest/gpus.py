@@ -58,3 +58,26 @@ def gpu_count_column(table: pa.Table) -> pa.ChunkedArray:
                          pc.fill_null(column("pcp"), 1.0))
     split = pc.add(column("num_prefill_gpu"), column("num_decode_gpu"))
     return pc.if_else(pc.fill_null(table["disagg"], False), split, single)
+
+
+def run_decode_gpus(run: Mapping[str, Any]) -> int | None:
+    """GPUs that serve a run's decode steps (a count): a disaggregated run's ``num_decode_gpu``, else every GPU of
+    the run (``run_gpus``). None when that count is absent.
+
+    The tok/s/user ceiling spreads one decode step's weight reads over these GPUs; counting every one (replicas and
+    pipeline stages too, which do not shorten one request's step) keeps that bound generous, never tight.
+    """
+    if run.get("disagg"):
+        return run.get("num_decode_gpu")
+    return run_gpus(run)
+
+
+def decode_gpu_column(table: pa.Table) -> pa.ChunkedArray:
+    """``run_decode_gpus`` of every row of a table with the columns ``gpu_count_column`` reads, as float64 (null where
+    ``run_decode_gpus`` is None).
+
+    Raises:
+        KeyError: a column is missing.
+    """
+    decode = pc.cast(table["num_decode_gpu"], pa.float64())
+    return pc.if_else(pc.fill_null(table["disagg"], False), decode, gpu_count_column(table))

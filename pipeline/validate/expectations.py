@@ -5,9 +5,10 @@ Each expectation has a check name, a blocking flag and the reason for that flag.
 Dagster stops the metrics stage when one fails; the row rules of ``pipeline.validate.rules`` reject every row a blocking
 expectation would fail on (each blocking predicate has a rule: presence → ``missing_metadata``/``missing_field``,
 positivity → ``non_positive``/``no_completed_requests``, order → ``inconsistent:*`` with the same rounding
-allowance, the TPOT range → ``implausible:median_tpot_ms``, the GPU set → ``unknown_hw``, the type set →
-``unknown_benchmark_type``), so a failure means a bug, not a bad file. Warnings flag runs that are valid
-but surprising (measured lengths far from nominal, a source whose interactivity disagrees with its own TPOT).
+allowance, the TPOT range → ``implausible:median_tpot_ms``, the GPU set → ``unknown_hw``, the model set →
+``unknown_model_size``, the type set → ``unknown_benchmark_type``), so a failure means a bug, not a bad file.
+Warnings flag runs that are valid but surprising (measured lengths far from nominal, a source whose interactivity
+disagrees with its own TPOT).
 
 GX runs in an ephemeral context over a pandas DataFrame (``dagster-ge`` supports only GX < 1.0).
 """
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.ingest.schema import AGENTIC_TRACES, BENCHMARK_TYPES, RUN_COLUMNS
+from pipeline.validate.plausibility import load_plausibility
 from pipeline.validate.rules import duplicates_in_table
 
 ROUNDING = 1e-9  # relative; the row rules' allowance on output ≤ total throughput and TTFT ≤ E2EL
@@ -53,13 +55,23 @@ class Outcome:
     examples: list
 
 
-def build_suite(known_hw: Iterable[str]) -> list[Expectation]:
-    """The expectation suite ``validated_runs`` (names double as Dagster check names)."""
+def build_suite(known_hw: Iterable[str], known_models: Iterable[str] | None = None) -> list[Expectation]:
+    """The expectation suite ``validated_runs`` (names double as Dagster check names).
+
+    Args:
+        known_hw: the GPU reference's ``hw`` keys (``hw_in_gpu_reference``).
+        known_models: the model keys with an activated-parameter count (``model_size_known``); default the keys of
+            ``model_active_params.csv`` in ``PIPELINE_REFERENCE_DIR``, the file ``rules.unknown_model_size_rule``
+            reads.
+    Raises:
+        PlausibilityError: ``known_models`` is None and the default plausibility reference cannot be used.
+    """
     import great_expectations as gx
     from great_expectations.expectations.row_conditions import Column
 
     e = gx.expectations
     known = sorted(set(known_hw))
+    models = sorted(set(load_plausibility().active_params_b if known_models is None else known_models))
     blocking = [
         Expectation("columns_match_schema", True, "downstream SQL reads these columns by name",
                     e.ExpectTableColumnsToMatchSet(column_set=list(RUN_COLUMNS), exact_match=False)),
@@ -69,6 +81,8 @@ def build_suite(known_hw: Iterable[str]) -> list[Expectation]:
                     e.ExpectColumnValuesToBeNull(column="duplicate_of")),
         Expectation("hw_in_gpu_reference", True, "cost and power come from the GPU reference",
                     e.ExpectColumnValuesToBeInSet(column="hw", value_set=known)),
+        Expectation("model_size_known", True, "the tok/s/GPU and tok/s/user ceilings read the model's activated "
+                    "parameters", e.ExpectColumnValuesToBeInSet(column="model", value_set=models)),
         *[
             Expectation(f"{col}_present", True, f"sides are keyed by {col}",
                         e.ExpectColumnValuesToNotBeNull(column=col))
@@ -203,9 +217,11 @@ def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
         known_hw: the GPU reference's ``hw`` keys.
         duplicate_of: ``duplicates_by_run_id`` of all the validated runs (the duplicate rule needs them all).
     Returns:
-        One Outcome per expectation, in suite order.
+        One Outcome per expectation, in suite order (``model_size_known`` reads the model keys of
+        ``model_active_params.csv``, ``build_suite``'s default).
     Raises:
         ValueError: ``chunks`` is empty.
+        PlausibilityError: the plausibility reference cannot be used.
     """
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig

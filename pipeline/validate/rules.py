@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.ingest.gpus import gpu_count_column, run_gpus
+from pipeline.ingest.gpus import decode_gpu_column, gpu_count_column, run_decode_gpus, run_gpus
 from pipeline.ingest.schema import (
     AGENTIC_TRACES,
     BENCHMARK_TYPES,
@@ -390,6 +390,139 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
     return _screen(screen)(rule)
 
 
+def unknown_model_size_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
+    """Rule ``unknown_model_size``: ``model`` must be a key of ``data/reference/model_active_params.csv``. The
+    tok/s/GPU and tok/s/user ceilings divide by the model's activated parameters; a size guessed for an unlisted
+    model would loosen them (a small guess) or judge a run against another model's bound (a large one), so the run
+    waits for a row stating the size from the model's card. A null ``model`` passes (``missing_metadata`` names it).
+    """
+    known = sorted(plausibility.active_params_b)
+
+    def rule(run: Run) -> Finding | None:
+        model = run.get("model")
+        if model is None or model in plausibility.active_params_b:
+            return None
+        return "unknown_model_size", (
+            f"model {model!r} has no activated-parameter count: add a row (model, active_params_b, basis) to "
+            "data/reference/model_active_params.csv from its model card; the tok/s/GPU and tok/s/user ceilings "
+            "divide by it")
+
+    # a null model is flagged too (the rule lets it pass; missing_metadata rejects it)
+    return _screen(lambda t: pc.invert(_any(pc.is_in(t["model"], value_set=pa.array(known, pa.string())))))(rule)
+
+
+def tokens_per_step(run: Run, plausibility: Plausibility) -> float:
+    """The most tokens one decode step of ``run`` may emit: 1 without speculative decoding (``spec_decoding`` =
+    ``none``), else the acceptance length the run states (``spec_accept_length``, tokens per step, bonus token
+    included), else the most any step may emit (``Plausibility.max_tokens_per_step``, ``spec_accept_length``'s
+    max in plausibility.csv; also for a null ``spec_decoding``)."""
+    if run.get("spec_decoding") == "none":
+        return 1.0
+    stated = run.get("spec_accept_length")
+    return plausibility.max_tokens_per_step if stated is None else stated
+
+
+def interactivity_ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
+    """Rule ``implausible:median_intvty``: median tok/s/user (1 / median TPOT in s, the dashboard's 1000 / TPOT in
+    ms) above ``Plausibility.intvty_ceiling``: one decode step of a request reads the model's activated weights
+    at least once, at the GPU's HBM bandwidth (``gpu_reference.csv``), spread at best over every GPU serving decode
+    (``run_decode_gpus``), in the fewest bytes a weight takes, and emits at most ``tokens_per_step`` tokens.
+    Runs without a median TPOT, a known GPU, a known model size or a decode GPU count are left to the rules that
+    judge those."""
+
+    def rule(run: Run) -> Finding | None:
+        tpot = run.get("median_tpot_s")
+        if tpot is None or not tpot > 0:
+            return None
+        gpus, tokens = run_decode_gpus(run), tokens_per_step(run, plausibility)
+        ceiling = plausibility.intvty_ceiling(run.get("hw"), run.get("model"), gpus, tokens)
+        if ceiling is None or not 1 / tpot > ceiling:
+            return None
+        return "implausible:median_intvty", (
+            f"{1 / tpot:.6g} tok/s/user (median TPOT {tpot * 1e3:.4g} ms) is above the {ceiling:.6g} a "
+            f"{run.get('hw')} can decode for model {run.get('model')!r}: "
+            f"{plausibility.bandwidth_tb_s[run.get('hw')]:g} TB/s × {gpus:g} decode GPUs × {tokens:g} tokens/step "
+            f"÷ ({plausibility.active_params_b[run.get('model')]:g}B activated parameters × "
+            f"{plausibility.weight_bytes_per_param:g} bytes) (data/reference/gpu_reference.csv, "
+            "model_active_params.csv, plausibility.csv)")
+
+    hws = sorted(plausibility.bandwidth_tb_s)
+    models = sorted(plausibility.active_params_b)
+
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        bandwidth = pc.take(pa.array([plausibility.bandwidth_tb_s[h] for h in hws], pa.float64()),
+                            pc.index_in(table["hw"], value_set=pa.array(hws, pa.string())))
+        active = pc.take(pa.array([plausibility.active_params_b[m] for m in models], pa.float64()),
+                         pc.index_in(table["model"], value_set=pa.array(models, pa.string())))
+        none = pc.fill_null(pc.equal(table["spec_decoding"], "none"), False)
+        tokens = pc.if_else(none, 1.0, pc.fill_null(_float(table, "spec_accept_length"),
+                                                    plausibility.max_tokens_per_step))
+        gpus = decode_gpu_column(table)
+        # Plausibility.intvty_ceiling's operations in its order; flag a hair below it so rounding never hides a row
+        ceiling = pc.divide(pc.multiply(pc.multiply(pc.multiply(bandwidth, 1e12), gpus), tokens),
+                            pc.multiply(pc.multiply(active, 1e9), plausibility.weight_bytes_per_param))
+        tpot = _float(table, "median_tpot_s")
+        intvty = pc.divide(1.0, pc.if_else(pc.greater(tpot, 0.0), tpot, None))
+        return _any(pc.and_(pc.greater(gpus, 0.0), pc.greater(intvty, pc.multiply(ceiling, 1 - 1e-12))))
+
+    return _screen(screen)(rule)
+
+
+# The statistics the E2EL relation is read from, in the order tried: means add per request (mean E2EL = mean TTFT +
+# mean of TPOT × (output tokens − 1)), medians do not (the median request of one statistic is not that of another),
+# so a run's means are used when it gives all three, its medians otherwise.
+E2EL_STATISTICS = ("mean", "median")
+
+
+def _e2el_terms(run: Run) -> tuple[str, float, float, float] | None:
+    """(statistic, E2EL, TTFT, TPOT in s) of the first of ``E2EL_STATISTICS`` the run gives all three of, or None."""
+    for stat in E2EL_STATISTICS:
+        terms = [run.get(f"{stat}_{metric}_s") for metric in ("e2el", "ttft", "tpot")]
+        if None not in terms:
+            return (stat, *terms)  # type: ignore[return-value]
+    return None
+
+
+def e2el_consistency_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
+    """Rule ``inconsistent:e2el`` (fixed-sequence runs): a request's decoding time, E2EL − TTFT, must agree with
+    TPOT × (OSL − 1), its TPOT over the nominal OSL, within ``Plausibility.e2el_decode_ratio`` (plausibility.csv
+    ``e2el_decode_ratio``, ends inclusive; NaN outside): (E2EL − TTFT) / (TPOT × (OSL − 1)) of the run's means when
+    it gives all three, else its medians (``E2EL_STATISTICS``). Means can give at most 1, since no request outruns
+    its OSL; early EOS gives less, an E2EL or TPOT off by a factor gives more. Runs without E2EL, TTFT and TPOT of
+    one statistic, without OSL, with an OSL of 1 or a TPOT ≤ 0 are not checked (agentic-trace runs have no fixed
+    OSL: ``_only`` keeps the rule to fixed-sequence runs)."""
+    bound = plausibility.e2el_decode_ratio
+
+    def rule(run: Run) -> Finding | None:
+        terms, osl = _e2el_terms(run), run.get("osl")
+        if terms is None or osl is None:
+            return None
+        stat, e2el, ttft, tpot = terms
+        decoding = tpot * (osl - 1)
+        if not decoding > 0:
+            return None
+        ratio = (e2el - ttft) / decoding
+        if bound.min <= ratio <= bound.max:
+            return None
+        return f"inconsistent:{bound.reason_field}", (
+            f"({stat} E2EL {e2el:.6g} s − {stat} TTFT {ttft:.6g} s) / ({stat} TPOT {tpot * 1e3:.4g} ms × "
+            f"(OSL {osl} − 1)) = {ratio:.6g}, outside [{bound.min:g}, {bound.max:g}]: the decoding time and the TPOT "
+            f"disagree ({bound.field}, data/reference/plausibility.csv)")
+
+    def screen(table: pa.Table) -> pa.ChunkedArray:
+        def terms(stat: str) -> list[pa.ChunkedArray]:
+            return [_float(table, f"{stat}_{metric}_s") for metric in ("e2el", "ttft", "tpot")]
+
+        mean, median = terms("mean"), terms("median")
+        have_mean = reduce(pc.and_, (pc.is_valid(column) for column in mean))
+        e2el, ttft, tpot = (pc.if_else(have_mean, m, d) for m, d in zip(mean, median))
+        decoding = pc.multiply(tpot, pc.subtract(_float(table, "osl"), 1.0))
+        ratio = pc.divide(pc.subtract(e2el, ttft), pc.if_else(pc.greater(decoding, 0.0), decoding, None))
+        return _any(pc.invert(pc.and_(pc.greater_equal(ratio, bound.min), pc.less_equal(ratio, bound.max))))
+
+    return _only(FIXED_SEQ, _screen(screen)(rule))
+
+
 # Percentiles of one latency metric, in the order their values must keep (the mean is not among them: a heavy tail
 # can put it above p99).
 PERCENTILE_ORDER = ("median", "p90", "p95", "p99")
@@ -455,8 +588,9 @@ def latency_statistics_rule(plausibility: Plausibility) -> Callable[[Run], Findi
 
 def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> list[Callable[[Run], Finding | None]]:
     """The rule list, in reporting order: failures and numbers first (the strongest reason), metadata after, then
-    plausibility (``implausible:<field>``, ``data/reference/plausibility.csv`` and the tok/s/GPU ceiling), then the
-    secondary latency statistics (``latency_statistics_rule``).
+    plausibility (``unknown_model_size``, the tok/s/GPU and tok/s/user ceilings, ``implausible:<field>`` of
+    ``data/reference/plausibility.csv``), then the secondary latency statistics (``latency_statistics_rule``), then
+    the E2EL relation (``e2el_consistency_rule``: values are judged one by one before a relation between them).
 
     Together the rules reject every run the blocking expectations of ``pipeline.validate.expectations`` (and the
     metrics stage's finite-and-positive check) would fail on, so a failing blocking check means a bug, not a bad
@@ -487,9 +621,12 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
         _missing_metadata,
         _gpu_count,
         _benchmark_type,
+        unknown_model_size_rule(plausibility),
         ceiling_rule(plausibility),
+        interactivity_ceiling_rule(plausibility),
         *(range_rule(bound) for bound in plausibility.ranges),
         latency_statistics_rule(plausibility),
+        e2el_consistency_rule(plausibility),
     ]
 
 

@@ -11,8 +11,8 @@ from pipeline.validate.expectations import build_suite, duplicates_by_run_id, ru
 from pipeline.validate.rules import DUPLICATE_SEARCH_COLUMNS
 
 # the specs need only each expectation's name, severity and reason; the GPU keys the hw check holds runs to are
-# read from the warehouse's gpu_reference when the check runs
-_SUITE = build_suite(known_hw=())
+# read from the warehouse's gpu_reference when the check runs, the model keys from the plausibility reference
+_SUITE = build_suite(known_hw=(), known_models=())
 
 
 @dg.multi_asset_check(
