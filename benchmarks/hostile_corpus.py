@@ -56,13 +56,16 @@ def main() -> int:
     print("\n| mutant kind | tried | accepted | refused, by reason (a mutant may carry several) |")
     print("| --- | ---: | ---: | --- |")
     for family, outcomes in sorted(verdict.families.items()):
-        refused = Counter()
+        refused, accepted = Counter(), Counter()
         for outcome, n in outcomes.items():
-            if outcome != "accepted":
+            if outcome.startswith("accepted"):
+                accepted[outcome.removeprefix("accepted").strip(" ()") or "as stated"] += n
+            else:
                 for reason in outcome.split(","):
                     refused[reason] += n
         top = ", ".join(f"{reason} {n}" for reason, n in refused.most_common(6))
-        print(f"| {family} | {sum(outcomes.values())} | {outcomes.get('accepted', 0)} | {top} |")
+        kept = ", ".join(f"{n} {how}" for how, n in accepted.most_common()) or "0"
+        print(f"| {family} | {sum(outcomes.values())} | {kept} | {top} |")
     return 0
 
 

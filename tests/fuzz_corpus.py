@@ -412,7 +412,9 @@ def judge(corpus: Corpus, clean_runs: list[dict], runs: list[dict], quarantine: 
         if (folder in by_folder or folder in corpus.fs_cases) and not row["reason_code"].startswith("not_a_run_log"):
             reasons[folder].add(row["reason_code"].split(":")[0])
     for folder, mutant in by_folder.items():
-        outcome = "accepted" if folder in accepted else ",".join(sorted(reasons[folder])) or "no run row"
+        power = sorted({r["power_invalid_reason"] or "valid" for r in accepted.get(folder, ()) if r.get("power_log")})
+        outcome = (f"accepted (power {','.join(power)})" if power else "accepted") if folder in accepted \
+            else ",".join(sorted(reasons[folder])) or "no run row"
         families[_family(mutant.operator)][outcome] += 1
     for row in runs:  # a file-system case: what its folder's files were refused for, and its twin run's power
         folder = "/".join(row["source_file"].split("/")[:2])
