@@ -140,3 +140,24 @@ def test_integer_ranges():
     with pytest.raises(MetadataError) as error:
         normalize({"conc": 2**31}, "the file")
     assert error.value.reason_code == "int_out_of_range:conc"
+
+
+def test_the_tpot_bound_is_read_from_the_reference_by_the_rules_and_the_suite(tmp_path, monkeypatch):
+    """plausibility.csv's ``median_tpot_s`` row is the one TPOT bound (issue 41: it was also written as 0.5 ms and
+    5 s in rules.py twice and in the GX suite): raising its minimum to 1 ms makes a 0.8 ms median TPOT read from
+    ``*_ms`` keys a unit slip for the unit rule and the range rule, and the blocking expectation reads it too."""
+    from pipeline.validate.expectations import build_suite
+
+    fast = {"median_tpot_s": 0.0008, "median_e2el_s": 0.0008 * 1023 + 0.1401}
+    assert _codes(**fast) == set()  # inside the bundled 0.5 ms – 5 s
+    reference = tmp_path / "reference"
+    shutil.copytree(REFERENCE_DIR, reference)
+    text = (reference / "plausibility.csv").read_text(encoding="utf-8")
+    edited = text.replace("median_tpot_s,median_tpot_ms,0.0005,", "median_tpot_s,median_tpot_ms,0.001,")
+    assert edited != text
+    (reference / "plausibility.csv").write_text(edited, encoding="utf-8")
+    monkeypatch.setenv("PIPELINE_REFERENCE_DIR", str(reference))
+    monkeypatch.setattr("pipeline.validate.rules._LOADED", {})
+    assert {"implausible_value:median_tpot_ms", "implausible:median_tpot_ms"} <= _codes(**fast)
+    (tpot,) = [x for x in build_suite(KNOWN_HW) if x.name == "tpot_in_plausible_range"]
+    assert (tpot.gx.min_value, tpot.gx.max_value) == (0.001, 5.0)

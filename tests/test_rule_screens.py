@@ -35,7 +35,8 @@ KNOWN_HW = load_gpu_reference().column("hw").to_pylist()
 OUTPUT_RATIO = Range("output_duration_ratio", "output_throughput", 0.5, 2.0, "ratio")
 TOTAL_RATIO = Range("total_duration_ratio", "total_token_throughput", 0.5, 2.0, "ratio")
 PP_RANGE = Range("pp", "pp", 1, 64, "GPUs")
-REFERENCE = Plausibility(ranges=(OUTPUT_RATIO, TOTAL_RATIO, PP_RANGE), peak_pflops={"h200": 2.0, "b200": 8.0},
+TPOT_RANGE = Range("median_tpot_s", "median_tpot_ms", 0.0005, 5.0, "s")  # the unit rule reads its ends
+REFERENCE = Plausibility(ranges=(OUTPUT_RATIO, TOTAL_RATIO, PP_RANGE, TPOT_RANGE), peak_pflops={"h200": 2.0, "b200": 8.0},
                          active_params_b={"dsr1": 40.0, "other": 10.0}, bandwidth_tb_s={"h200": 4.8, "b200": 8.0},
                          e2el_decode_ratio=Range("e2el_decode_ratio", "e2el", 0.0, 10.0, "ratio"),
                          weight_bytes_per_param=0.5, max_tokens_per_step=8.0)

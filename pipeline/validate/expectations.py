@@ -71,7 +71,9 @@ def build_suite(known_hw: Iterable[str], known_models: Iterable[str] | None = No
 
     e = gx.expectations
     known = sorted(set(known_hw))
-    models = sorted(set(load_plausibility().active_params_b if known_models is None else known_models))
+    plausibility = load_plausibility()
+    models = sorted(set(plausibility.active_params_b if known_models is None else known_models))
+    tpot = plausibility.range_of("median_tpot_s")
     blocking = [
         Expectation("columns_match_schema", True, "downstream SQL reads these columns by name",
                     e.ExpectTableColumnsToMatchSet(column_set=list(RUN_COLUMNS), exact_match=False)),
@@ -114,8 +116,9 @@ def build_suite(known_hw: Iterable[str], known_models: Iterable[str] | None = No
                     e.ExpectColumnPairValuesAToBeGreaterThanB(
                         column_A="median_e2el_with_rounding", column_B="median_ttft_s", or_equal=True,
                         ignore_row_if="either_value_is_missing")),
-        Expectation("tpot_in_plausible_range", True, "outside 0.5 ms–5 s per token a unit slipped",
-                    e.ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=0.5e-3, max_value=5.0)),
+        Expectation("tpot_in_plausible_range", True, f"outside {tpot.min * 1e3:g} ms–{tpot.max:g} s per token a "
+                    "unit slipped (plausibility.csv, median_tpot_s)",
+                    e.ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=tpot.min, max_value=tpot.max)),
     ]
     warnings = [
         Expectation("no_failed_requests", False, "failed requests inflate nothing but hide errors",

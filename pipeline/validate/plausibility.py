@@ -75,6 +75,17 @@ class Plausibility:
     weight_bytes_per_param: float
     max_tokens_per_step: float
 
+    def range_of(self, field: str) -> Range:
+        """The range of ``field`` (e.g. ``median_tpot_s``), for rules that read one bound of it.
+
+        Raises:
+            PlausibilityError: the reference has no row for ``field``.
+        """
+        found = next((bound for bound in self.ranges if bound.field == field), None)
+        if found is None:
+            raise PlausibilityError(f"plausibility.csv: no row for {field}")
+        return found
+
     def ceiling(self, hw: str | None, model: str | None) -> float | None:
         """tok/s/GPU no run of ``model`` on ``hw`` can exceed; None for a GPU without a peak (``unknown_hw``) or a
         model without an activated-parameter count (``unknown_model_size``)."""

@@ -121,22 +121,35 @@ def _finite_positive(*values: float | None) -> bool:
     return all(v is not None and math.isfinite(v) and v > 0 for v in values)
 
 
-@_screen(lambda t: _any(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], 0.5e-3)),
-                        pc.and_(pc.equal(t["latency_unit_in_file"], "s"), pc.greater(t["median_tpot_s"], 5.0))))
-def _unit_mismatch(run: Run) -> Finding | None:
+def unit_mismatch_rule(tpot_range: Range) -> Callable[[Run], Finding | None]:
     """Latencies written in the wrong unit (docs/inputs.md ``unit_mismatch``), quarantined rather than guessed.
 
-    Evidence: a median TPOT no LLM server reaches (< 0.5 ms/token, i.e. > 2000 tok/s/user, for a ``*_ms`` key;
-    > 5 s/token for a seconds key), confirmed by Little's law: in a closed-loop benchmark
-    completed × mean E2EL ≈ conc × duration, so the E2EL column's unit is the one that makes that ratio ≈ 1
-    (for per-GPU rows without totals: output tok/s per user ≈ OSL / E2EL). Without the evidence to confirm, an
-    impossible TPOT is ``implausible_value:median_tpot_ms``.
+    Evidence: a median TPOT no LLM server reaches (below ``tpot_range.min``, the ``median_tpot_s`` row of
+    plausibility.csv, for a ``*_ms`` key; above its ``max`` for a seconds key), confirmed by Little's law: in a
+    closed-loop benchmark completed × mean E2EL ≈ conc × duration, so the E2EL column's unit is the one that makes
+    that ratio ≈ 1 (for per-GPU rows without totals: output tok/s per user ≈ OSL / E2EL). Without the evidence to
+    confirm, an impossible TPOT is ``implausible_value:median_tpot_ms``.
     """
+    low, high = tpot_range.min, tpot_range.max
+
+    def screen(t: pa.Table) -> pa.ChunkedArray:
+        return _any(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], low)),
+                    pc.and_(pc.equal(t["latency_unit_in_file"], "s"), pc.greater(t["median_tpot_s"], high)))
+
+    @_screen(screen)
+    def rule(run: Run) -> Finding | None:
+        return _unit_mismatch(run, low, high)
+
+    return rule
+
+
+def _unit_mismatch(run: Run, low: float, high: float) -> Finding | None:
+    """``unit_mismatch_rule``'s row rule with the TPOT range ``[low, high]`` (s/token)."""
     tpot = run.get("median_tpot_s")
     unit = run.get("latency_unit_in_file")
     if tpot is None or not math.isfinite(tpot) or tpot <= 0 or unit not in ("ms", "s"):
         return None
-    suspicious = (unit == "ms" and tpot < 0.5e-3) or (unit == "s" and tpot > 5.0)
+    suspicious = (unit == "ms" and tpot < low) or (unit == "s" and tpot > high)
     if not suspicious:
         return None
     wrong_scale = 1e3 if unit == "ms" else 1e-3  # what the value becomes if the other unit was meant
@@ -613,7 +626,7 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
         # (the dashboard's value, else the row's stand-in mean OSL / p90 E2EL; the metrics stage prefers
         # 1 / p90(E2EL / OSL) from per-request records when the run has them, docs/metrics.md section 4a)
         _only(AGENTIC_TRACES, _positive("e2e_norm_intvty_p90", "p90_e2e_norm_intvty", "mean_osl_over_p90_e2el")),
-        _unit_mismatch,
+        unit_mismatch_rule(plausibility.range_of("median_tpot_s")),
         _consistency,
         _metadata_conflict,
         _spec_evident,
