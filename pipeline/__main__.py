@@ -11,8 +11,9 @@
 Paths come from PIPELINE_RAW_DIR, PIPELINE_OUT_DIR, PIPELINE_DB_PATH (README). Runs made here are recorded in
 DAGSTER_HOME's instance when DAGSTER_HOME is set (and then show in the UI), else in a throwaway one.
 
-Exit codes: 0 done; 1 a step failed, the input-loss guard stopped the run, or a value the marts do not have
-(the line says which and lists the valid ones); 2 a blocking check failed (run), or a malformed command line.
+Exit codes: 0 done; 1 a step failed, an input-loss or one-writer guard stopped the run, or a value the marts do
+not have (the line says which and lists the valid ones); 2 a blocking check failed (run), or a malformed command
+line.
 """
 
 from __future__ import annotations
@@ -146,8 +147,12 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # CRITICAL keeps the terminal for the progress bar and the one-line causes printed below; every event,
     # tracebacks included, is still in the run's log.
+    # the input-loss guards (the ingest's scan, the publish's accepted runs) and the one-writer guard, alike
+    guards = {"allow_shrink": bool(getattr(args, "allow_shrink", False)),
+              "switch_warehouse": bool(getattr(args, "switch_warehouse", False))}
     run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
-                  "ops": {"ingest__parsed_runs": {"config": {"allow_shrink": bool(getattr(args, "allow_shrink", False))}}}}
+                  "ops": {"ingest__parsed_runs": {"config": guards},
+                          "comparisons__published_marts": {"config": guards}}}
     from pipeline.defs.resources import check_warehouse
     from pipeline.io.paths import OutputLocationError, check_output_locations
 
@@ -331,11 +336,15 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", help="materialize every asset over PIPELINE_RAW_DIR and print a summary", formatter_class=raw,
         description="Materialize every asset in one Dagster run, over every run date of PIPELINE_RAW_DIR; write the "
-                    "marts to PIPELINE_OUT_DIR and print a summary.\nExit 0 done; 1 a step failed or the input-loss "
-                    "guard stopped it (previous marts untouched); 2 a blocking check failed.")
+                    "marts to PIPELINE_OUT_DIR and print a summary.\nExit 0 done; 1 a step failed or an input-loss or "
+                    "one-writer guard stopped it (previous marts untouched); 2 a blocking check failed.")
     run.add_argument("--allow-shrink", action="store_true",
-                     help="accept a scan with over 20%% fewer runs than the last one (logs removed on purpose); "
-                          "without it such a run stops before publishing")
+                     help="accept a scan with over 20%% fewer runs than the last one, or a publish with over 20%% "
+                          "fewer accepted runs than the last confirmed publish (logs, sidecars or GPUs removed on "
+                          "purpose), and make this publish the baseline; without it such a run stops unpublished")
+    run.add_argument("--switch-warehouse", action="store_true",
+                     help="let this run's warehouse (PIPELINE_DB_PATH) publish into a mart folder another warehouse "
+                          "published; without it such a run stops before any step's work")
     run.set_defaults(func=_run)
     cmp = sub.add_parser(
         "compare", help="list the sides with runs, or print one comparison of two sides at chosen targets",

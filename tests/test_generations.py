@@ -209,15 +209,18 @@ def test_directly_invoked_assets_with_one_generation_tag_publish_together(tmp_pa
 
     out = tmp_path / "marts"
     paths = PipelinePaths(raw_dir=str(tmp_path), out_dir=str(out), cache_dir=str(tmp_path / "cache"))
+    warehouse = Warehouse(database=str(tmp_path / "wh.duckdb"))
     tagged = dg.build_asset_context(run_tags={GENERATION_TAG: "bench-1"})
     for name, value in (("a", 1), ("b", 2)):
         _write(paths.mart(tagged, name), value)
-        paths.publish_unless_later(tagged)
+        paths.publish_unless_later(tagged, warehouse)
         assert not (out / CURRENT).exists()  # staged, not published
-    published_marts(tagged, warehouse=Warehouse(database=str(tmp_path / "wh.duckdb")), paths=paths)
-    assert sorted(p.name for p in published_dir(out).glob("*.parquet")) == ["a.parquet", "b.parquet"]
+    published_marts(tagged, warehouse=warehouse, paths=paths)
+    # the marts, and the generation's own record of its accepted runs (a "_" name, which readers skip)
+    assert sorted(p.name for p in published_dir(out).glob("*.parquet")) == ["_accepted_runs.parquet", "a.parquet",
+                                                                          "b.parquet"]
     first = published_dir(out)
     untagged = dg.build_asset_context()
     _write(paths.mart(untagged, "c"), 3)
-    paths.publish_unless_later(untagged)
+    paths.publish_unless_later(untagged, warehouse)
     assert published_dir(out) != first and (published_dir(out) / "c.parquet").exists()

@@ -23,9 +23,15 @@ from dagster._core.errors import (
 from dagster_duckdb import DuckDBResource
 from pydantic import field_validator
 
-from pipeline.io.generations import publish, staging_dir, staging_path
+from pipeline.io.generations import staging_dir, staging_path
 from pipeline.io.paths import env_path, parse_cache_dir
-from pipeline.io.storage import is_corrupt_warehouse_error, release_arrow_memory, set_aside_corrupt_warehouse
+from pipeline.io.publish_guard import DEFAULT_MAX_LOSS_SHARE, guarded_publish, warehouse_identity
+from pipeline.io.storage import (
+    is_corrupt_warehouse_error,
+    mark_published,
+    release_arrow_memory,
+    set_aside_corrupt_warehouse,
+)
 
 # Every asset that writes the warehouse runs in this pool; dagster.yaml limits it to 1 (DuckDB has one writer).
 WAREHOUSE_POOL = "duckdb_warehouse"
@@ -107,20 +113,50 @@ class PipelinePaths(dg.ConfigurableResource):
         under ``out_dir``, whose top-level names always point into the current generation."""
         return Path(self.out_dir) / Path(staged).relative_to(staging_path(Path(self.out_dir), generation_id(context)))
 
-    def publish_unless_later(self, context: dg.AssetExecutionContext) -> None:
+    def publish_unless_later(self, context: dg.AssetExecutionContext, warehouse: DuckDBResource) -> None:
         """Publish this run's staged marts now when no later step will: the run selected some assets but not
         ``published_marts`` (e.g. one asset materialized from the UI) and is not one stage of a CLI run (no
         ``pipeline/generation`` tag), or the asset was invoked directly without that tag (with it, the caller
         stages several assets into one generation and publishes it, as the benchmark does). A run that includes
-        ``published_marts`` publishes once, at its end."""
+        ``published_marts`` publishes once, at its end.
+
+        Such a publish passes the same guard as ``published_marts`` with its defaults
+        (``pipeline.io.publish_guard.guarded_publish``: no shrink over 20 %, no other warehouse); to publish a
+        deliberate shrink, include ``comparisons/published_marts`` in the run with ``allow_shrink``.
+
+        Raises:
+            pipeline.io.publish_guard.AcceptedRunsLossError, OtherWarehouseError, RecordUnreadableError: the
+                guard refused; nothing is published.
+        """
         run = _run(context)
         if run is None:  # invoked directly: the call is its own run, unless it is one stage of a tagged set
             if GENERATION_TAG not in context.op_execution_context.run_tags:
-                publish(Path(self.out_dir), generation_id(context))
+                self.publish_guarded(context, warehouse)
             return
         selection = run.asset_selection  # None or empty: the whole job, which includes published_marts
         if selection and PUBLISHED_MARTS_KEY not in selection and GENERATION_TAG not in run.tags:
-            publish(Path(self.out_dir), generation_id(context))
+            self.publish_guarded(context, warehouse)
+
+    def publish_guarded(self, context: dg.AssetExecutionContext, warehouse: DuckDBResource,
+                        allow_shrink: bool = False, max_loss_share: float = DEFAULT_MAX_LOSS_SHARE,
+                        switch_warehouse: bool = False) -> Path | None:
+        """Publish this run's staged marts under the guard (``pipeline.io.publish_guard.guarded_publish``, with
+        this warehouse's identity), then forget the run dates it staged (``pipeline.io.storage.mark_published``).
+
+        Returns:
+            The new generation's folder, or None when the run staged nothing.
+        Raises:
+            pipeline.io.publish_guard.AcceptedRunsLossError, OtherWarehouseError, RecordUnreadableError: refused;
+                nothing published.
+        """
+        run_id = generation_id(context)
+        with warehouse.get_connection() as conn:
+            identity = warehouse_identity(conn, warehouse.database)
+        generation = guarded_publish(Path(self.out_dir), run_id, identity, allow_shrink, max_loss_share,
+                                     switch_warehouse)
+        with warehouse.get_connection() as conn:
+            mark_published(conn, run_id)
+        return generation
 
 
 class WarehouseLockedError(RuntimeError):

@@ -4,6 +4,10 @@ nothing instead of empty or shrunken marts.
 
 A deliberate shrink (logs removed on purpose) is allowed by the ingest asset's run config ``allow_shrink: true``
 (``python -m pipeline run --allow-shrink``).
+
+This check sees parsed runs only, against the last scan of this warehouse; the accepted runs a generation may
+lose against the last confirmed publish, whatever the cause (sidecars, reference edits, a new warehouse), are
+judged when it is published (``pipeline.io.publish_guard``).
 """
 
 from __future__ import annotations

@@ -114,6 +114,23 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "slo_min_attainment")),
 }
 
+# Files a generation writes about itself (names starting with "_", which readers skip): name -> (file, grain,
+# columns, what the Parquet footer holds).
+GENERATION_FILES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
+    "accepted_runs": ("_accepted_runs.parquet", "one (role, line, run date)",
+                      ("role", "line_id", "run_date_partition", "accepted_runs"),
+                      "The footer's key `inference_frontier.publish` holds JSON: `generation`, `published_at`, "
+                      "`warehouse_path`, `warehouse_id` and `out_dir` (the warehouse that published it and the "
+                      "mart folder, pipeline/io/publish_guard.py), `accepted_runs` and `baseline_runs` (totals; "
+                      "null without a baseline), `judged_against` (the last confirmed publish, whose baseline "
+                      "this one was judged against), `lost_runs`, `lost_share`, `max_run_loss_share`, "
+                      "`allow_shrink`, `confirmed` (no baseline, nothing lost, or `allow_shrink`) and "
+                      "`baseline_since` (the last confirmed publish for the next one: this generation when "
+                      "`confirmed`). The next publish's baseline is, per line and date, these counts when "
+                      "`confirmed`, else the larger of the baseline's and these counts (a line a newer sweep "
+                      "replaced: these counts)."),
+}
+
 _STAT = {"mean": "mean", "median": "median", "std": "standard deviation", "p90": "90th percentile",
          "p95": "95th percentile", "p99": "99th percentile"}
 _LATENCY = {"ttft": "time to first token", "tpot": "time per output token (after the first)",
@@ -391,6 +408,11 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "slo_e2el_s": ("s", "the SLO's E2EL bound; null = no bound"),
     "slo_min_attainment": ("fraction", "share of requests that must meet every bound for slo_met"),
     # reference tables
+    # a generation's record of its accepted runs (GENERATION_FILES)
+    "role": ("", "published: this generation's accepted runs; baseline: the counts it was judged against "
+                 "(the last confirmed publish's, or larger where a loss under the allowed share was let through)"),
+    "accepted_runs": ("runs", "accepted runs of the line on that run date, each counted once whatever its price "
+                              "books (distinct run_id of runs/)"),
     "display_name": ("", "GPU name as pages show it"),
     "reference_version": ("", "version of the GPU reference table"),
 }
@@ -418,7 +440,7 @@ def describe(name: str, mart: str | None = None) -> str | None:
 
 def marts_markdown() -> str:
     """The text of ``docs/marts.md``: the glossary, then per mart its path, grain and a column / unit / meaning
-    table, in ``MARTS`` order."""
+    table, in ``MARTS`` order, then the same for ``GENERATION_FILES``."""
     lines = [
         "# Marts: every column, its unit and its meaning",
         "",
@@ -449,4 +471,11 @@ def marts_markdown() -> str:
             unit, text = DESCRIPTIONS[column]
             note = MART_NOTES.get((mart, column))
             lines.append(f"| `{column}` | {unit} | {text}{'; ' + note if note else ''} |")
+    lines += ["", "## Files of a generation about itself", "",
+              "Each published generation (`current`, `.generations/<generation>/`) also holds files whose names start",
+              "with `_`, which readers skip and no later generation inherits: each publish writes its own."]
+    for path, grain, columns, footer in GENERATION_FILES.values():
+        lines += ["", f"### `{path}`", "", f"One row per {grain.removeprefix('one ')}. {footer}", "",
+                  "| column | unit | meaning |", "| --- | --- | --- |"]
+        lines += [f"| `{column}` | {DESCRIPTIONS[column][0]} | {DESCRIPTIONS[column][1]} |" for column in columns]
     return "\n".join(lines) + "\n"

@@ -20,6 +20,11 @@ its own changes (files it wrote or removed, compared with its base) are applied 
 published, under a lock, so no run's partitions are lost. A mart folder holding a ``_WHOLE`` file (``WHOLE``:
 its files only make sense together, as ``pipeline.io.file_marts``' base and recent) is rebased as one: when the
 run changed any of its files, the run's folder replaces the published one whole.
+
+``publish`` takes a guard, called under the lock on the folder about to become the generation (after any
+rebase): ``pipeline.io.publish_guard`` judges its accepted runs and its warehouse there, writes the generation's
+own ``_accepted_runs.parquet`` (top-level names starting with ``_`` belong to one generation: never staged from
+it, rebased or linked at the top of the mart folder) and refuses by raising, which leaves ``current`` as it was.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 GENERATIONS = ".generations"
 CURRENT = "current"
@@ -81,7 +86,7 @@ def staging_dir(out_dir: Path, run_id: str) -> Path:
     return staging
 
 
-def publish(out_dir: Path, run_id: str) -> Path | None:
+def publish(out_dir: Path, run_id: str, guard: Callable[[Path, Path, str], None] | None = None) -> Path | None:
     """Make run ``run_id``'s staging folder the current generation: rename it to
     ``.generations/<UTC time>-<run id>``, switch ``current`` to it, point the top-level names at it, and delete
     generations beyond ``KEEP_GENERATIONS`` and staging folders of runs that died more than a day ago.
@@ -89,10 +94,16 @@ def publish(out_dir: Path, run_id: str) -> Path | None:
     When another run published since this one staged, this run's changes are applied on top of that
     generation instead (a file this run wrote replaces that run's; a file this run removed is removed).
 
+    Args:
+        guard: called under the lock as ``guard(folder, current, name)`` once ``folder`` holds exactly what
+            generation ``name`` will hold (after any rebase) and ``current`` is ``published_dir(out_dir)``; it
+            may write bookkeeping files named ``_…`` into ``folder`` (never carried into the next generation),
+            and it refuses the publish by raising: then ``current`` does not move, a rebased folder is deleted
+            and the staging folder is left to the caller (``discard``).
     Returns:
         The new generation's folder, or None when the run staged nothing (it wrote no mart).
     Raises:
-        OSError: the mart folder cannot be written.
+        OSError: the mart folder cannot be written; whatever ``guard`` raises.
     """
     out_dir = Path(out_dir)
     staging = staging_path(out_dir, run_id)
@@ -106,10 +117,16 @@ def publish(out_dir: Path, run_id: str) -> Path | None:
         current = published_dir(out_dir)
         name = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S%fZ}-{run_id[:8]}"
         generation = root / name
-        if current == base:
-            staging.rename(generation)
-        else:
-            _rebase(staging, base, current, generation)
+        built = staging if current == base else _rebase(staging, base, current, generation)
+        if guard is not None:
+            try:
+                guard(built, current, name)
+            except BaseException:
+                if built != staging:
+                    shutil.rmtree(built, ignore_errors=True)
+                raise
+        built.rename(generation)
+        if built != staging:
             shutil.rmtree(staging, ignore_errors=True)
         base_file.unlink(missing_ok=True)
         _switch(out_dir, name)
@@ -119,10 +136,10 @@ def publish(out_dir: Path, run_id: str) -> Path | None:
 
 def _mart_entries(folder: Path) -> list[Path]:
     """Top-level marts of a generation, or of a mart folder of the layout before generations (its folders and
-    Parquet files, not the hidden bookkeeping)."""
+    Parquet files, not the hidden bookkeeping nor a generation's own ``_…`` files, which each publish writes)."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name != CURRENT
+    return sorted(p for p in folder.iterdir() if not p.name.startswith((".", "_")) and p.name != CURRENT
                   and not p.is_symlink() and (p.is_dir() or p.suffix == ".parquet"))
 
 
@@ -149,8 +166,9 @@ def _files(folder: Path) -> dict[str, Path]:
             for p in ([entry] if entry.is_file() else entry.rglob("*")) if p.is_file()}
 
 
-def _rebase(staging: Path, base: Path, current: Path, generation: Path) -> None:
-    """Build ``generation`` as ``current`` plus what the run changed in ``staging`` relative to ``base``."""
+def _rebase(staging: Path, base: Path, current: Path, generation: Path) -> Path:
+    """Build ``current`` plus what the run changed in ``staging`` relative to ``base``, in a temporary folder
+    beside ``generation`` (returned; the caller renames it to ``generation``)."""
     ours, before = _files(staging), _files(base)
     tmp = generation.with_name(f".{generation.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -182,7 +200,7 @@ def _rebase(staging: Path, base: Path, current: Path, generation: Path) -> None:
             if parent == tmp or any(parent.iterdir()):
                 break
             parent.rmdir()
-    tmp.rename(generation)
+    return tmp
 
 
 def _switch(out_dir: Path, name: str) -> None:

@@ -34,6 +34,8 @@ VALIDATED_CHANGES = "validated_changes"  # files gone from raw_files that the va
 CHANGE_LOGS = (RAW_CHANGES, QUARANTINE_CHANGES, VALIDATED_CHANGES)  # the ingest's readers; each empties its own
 RUN_METRICS_CHANGES = "run_metrics_changes"  # run dates of validated_runs that run_metrics has not checked yet
 RUN_POWER_CHANGES = "run_power_changes"  # the same for run_power
+# run dates whose partitioned-mart files a run staged from this warehouse and has not published yet
+UNPUBLISHED_DATES = "unpublished_mart_dates"
 
 
 def release_arrow_memory() -> None:
@@ -396,6 +398,45 @@ def write_mart_partitions(table: pa.Table, base_dir: Path) -> list[Path]:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return written
+
+
+def restaged_dates(conn: duckdb.DuckDBPyConnection, folder: Path, dates: Iterable[str], generation: str,
+                   present_sql: str) -> list[str]:
+    """The run dates whose partitions of the partitioned mart staged at ``folder`` a run must write: ``dates``
+    (what it changed), plus every date an earlier run of this warehouse staged and never published (refused by
+    the publish guard, failed or killed: the warehouse moved on, the published files did not), plus every date
+    with a staged partition folder (``folder/<model>/<date>/``) that the warehouse holds no row of (its runs went
+    while this warehouse did not see them: a warehouse deleted and rebuilt). Writing a date without rows prunes
+    its partitions (``prune_mart_partitions``), so the staged mart is the warehouse's for every date it lists.
+
+    Args:
+        conn: the warehouse.
+        folder: the mart's folder in the run's staging folder.
+        dates: the dates the run changed (``YYYY-MM-DD`` or ``undated``).
+        generation: the run's generation id; the dates returned are recorded as its unpublished dates (table
+            ``unpublished_mart_dates``) until ``mark_published``.
+        present_sql: a query giving, in its one column, every date the mart's warehouse table holds rows of.
+    Returns:
+        The dates, sorted.
+    """
+    conn.execute(f"create table if not exists {UNPUBLISHED_DATES} (run_date_partition varchar, generation varchar)")
+    staged = {d.name for m in (folder.iterdir() if folder.is_dir() else ()) if m.is_dir() for d in m.iterdir()
+              if d.is_dir() and not d.name.startswith((".", "_"))}
+    present = {row[0] for row in conn.execute(present_sql).fetchall()}
+    pending = {row[0] for row in conn.execute(f"select run_date_partition from {UNPUBLISHED_DATES}").fetchall()}
+    wanted = sorted(set(dates) | pending | (staged - present))
+    conn.execute(f"delete from {UNPUBLISHED_DATES} where list_contains($dates, run_date_partition)",
+                 {"dates": wanted})
+    if wanted:
+        conn.execute(f"insert into {UNPUBLISHED_DATES} select unnest($dates), $generation",
+                     {"dates": wanted, "generation": generation})
+    return wanted
+
+
+def mark_published(conn: duckdb.DuckDBPyConnection, generation: str) -> None:
+    """Forget the unpublished dates of run ``generation`` (``restaged_dates``): it published them."""
+    if UNPUBLISHED_DATES in table_names(conn):
+        conn.execute(f"delete from {UNPUBLISHED_DATES} where generation = ?", [generation])
 
 
 def prune_mart_partitions(base_dir: Path, dates: list[str], written: list[Path]) -> None:

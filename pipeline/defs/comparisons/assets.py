@@ -67,7 +67,7 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         default_rows = [r for r in rows if r["price_book"] == REPORT_PRICE_BOOK]
         headlines = headline_comparison_ids(default_rows)
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "comparisons")))
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     n_comparisons = len(set(table.column("comparison_id").to_pylist()))
     context.log.info(f"{n_comparisons} comparisons, {table.num_rows} rows -> {path}")
     kinds = Counter(r["kind"] for r in rows if r["side"] == "a" and r["target_index"] == 1)

@@ -11,9 +11,9 @@ from pipeline.defs.resources import (
     REBUILD_MARKER_TABLE,
     WAREHOUSE_POOL,
     PipelinePaths,
-    generation_id,
 )
-from pipeline.io.generations import CURRENT, publish
+from pipeline.io.generations import CURRENT
+from pipeline.io.publish_guard import DEFAULT_MAX_LOSS_SHARE, RECORD, read_record
 from pipeline.io.storage import table_names
 
 # Every asset that writes a mart into the run's staging folder.
@@ -33,9 +33,19 @@ class WarehouseNotRefilledError(RuntimeError):
     miss the other dates. One line naming the warehouse and what to run."""
 
 
+class PublishConfig(dg.Config):
+    """Run config of ``comparisons/published_marts`` (``pipeline.io.publish_guard``): how many accepted runs a
+    publish may lose against the last confirmed publish, and whether this warehouse takes the mart folder over.
+    ``python -m pipeline run --allow-shrink`` / ``--switch-warehouse`` set these and the ingest's alike."""
+
+    allow_shrink: bool = False
+    max_run_loss_share: float = DEFAULT_MAX_LOSS_SHARE
+    switch_warehouse: bool = False
+
+
 @dg.asset(key=PUBLISHED_MARTS_KEY, group_name="comparisons", kinds={"parquet"}, deps=MART_KEYS,
           pool=WAREHOUSE_POOL)
-def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource,
+def published_marts(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: DuckDBResource,
                     paths: PipelinePaths) -> dg.MaterializeResult:
     """Publish this run's marts together (``pipeline.io.generations.publish``): the run's staging folder becomes
     ``<PIPELINE_OUT_DIR>/.generations/<UTC time>-<run id>`` and ``current`` (and through it ``runs/``,
@@ -43,9 +53,20 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource
     ``run_slo/``, ``requests/``, ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
     blocking check failed, so a failed or killed run leaves the previous generation in place.
 
+    Guarded (``pipeline.io.publish_guard.guarded_publish``, under the publish lock, on the generation as it will
+    be published, every date's ``runs/`` partitions included): its accepted runs per line and run date are judged
+    against the last confirmed publish, and the generation records them, the baseline and this warehouse in
+    ``_accepted_runs.parquet``.
+
     Raises:
         WarehouseNotRefilledError: the warehouse was rebuilt after corruption (``warehouse_rebuild`` table) and
             no run has refilled every run date yet; nothing is published.
+        AcceptedRunsLossError: over ``max_run_loss_share`` of the last confirmed publish's accepted runs lost,
+            without ``allow_shrink``; nothing is published.
+        OtherWarehouseError: the current generation was published from another warehouse, without
+            ``switch_warehouse``; nothing is published.
+        RecordUnreadableError: the current generation's ``_accepted_runs.parquet`` cannot be read; nothing is
+            published.
         NoAcceptedRunsError: the warehouse holds no accepted run of any date (``validated_runs`` is empty): every
             file was quarantined or none was a run log; nothing is published and the previous marts stay current.
     """
@@ -66,13 +87,29 @@ def published_marts(context: dg.AssetExecutionContext, warehouse: DuckDBResource
         raise WarehouseNotRefilledError(
             f"warehouse rebuilt after corruption (old file kept at {moved_to}) holds only the run dates this run "
             "refreshed: nothing published; refill every date with `python -m pipeline run` (or the nightly refresh)")
-    generation = publish(Path(paths.out_dir), generation_id(context))
+    generation = paths.publish_guarded(context, warehouse, config.allow_shrink, config.max_run_loss_share,
+                                       config.switch_warehouse)
     if generation is None:
         context.log.info("this run wrote no mart: nothing to publish")
         return dg.MaterializeResult(metadata={"generation": "none"})
-    context.log.info(f"published {generation.name}: {Path(paths.out_dir) / CURRENT} -> {generation}")
+    verdict = record_summary(generation)
+    context.log.info(f"published {generation.name}: {Path(paths.out_dir) / CURRENT} -> {generation} ({verdict})")
     return dg.MaterializeResult(metadata={
         "generation": generation.name,
         "generation_path": dg.MetadataValue.path(str(generation)),
         "marts": dg.MetadataValue.path(paths.out_dir),
+        "accepted_runs_vs_baseline": verdict,
     })
+
+
+def record_summary(generation: Path) -> str:
+    """One line from the generation's ``_accepted_runs.parquet``: accepted runs, the baseline judged against and
+    the runs lost, e.g. "84 accepted runs; baseline 84 (…); 0 lost; baseline now this generation"."""
+    record = read_record(generation)
+    if record is None:
+        return f"no {RECORD}"
+    meta = record.meta
+    against = "no baseline (first publish)" if meta.get("baseline_runs") is None else \
+        f"baseline {meta['baseline_runs']} ({meta.get('judged_against')}); {meta.get('lost_runs')} lost"
+    return (f"{meta.get('accepted_runs')} accepted runs; {against}; baseline now "
+            f"{'this generation' if meta.get('confirmed') else meta.get('baseline_since')}")

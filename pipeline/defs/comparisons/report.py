@@ -27,9 +27,9 @@ from pipeline.comparisons.trends import (
 )
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
-from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths, generation_id
 from pipeline.defs.ui import table_metadata
-from pipeline.io.storage import replace_mart_partitions, replace_partitions, table_names
+from pipeline.io.storage import replace_mart_partitions, replace_partitions, restaged_dates, table_names
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
 
@@ -105,13 +105,14 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         emptied = conn.execute("delete from trends where strftime(run_date, '%Y-%m-%d') not in "
                                "(select run_date_partition from run_metrics) "
                                "returning strftime(run_date, '%Y-%m-%d')").fetchall()
-        dates = sorted(set(build) | {row[0] for row in emptied})
+        folder = paths.mart_folder(context, "trends")
+        dates = restaged_dates(conn, folder, set(build) | {row[0] for row in emptied}, generation_id(context),
+                               "select distinct strftime(run_date, '%Y-%m-%d') from trends")
         table = conn.sql("select * from trends where list_contains($dates, strftime(run_date, '%Y-%m-%d')) "
                          "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding",
                          params={"dates": dates}).to_arrow_table()
-    folder = paths.mart_folder(context, "trends")
     replace_mart_partitions(table, folder, dates)
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     folder = paths.published(context, folder)
     in_range = sum(table.column("in_range").to_pylist())
     context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates -> {folder}")
@@ -163,7 +164,7 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     out = paths.staging(context) / "report"
     pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out)]
     cdf_pages = build_request_pages(request_runs, requests, out)
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1,
                 "runs_with_latency_cdfs": max(len(cdf_pages) - 1, 0)}
     shown = [r for r in comparisons if r["price_book"] == REPORT_PRICE_BOOK]

@@ -88,7 +88,7 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
             + [with_slo(build_frontiers(runs, sides, as_of, only_runs=ids), slo) for slo, ids in met.items()])
         write_table(conn, "frontiers", table)
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "frontiers")))
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     sides = len(set(table.column("side_id").to_pylist()))
     context.log.info(f"{sides} sides, {table.num_rows} frontier points"
                      f"{f' as of {config.as_of}' if config.as_of else ''} -> {path}")

@@ -18,14 +18,18 @@ from pipeline.ingest.parse_cache import CacheStats
 from pipeline.ingest.schema import RUN_SCHEMA
 from pipeline.ingest.requests import requests_tables
 from pipeline.io.paths import check_writable_folder
+from pipeline.io.publish_guard import check_writer, warehouse_identity
 from pipeline.io.storage import note_raw_changes, replace_file_rows, replace_partitions, table_names, write_table
 
 
 class IngestConfig(dg.Config):
-    """Run config of ``ingest/parsed_runs``: how much input a scan may lose before the run stops unpublished."""
+    """Run config of ``ingest/parsed_runs``: how much input a scan may lose before the run stops unpublished, and
+    whether this warehouse may take over a mart folder another warehouse published (``switch_warehouse``; the
+    same fields of ``comparisons/published_marts`` guard the publish itself)."""
 
     allow_shrink: bool = False
     max_run_loss_share: float = DEFAULT_MAX_RUN_LOSS_SHARE
+    switch_warehouse: bool = False
 
 
 @dg.asset(
@@ -62,12 +66,16 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
     folder, or a scan with more than ``max_run_loss_share`` (run config, default 20 %) fewer runs than the last
     one, raises with a one-line cause and every mart stays as it was; ``allow_shrink: true`` accepts a
     deliberate shrink. A mart or parse-cache folder that cannot be written (a file in its place, a read-only
-    volume) fails first, in one line (``pipeline.io.paths.OutputLocationError``).
+    volume) fails first, in one line (``pipeline.io.paths.OutputLocationError``), and so does a mart folder whose
+    current generation another warehouse published (``pipeline.io.publish_guard.OtherWarehouseError``, unless
+    ``switch_warehouse``).
     """
     keys = list(context.partition_keys)
     raw_dir = Path(paths.raw_dir)
     check_writable_folder(paths.out_dir, "PIPELINE_OUT_DIR")  # fail in one line now, not after the parse
     check_writable_folder(paths.cache_dir, "PIPELINE_CACHE_DIR")
+    with warehouse.get_connection() as conn:  # one writer per mart folder: refuse before any work
+        check_writer(Path(paths.out_dir), warehouse_identity(conn, warehouse.database), config.switch_warehouse)
     # a run started from a scan (the sensor's tick, the partition discovery) reads the folder as that scan saw it:
     # no second scan, and the runs streamed from the parse cache into DuckDB, when the cache still holds it
     folder = folder_rows(raw_dir, Path(paths.cache_dir), snapshot=run_tag(context, SNAPSHOT_TAG), dates=keys)

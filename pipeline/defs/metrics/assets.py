@@ -13,7 +13,7 @@ from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.metrics.reference import GPU_REFERENCE_KEY, PRICE_BOOKS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
-from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths
+from pipeline.defs.resources import REBUILD_MARKER_TABLE, WAREHOUSE_POOL, PipelinePaths, generation_id
 from pipeline.defs.ui import counts_markdown, table_metadata
 from pipeline.io.paths import sql_text
 from pipeline.io.storage import (
@@ -25,6 +25,7 @@ from pipeline.io.storage import (
     prune_mart_partitions,
     replace_mart_partitions,
     replace_partitions,
+    restaged_dates,
     table_names,
     write_mart_partitions,
     write_table,
@@ -130,14 +131,16 @@ def run_metrics(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         emptied = drop_runs_not_validated(conn, "run_metrics", RUN_METRICS_CHANGES, "run_date_partition, line_id")
         # a new sweep supersedes the sweep before it, whatever its date: those rows and runs/ files change too
         relined = refresh_lineage(conn, replaced | {row[1] for row in emptied if row[1] is not None})
-        dates = sorted(set(keys) | {row[0] for row in emptied} | set(relined))
         folder = paths.mart_folder(context, "runs")
+        # and the dates a refused or failed run left unpublished, or whose runs went unseen by this warehouse
+        dates = restaged_dates(conn, folder, set(keys) | {row[0] for row in emptied} | set(relined),
+                               generation_id(context), "select distinct run_date_partition from run_metrics")
         first, rows, written = write_runs_mart(conn, folder, dates)
         total = conn.execute("select count(*) from run_metrics").fetchone()[0]
         if set(keys) >= set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name)):
             # every run date refilled: a warehouse rebuilt after corruption is whole again
             conn.execute(f"drop table if exists {REBUILD_MARKER_TABLE}")
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     folder = paths.published(context, folder)
     context.log.info(f"run_metrics: {rows} rows in {len(dates)} dates ({len(written)} partition files) "
                      f"of {total} -> {folder}")
@@ -271,7 +274,13 @@ def run_slo(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths:
         replace_partitions(conn, "run_slo", fresh, keys)
         emptied = conn.execute("delete from run_slo where run_id not in (select run_id from validated_runs) "
                                "or slo not in (select name from slos) returning run_date_partition").fetchall()
-        dates = sorted(set(keys) | {row[0] for row in emptied})
+        dates = set(keys) | {row[0] for row in emptied}
+        generation = generation_id(context)
+        dates = sorted(set(restaged_dates(conn, paths.mart_folder(context, "run_slo"), dates, generation,
+                                          "select distinct run_date_partition from run_slo"))
+                       | set(restaged_dates(conn, paths.mart_folder(context, "requests"), dates, generation,
+                                            "select distinct v.run_date_partition from raw_requests "
+                                            "join validated_runs v using (run_id)")))
         table = conn.sql("select * from run_slo where list_contains($dates, run_date_partition) "
                          "order by run_id, slo", params={"dates": dates}).to_arrow_table()
         requests = conn.sql(
@@ -282,7 +291,7 @@ def run_slo(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths:
             params={"dates": dates}).to_arrow_table()
     replace_mart_partitions(table, paths.mart_folder(context, "run_slo"), dates)
     replace_mart_partitions(requests, paths.mart_folder(context, "requests"), dates)
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     bases = Counter(f"{s}: {b}" for s, b in zip(fresh.column("slo").to_pylist(), fresh.column("slo_basis").to_pylist()))
     context.log.info(f"run_slo: {fresh.num_rows} (run, slo) rows for {len(keys)} dates; {requests.num_rows} requests "
                      f"-> {Path(paths.out_dir) / 'requests'}")

@@ -115,7 +115,7 @@ def quarantine(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pat
         preview = conn.sql("select * from quarantine order by coalesce(starts_with(reason_code, 'not_a_run_log:'), "
                            f"false), source_file, source_row limit {PREVIEW_ROWS}").to_arrow_table() \
             .cast(QUARANTINE_SCHEMA)
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     path = paths.published(context, folder)
     context.log.info(f"quarantine: {total} rows ({done}; mart {written.describe()})")
     return dg.MaterializeResult(

@@ -43,7 +43,7 @@ def ingest_ledger(context: dg.AssetExecutionContext, warehouse: DuckDBResource, 
         total = conn.execute("select count(*) from ingest_ledger").fetchall()[0][0]
         outcomes = dict(conn.execute("select outcome, count(*) from ingest_ledger group by outcome").fetchall())
         preview = conn.sql(f"select * from ingest_ledger order by source_file limit {PREVIEW_ROWS}").to_arrow_table()
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     path = paths.published(context, folder)
     context.log.info(f"ledger: {total} files ({rebuilt}; mart {written.describe()}) -> {path}")
     return dg.MaterializeResult(metadata={
