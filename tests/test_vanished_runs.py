@@ -83,3 +83,40 @@ def test_a_vanished_files_runs_leave_every_table_when_another_date_is_refreshed(
     _materialize(instance, [night], warehouse, paths)  # nothing changed since: the same rows stay
     assert _run_ids(database, "validated_runs") == kept
     assert _run_ids(database, "run_metrics") == kept
+
+
+def test_a_run_moved_to_another_date_is_not_a_duplicate_of_its_vanished_file(warehouse_of_two_nights):
+    """A run file re-dated (removed from one night, the same measurement written under the next night) and only the
+    new night refreshed, as the sensor does: the run is accepted on its new date. The vanished file's rows leave
+    ``validated_runs`` before the new night is judged, so the run is not a duplicate of a file that is gone (it
+    was quarantined as ``duplicate_run`` of it, and the input-loss guard then refused the night)."""
+    import csv
+    import shutil
+
+    raw, paths, warehouse, instance = warehouse_of_two_nights
+    database = warehouse.database
+    with duckdb.connect(database, read_only=True) as conn:
+        candidates = conn.execute(
+            "select source_file, run_id from validated_runs where run_date_partition = ? order by source_file",
+            [NIGHTS[0]]).fetchall()
+    source_file, run_id = next(c for c in candidates if (raw / c[0]).with_name("runs.csv").is_file())
+    old = raw / source_file
+    rows = list(csv.DictReader(old.with_name("runs.csv").open(newline="")))
+    (row,) = [r for r in rows if r["file"] == old.name]
+    moved = raw / NIGHTS[1] / "moved"
+    moved.mkdir()
+    shutil.copy(old, moved / old.name)
+    with (moved / "runs.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow({**row, "run_date": NIGHTS[1]})
+    old.unlink()
+
+    _materialize(instance, [NIGHTS[1]], warehouse, paths)
+    with duckdb.connect(database, read_only=True) as conn:
+        new = conn.execute("select run_date_partition from validated_runs where source_file = ?",
+                           [f"{NIGHTS[1]}/moved/{old.name}"]).fetchall()
+        quarantined = conn.execute("select reason_code, detail from validation_rejects where source_file = ?",
+                                   [f"{NIGHTS[1]}/moved/{old.name}"]).fetchall()
+    assert quarantined == [] and new == [(NIGHTS[1],)]
+    assert run_id not in _run_ids(database, "validated_runs")

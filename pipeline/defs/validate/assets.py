@@ -24,6 +24,7 @@ from pipeline.io.storage import (
     note_raw_changes,
     read_table,
     replace_partitions,
+    table_names,
     write_table,
 )
 from pipeline.validate.judge import judge_raw_runs
@@ -59,6 +60,9 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
+        # first the rows of files that are gone: a run judged against them would be the duplicate of a file that
+        # no longer exists (a file re-dated, its old date not refreshed) and be quarantined for it
+        emptied = drop_vanished_files(conn)
         judged = judge_raw_runs(conn, keys, known_hw, preview_rows=PREVIEW_SCAN_ROWS)
         rejects, n_accepted = judged.rejects, judged.accepted
         # DuckDB reads the accepted rows straight from the raw table (an Arrow copy was ~1 GB onto 1M runs)
@@ -70,7 +74,6 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         finally:
             conn.unregister("_rejected")
         replace_partitions(conn, "validation_rejects", rejects, keys)
-        emptied = drop_vanished_files(conn)
         # the ledger's accepted/quarantined counts of these dates; the dates the metric tables check for runs
         # that are no longer validated
         note_raw_changes(conn, "partition", keys, logs=(RAW_CHANGES, QUARANTINE_CHANGES))
@@ -133,7 +136,7 @@ VANISHED_FILES_SQL = ("delete from {table} where {scope} source_file not in "
 
 def drop_vanished_files(conn: duckdb.DuckDBPyConnection) -> set[str] | None:
     """Delete the ``validated_runs`` and ``validation_rejects`` rows of files that are no longer in ``raw_files``,
-    in any run date: those the ingest noted as rewritten or removed since the last call
+    in any run date, before a validation judges runs against them (a table not created yet has none): those the ingest noted as rewritten or removed since the last call
     (``pipeline.io.storage.VALIDATED_CHANGES``; onto a million runs a few files instead of an anti-join of every
     row, ~0.4 s), or every row when the log cannot say (``needs_whole_rebuild``: first run, a table the ingest
     rewrote whole, another version of the statement).
@@ -146,7 +149,9 @@ def drop_vanished_files(conn: duckdb.DuckDBPyConnection) -> set[str] | None:
     whole = needs_whole_rebuild(conn, "validated_runs", VALIDATED_CHANGES, version)
     files = f"(select value from {VALIDATED_CHANGES} where kind = 'file')"
     emptied: set[str] = set()
-    for table in ("validated_runs", "validation_rejects"):
+    present = table_names(conn)
+    # before the first validation there is nothing to drop: every row it inserts is of a file the ingest listed
+    for table in (t for t in ("validated_runs", "validation_rejects") if t in present):
         emptied |= {row[0] for row in conn.execute(VANISHED_FILES_SQL.format(
             table=table, scope="" if whole else f"source_file in {files} and",
             scope_of_files="" if whole else f"where source_file in {files}")).fetchall()}
