@@ -28,7 +28,8 @@ def select(rows: list[dict], since: dt.date | None = None, metrics: list[str] | 
     kept = [r for r in rows
             if (improvements or r["direction"] == "regression") and (recovered or r["status"] != "recovered")
             and (since is None or r["first_bad_date"] >= since) and (not metrics or r["metric"] in metrics)]
-    return sorted(kept, key=lambda r: (-r["first_bad_date"].toordinal(), r["series_id"], r["metric"]))
+    return sorted(kept, key=lambda r: (-r["first_bad_date"].toordinal(), r["series_kind"] != "line",
+                                       r["line_id"] or "", r["conc"] or 0, r["series_id"], r["metric"]))
 
 
 def format_rows(rows: list[dict]) -> str:

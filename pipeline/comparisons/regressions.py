@@ -186,7 +186,7 @@ class DetectionSettings:
             absolute metrics).
     """
 
-    max_p_value: float = 1e-4
+    max_p_value: float = 5e-5
     min_points_before: int = 3
     min_points_after: int = 2
     window: int = 20

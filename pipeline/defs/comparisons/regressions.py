@@ -116,6 +116,9 @@ def regressions(context: dg.AssetExecutionContext, config: RegressionConfig, war
             "series_id", "metric", "direction", "status", "first_bad_date", "mean_before", "mean_after",
             "magnitude_pct", "p_value"]),
         "series": len(series),
+        # a series shorter than this cannot be judged: it says so rather than look like a clean history
+        "series_long_enough": sum(len(x.values) >= settings.min_points_before + settings.min_points_after
+                                  for x in series),
         "new_regressions": counts[("regression", "new")],
         "open_regressions": counts[("regression", "new")] + counts[("regression", "ongoing")],
         "improvements": sum(v for (d, _), v in counts.items() if d == "improvement"),
