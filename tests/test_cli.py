@@ -163,7 +163,7 @@ def test_every_command_and_option_has_help():
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     helps = {c.dest: c.help for c in subparsers._choices_actions}
-    assert set(helps) == {"run", "compare", "report", "partitions", "docs", "sample"} and all(helps.values())
+    assert set(helps) == {"run", "compare", "report", "regressions", "partitions", "docs", "sample"} and all(helps.values())
     for name, sub in subparsers.choices.items():
         assert sub.description, name
         for action in sub._actions:
@@ -256,3 +256,12 @@ def test_report_without_a_materialized_pipeline_is_one_line(tmp_path, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("report failed (") and "python -m pipeline run" in err[0]
     assert "comparisons" in err[0]  # the cause: DuckDB's own words about the missing table
+
+
+def test_regressions_without_a_mart_says_what_to_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "nothing"))
+    assert main(["regressions"]) == 1
+    assert "run the pipeline first" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["regressions", "--since", "yesterday"])
+    assert exit_info.value.code == 2
