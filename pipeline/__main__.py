@@ -4,6 +4,7 @@
     python -m pipeline compare --list      the sides the runs mart holds, with run counts
     python -m pipeline compare …           print one comparison table for two sides and chosen targets
     python -m pipeline report              rebuild the static HTML report from the warehouse
+    python -m pipeline regressions         the regressions found in the history, before → after
     python -m pipeline partitions          register the raw logs' run dates on DAGSTER_HOME (before a backfill)
     python -m pipeline docs                regenerate docs/marts.md from pipeline/io/columns.py
     python -m pipeline sample              regenerate data/sample from its fixed seed
@@ -248,6 +249,13 @@ def _compare(args: argparse.Namespace) -> int:
     return run_compare(args, Path(env_path("PIPELINE_OUT_DIR")))
 
 
+def _regressions(args: argparse.Namespace) -> int:
+    from pipeline.cli.regressions import run_regressions
+    from pipeline.io.paths import env_path
+
+    return run_regressions(args, Path(env_path("PIPELINE_OUT_DIR")))
+
+
 def summary(out_dir: Path, raw_dir: Path) -> str:
     """Counts from the marts and one comparison table, as printed after ``run``."""
     runs, quarantine, comparisons = (read_mart(out_dir, name) for name in ("runs", "quarantine", "comparisons"))
@@ -326,6 +334,16 @@ def _docs(args: argparse.Namespace) -> int:
     return run_docs(args)
 
 
+def date_argument(text: str):
+    """A ``YYYY-MM-DD`` command-line value as a date (argparse reports a malformed one, exit 2)."""
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date YYYY-MM-DD: {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m pipeline`` parser: every command and option has help text."""
     from pipeline.cli.compare import TIERS
@@ -386,6 +404,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("report", help="rebuild the HTML report from the warehouse",
                    description="Rebuild <PIPELINE_OUT_DIR>/report/index.html from the warehouse. Exit 1 when it cannot be "
                                "built (materialize the pipeline first: python -m pipeline run).").set_defaults(func=_report)
+    reg = sub.add_parser(
+        "regressions", help="print the regressions found in the history, with the numbers before and after",
+        formatter_class=raw,
+        description="The regressions of the published regressions mart (comparisons/regressions), newest first bad "
+                    "date first:\n\n  python -m pipeline regressions --since 2026-07-01 --metric tput_per_gpu\n\n"
+                    "Exit 0 printed (also when none match); 1 no regressions mart yet.")
+    reg.add_argument("--since", type=date_argument, metavar="YYYY-MM-DD",
+                     help="only changes whose first bad date is this date or later")
+    reg.add_argument("--metric", action="append", metavar="METRIC",
+                     help="only this metric (repeatable): tput_per_gpu, median_tpot_s, p99_ttft_s, failure_rate, "
+                          "cost_per_mtok_hyperscaler, tok_s_per_mw")
+    reg.add_argument("--improvements", action="store_true", help="list improvements too")
+    reg.add_argument("--recovered", action="store_true", help="list recovered changes too")
+    reg.add_argument("--json", action="store_true", help="print the mart rows as JSON")
+    reg.set_defaults(func=_regressions)
     sub.add_parser("partitions", help="register the raw logs' run dates as partitions on DAGSTER_HOME",
                    description="Add every run date found under PIPELINE_RAW_DIR (plus `undated`) to the run_date "
                                "partitions of DAGSTER_HOME's instance, so a partition backfill (UI or `dagster "

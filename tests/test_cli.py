@@ -164,7 +164,7 @@ def test_every_command_and_option_has_help():
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     helps = {c.dest: c.help for c in subparsers._choices_actions}
-    assert set(helps) == {"run", "compare", "report", "partitions", "docs", "sample"} and all(helps.values())
+    assert set(helps) == {"run", "compare", "report", "regressions", "partitions", "docs", "sample"} and all(helps.values())
     for name, sub in subparsers.choices.items():
         assert sub.description, name
         for action in sub._actions:
@@ -404,3 +404,12 @@ def test_a_failed_step_prints_its_cause_first(config_env):
     assert lines[1].startswith("[") and "ingest/parsed_runs" in lines[1] and "failed" in lines[1], lines
     assert lines[-1].startswith("pipeline stopped at ingest__parsed_runs after ") and len(
         [line for line in lines if "is empty" in line]) == 1, lines
+
+
+def test_regressions_without_a_mart_says_what_to_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "nothing"))
+    assert main(["regressions"]) == 1
+    assert "run the pipeline first" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["regressions", "--since", "yesterday"])
+    assert exit_info.value.code == 2

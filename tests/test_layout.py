@@ -114,7 +114,7 @@ def test_every_asset_key_starts_with_its_group_and_names_are_unique():
 
     graph = defs().resolve_asset_graph()
     groups = {key: graph.get(key).group_name for key in graph.get_all_asset_keys() if graph.get(key).is_materializable}
-    assert len(groups) == 15  # every asset of pipeline/defs (tests/test_pipeline_end_to_end.py lists them)
+    assert len(groups) == 16  # every asset of pipeline/defs (tests/test_pipeline_end_to_end.py lists them)
     assert key_naming_problems(groups) == []
     assert {k.path[0] for k in groups} == set(STAGES)  # every stage has assets, nothing outside the stages
 

@@ -17,7 +17,7 @@ def test_definitions_load():
     assert keys == {"ingest/parsed_runs", "metrics/gpu_reference", "metrics/price_books", "metrics/run_power", "comparisons/trends", "comparisons/report",
                     "validate/accepted_runs", "ingest/parsed_requests", "metrics/run_slo",
                     "validate/quarantine", "validate/ingest_ledger", "metrics/run_metrics", "frontiers/pareto_frontiers", "comparisons/matched_comparisons",
-                    "comparisons/published_marts"}
+                    "comparisons/published_marts", "comparisons/regressions"}
     assert d.resolve_job_def("refresh_all") is not None
 
 

@@ -208,7 +208,7 @@ def _not_measured(row: Mapping[str, Any]) -> str:
 
 def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
                  runs: Sequence[Mapping[str, Any]], out_dir: Path,
-                 default_book: str = REPORT_PRICE_BOOK) -> list[Path]:
+                 default_book: str = REPORT_PRICE_BOOK, regressions: Sequence[Mapping[str, Any]] = ()) -> list[Path]:
     """Write the interactive report: ``index.html`` (summary, headline comparisons first, filters) and one
     self-contained page per comparison with every price book (named by ``page_names``), plus ``assets/`` (the page
     scripts and the vendored Chart.js), and remove every other page of ``out_dir`` (a comparison gone, or a page
@@ -222,6 +222,7 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
             ``length_off_nominal``) for the chart's raw runs and their hover text.
         out_dir: the report folder (``<marts>/report``).
         default_book: the price book a page opens with (the first book in name order when it has no rows).
+        regressions: ``regressions`` mart rows to list on the index (``regressions_section``).
     Returns:
         Paths of the pages written, index first.
     Raises:
@@ -253,7 +254,7 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         pages.append(page)
         entries.append((name, shown))
     index = out_dir / "index.html"
-    index.write_text(_index_page(entries, books, book), encoding="utf-8")
+    index.write_text(_index_page(entries, books, book, regressions), encoding="utf-8")
     for stale in set(out_dir.glob("*.html")) - {index, *pages}:  # a page of a comparison gone, or of an old name
         stale.unlink()
     return [index, *pages]
@@ -631,7 +632,7 @@ def headline_comparisons(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]
 
 
 def _index_page(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], books: Sequence[str],
-                default_book: str) -> str:
+                default_book: str, regressions: Sequence[Mapping[str, Any]] = ()) -> str:
     """The index: counts per kind, the headline comparisons (with their sentence at the middle target) first, then
     every comparison by kind; filters by model, GPU, precision and kind (``assets/index.js``)."""
     counts = defaultdict(int)
@@ -667,6 +668,7 @@ def _index_page(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], book
     book_text = ", ".join(books) or "—"
     body = (f"<h1>inference-frontier comparisons</h1><p class='sub'>{len(entries)} comparisons · price books "
             f"{html_text(book_text)} (pages open with {html_text(default_book)})</p>")
+    body += regressions_section(regressions)
     if entries:
         body += (f"<table id='summary'><thead><tr><th>Kind</th><th>Comparisons</th></tr></thead><tbody>{summary}"
                  f"<tr><td>All</td><td>{len(entries)}</td></tr></tbody></table>"
@@ -676,6 +678,34 @@ def _index_page(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], book
     else:
         body += "<p>No comparison has runs on both sides.</p>"
     return _document("inference-frontier comparisons", body)
+
+
+def regressions_section(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The index's regressions section (``<section id='regressions'>``): one table row per ``regressions`` mart
+    row given (the report passes those not recovered), regressions first: direction, status, series, metric,
+    before → after with the change in %, first bad date, and the first bad run (a link where it is a URL).
+    Empty text when there are none. Every value passes ``html_text``."""
+    from pipeline.comparisons.regressions import METRIC_LABELS, change_text, series_label
+
+    if not rows:
+        return ""
+    cells = []
+    for row in sorted(rows, key=lambda r: (r["direction"] != "regression", r["status"] != "new",
+                                           str(r["first_bad_date"]), r["series_id"], r["metric"])):
+        run = row.get("first_bad_run") or ""
+        run_cell = (f"<a href=\"{html_text(run)}\">first bad run</a>" if run.startswith(("https://", "http://"))
+                    else html_text(run or "—"))
+        cells.append(f"<tr class='{html_text(row['direction'])}'><td>{html_text(row['direction'])}</td>"
+                     f"<td>{html_text(row['status'])}</td><td>{html_text(series_label(row))}</td>"
+                     f"<td>{html_text(METRIC_LABELS.get(row['metric'], row['metric']))}</td>"
+                     f"<td>{html_text(change_text(row))}</td><td>{html_text(row['first_bad_date'])}</td>"
+                     f"<td>{run_cell}</td></tr>")
+    n = sum(r["direction"] == "regression" for r in rows)
+    return (f"<section id='regressions'><h2>Regressions ({n}) and improvements ({len(rows) - n})</h2>"
+            "<p class='sub'>Changes found in each line's and frontier's history beyond its noise "
+            "(comparisons/regressions; recovered ones are in the regressions mart)</p><table><thead><tr>"
+            "<th>Direction</th><th>Status</th><th>Series</th><th>Metric</th><th>Before → after</th>"
+            f"<th>First bad date</th><th>Run</th></tr></thead><tbody>{''.join(cells)}</tbody></table></section>")
 
 
 def _document(title: str, body: str) -> str:

@@ -104,6 +104,13 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "x_intvty_stat", "run_date", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
         "in_range", "tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
         "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")),
+    "regressions": ("regressions.parquet", "one change point of one series and metric", (
+        "regression_id", "series_kind", "series_id", "model", "isl", "osl", "hw", "framework", "precision",
+        "spec_decoding", "benchmark_type", "line_id", "conc", "price_book", "target_intvty", "metric", "better",
+        "direction", "status", "last_good_date", "first_bad_date", "latest_date", "before_points", "after_points",
+        "before_sweeps", "after_sweeps", "last_good_run", "first_bad_run", "mean_before", "mean_after",
+        "latest_value", "magnitude_pct", "p_value", "noise_pct", "noise_source", "method", "detected_at",
+        "notified_at")),
     "requests": ("requests/<model>/<run_date|undated>/part-0.parquet", "one request of an accepted run whose harness "
                  "saved per-request data", (
         "run_id", "request_index", "ttft_s", "tpot_s", "e2el_s", "itl_p50_s", "itl_p99_s", "input_tokens",
@@ -381,6 +388,43 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "frontier_intvty_min": ("tok/s/user", "lowest interactivity on the day's frontier"),
     "frontier_intvty_max": ("tok/s/user", "highest interactivity on the day's frontier"),
     "in_range": ("", "target_intvty lies on the day's frontier; metrics are null when false"),
+    # regressions (docs/regressions.md)
+    "regression_id": ("", "the change's id: first 16 hex digits of sha256 over series, metric, direction and the "
+                          "first bad date it was found with (kept when later runs date it a point or two apart)"),
+    "series_kind": ("", "line: one line (line_id) at one concurrency, a point per sweep; frontier: one frontier "
+                        "group and price book read at target_intvty, a point per date"),
+    "series_id": ("", "the series as text: <line_id>|conc=<N>, or <price_book>|<frontier group>|at=<target>"),
+    "metric": ("", "the metric that changed (data/reference/regression_metrics.csv)"),
+    "better": ("", "higher or lower: the direction of the metric that is an improvement"),
+    "direction": ("", "regression (the metric moved the worse way) or improvement"),
+    "status": ("", "new: first found by this run; ongoing: found by an earlier run and still there; recovered: "
+                   "a later change brought the series back within the minimum magnitude of the level before"),
+    "last_good_date": ("", "date of the last point before the change"),
+    "first_bad_date": ("", "date of the first point after the change"),
+    "latest_date": ("", "date of the series' newest point"),
+    "before_points": ("points", "points before the change that mean_before and the test use (at most the window)"),
+    "after_points": ("points", "points after the change that mean_after and the test use (at most the window)"),
+    "before_sweeps": ("", "the sweep ids (line) or dates (frontier) of the points before the change"),
+    "after_sweeps": ("", "the sweep ids (line) or dates (frontier) of the points after the change"),
+    "last_good_run": ("", "the last good point's run: its InferenceX run_url, else its source_file; null for a "
+                          "frontier"),
+    "first_bad_run": ("", "the first bad point's run: its InferenceX run_url, else its source_file; null for a "
+                          "frontier"),
+    "mean_before": ("metric units", "mean of the points before the change (tok/s/GPU, s, $/M tok, tok/s/MW or a "
+                                    "fraction, as the metric)"),
+    "mean_after": ("metric units", "mean of the points after the change"),
+    "latest_value": ("metric units", "the series' newest point"),
+    "magnitude_pct": ("%", "(mean_after / mean_before − 1) × 100; for failure_rate the change in percentage points"),
+    "p_value": ("", "two-sided Student t-test of the points before against the points after, noise pooled from "
+                    "the series' residuals or its repeats"),
+    "noise_pct": ("%", "the per-point noise the test used, as a coefficient of variation (failure_rate: "
+                       "percentage points)"),
+    "noise_source": ("", "residuals (around the series' segments, at least the robust first-difference "
+                         "estimate), repeats (within a point's runs), or floor (the metric's noise_floor)"),
+    "method": ("", "the detection method: ruptures' binary segmentation (L2 cost) and a Student t-test"),
+    "detected_at": ("UTC", "when a run first found the change"),
+    "notified_at": ("UTC", "when the webhook announced it; null = not announced (no webhook, an improvement, or "
+                           "recovered before one was configured)"),
     # per-request data and SLOs (docs/metrics.md "SLOs, attainment and goodput")
     "request_index": ("", "position of the request in its run's per-request records, 0 first"),
     "ttft_s": ("s", "the request's time to first token; null for an errored request"),
@@ -424,6 +468,10 @@ MART_NOTES: dict[tuple[str, str], str] = {
     ("comparisons", "cost_per_mtok_hyperscaler"): "splined at evaluated_intvty",
     ("trends", "tput_per_gpu"): "the day's frontier splined at target_intvty",
     ("trends", "target_intvty"): "default 35 tok/s/user",
+    ("regressions", "target_intvty"): "the trend target a frontier series is read at; null for a line",
+    ("regressions", "conc"): "a line series' concurrency; null for a frontier",
+    ("regressions", "price_book"): "a frontier series' price book; null for a line",
+    ("regressions", "line_id"): "null for a frontier",
 }
 
 

@@ -6,6 +6,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
+from pipeline.defs.comparisons.regressions import REGRESSIONS_KEY
 from pipeline.defs.resources import (
     PUBLISHED_MARTS_KEY,
     REBUILD_MARKER_TABLE,
@@ -20,7 +21,7 @@ from pipeline.io.storage import table_names
 MART_KEYS = [dg.AssetKey(["validate", "quarantine"]), dg.AssetKey(["validate", "ingest_ledger"]),
              dg.AssetKey(["metrics", "run_metrics"]), dg.AssetKey(["metrics", "run_slo"]),
              dg.AssetKey(["frontiers", "pareto_frontiers"]), COMPARISONS_KEY, dg.AssetKey(["comparisons", "trends"]),
-             dg.AssetKey(["comparisons", "report"])]
+             dg.AssetKey(["comparisons", "report"]), REGRESSIONS_KEY]
 
 
 class NoAcceptedRunsError(RuntimeError):
@@ -50,7 +51,7 @@ def published_marts(context: dg.AssetExecutionContext, config: PublishConfig, wa
     """Publish this run's marts together (``pipeline.io.generations.publish``): the run's staging folder becomes
     ``<PIPELINE_OUT_DIR>/.generations/<UTC time>-<run id>`` and ``current`` (and through it ``runs/``,
     ``quarantine/``, ``frontiers.parquet``, ``comparisons.parquet``, ``ingest_ledger/``, ``trends/``,
-    ``run_slo/``, ``requests/``, ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
+    ``run_slo/``, ``requests/``, ``regressions.parquet``, ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
     blocking check failed, so a failed or killed run leaves the previous generation in place.
 
     Guarded (``pipeline.io.publish_guard.guarded_publish``, under the publish lock, on the generation as it will

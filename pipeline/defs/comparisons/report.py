@@ -26,6 +26,7 @@ from pipeline.comparisons.trends import (
     trends_at_target,
 )
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
+from pipeline.defs.comparisons.regressions import REGRESSIONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths, generation_id
 from pipeline.defs.ui import table_metadata
@@ -139,14 +140,16 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
 
 
 @dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
-          deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY, dg.AssetKey(["metrics", "run_slo"])])
+          deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY, dg.AssetKey(["metrics", "run_slo"]), REGRESSIONS_KEY])
 def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` (counts per kind, headline comparisons first, filters
     by model, GPU, precision, kind) plus one interactive page per comparison, as the seed pages read: title ("MI355X
     FP4: MTP vs Off Speculative Decoding"), the three sentences, the Throughput / Cost / tok/s/MW (all-in and
     measured) / Concurrency table at three editable targets, every price book and cost tier, the frontier chart
     (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
-    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js).
+    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The index lists the
+    open regressions and improvements of ``comparisons/regressions`` (status new or ongoing) in a section of its
+    own.
 
     Runs with per-request data get ``report/requests/<run_id>.png`` (TTFT and TPOT CDFs, 640×240) and
     ``report/requests/index.html`` listing them with their SLO outcomes (``comparisons.report.build_request_pages``).
@@ -161,8 +164,13 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         frontiers = conn.sql("select * exclude (slo) from frontiers where slo = 'none'").to_arrow_table().to_pylist()
         runs = chart_runs(conn)
         request_runs, requests = _per_request_data(conn)
+        # the open regressions and improvements, listed on the index (docs/regressions.md)
+        changes = (conn.sql("select * from regressions where status <> 'recovered' order by first_bad_date desc, "
+                            "series_id, metric").to_arrow_table().to_pylist()
+                   if "regressions" in table_names(conn) else [])
     out = paths.staging(context) / "report"
-    pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out)]
+    pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out,
+                                                                     regressions=changes)]
     cdf_pages = build_request_pages(request_runs, requests, out)
     paths.publish_unless_later(context, warehouse)
     metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1,

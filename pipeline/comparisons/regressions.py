@@ -1,0 +1,667 @@
+"""Regressions: change points in the history of every line and every frontier, judged against the series' own
+noise and a minimum magnitude (docs/regressions.md).
+
+Two kinds of series, each a sequence of points in date order:
+
+- **line** (``line_series``): one line (``line_id``: configuration × ISL/OSL × benchmark type) at one
+  concurrency; a point per successive sweep (the sweep current on each date the line ran, the latest-run rule
+  of ``pipeline.validate.lines``), holding the mean of its repeats of tok/s/GPU, median TPOT, p99 TTFT
+  (``run_metrics``) and the failure rate (``raw_runs``: accepted runs and those quarantined for failed requests).
+- **frontier** (``frontier_series``): one frontier group and price book of the ``trends`` table; a point per date
+  whose as-of frontier reaches the trend target (tok/s/GPU, $/M tokens hyperscaler, tok/s/MW).
+
+Which way is better, whether a change is relative or absolute, and the minimum magnitude of each metric are data:
+``regression_metrics.csv`` of the reference folder (``load_metric_rules``).
+
+Detection (``find_changes``), the Otava recipe with a maintained change-point library: candidate change points
+by binary segmentation of the (log) series with an L2 cost (``ruptures.Binseg``, the search E-divisive also
+runs, with a BIC-like penalty of ``penalty`` × σ̂² × ln n where σ̂ is the series' robust noise), then each
+candidate kept only when a Student t-test of the points before against the points after (at most ``window`` of
+each, noise pooled from the residuals around every segment's mean, or from repeats when they show more) gives
+p ≤ ``max_p_value``, the change is at least the metric's minimum magnitude, there are at least
+``min_points_before`` points before and ``min_points_after`` after, and each of those first ``min_points_after``
+points lies beyond the midpoint of the two levels (one bad night is not yet a regression, nor is one outlier
+beside a normal night: the PyTorch HUD's violations in a row).
+
+``status``: ``recovered`` when a later change brought the series back within the minimum magnitude of the level
+before (or beyond it); else ``new`` the first run that finds it, ``ongoing`` after (``assign_status``, from the
+previous run's rows).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy import stats
+
+from pipeline.io.opener import open_text
+from pipeline.io.paths import reference_dir
+from pipeline.validate.lines import current_sweeps_by_date, line_and_sweep_ids
+
+SERIES_KINDS = ("line", "frontier")
+LINE_METRICS = ("tput_per_gpu", "median_tpot_s", "p99_ttft_s", "failure_rate")
+FRONTIER_METRICS = ("tput_per_gpu", "cost_per_mtok_hyperscaler", "tok_s_per_mw")
+# keys every series carries (null where a kind has none: a frontier has no line or concurrency, a line no price book)
+KEY_COLUMNS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type", "line_id",
+               "conc", "price_book", "target_intvty")
+FRONTIER_GROUP = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
+                  "x_intvty_stat")
+STATUSES = ("new", "ongoing", "recovered")
+METHOD = "ruptures Binseg (l2) + Student t-test"
+
+REGRESSION_SCHEMA = pa.schema([
+    ("regression_id", pa.string()),
+    ("series_kind", pa.string()),
+    ("series_id", pa.string()),
+    ("model", pa.string()),
+    ("isl", pa.int32()),
+    ("osl", pa.int32()),
+    ("hw", pa.string()),
+    ("framework", pa.string()),
+    ("precision", pa.string()),
+    ("spec_decoding", pa.string()),
+    ("benchmark_type", pa.string()),
+    ("line_id", pa.string()),
+    ("conc", pa.int32()),
+    ("price_book", pa.string()),
+    ("target_intvty", pa.float64()),
+    ("metric", pa.string()),
+    ("better", pa.string()),
+    ("direction", pa.string()),
+    ("status", pa.string()),
+    ("last_good_date", pa.date32()),
+    ("first_bad_date", pa.date32()),
+    ("latest_date", pa.date32()),
+    ("before_points", pa.int32()),
+    ("after_points", pa.int32()),
+    ("before_sweeps", pa.list_(pa.string())),
+    ("after_sweeps", pa.list_(pa.string())),
+    ("last_good_run", pa.string()),
+    ("first_bad_run", pa.string()),
+    ("mean_before", pa.float64()),
+    ("mean_after", pa.float64()),
+    ("latest_value", pa.float64()),
+    ("magnitude_pct", pa.float64()),
+    ("p_value", pa.float64()),
+    ("noise_pct", pa.float64()),
+    ("noise_source", pa.string()),
+    ("method", pa.string()),
+    ("detected_at", pa.timestamp("us", tz="UTC")),
+    ("notified_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+class RegressionRulesError(ValueError):
+    """``regression_metrics.csv`` is malformed; the message names the file, line and column."""
+
+
+@dataclass(frozen=True)
+class MetricRule:
+    """One row of ``regression_metrics.csv``: how a metric of one kind of series is judged.
+
+    Attributes:
+        series: ``line`` or ``frontier``.
+        metric: the column of ``run_metrics`` / ``raw_runs`` (line) or ``trends`` (frontier).
+        better: ``higher`` or ``lower``: the direction that is an improvement.
+        scale: ``relative`` (changes as a fraction of the level, tested on log values) or ``absolute``
+            (changes in the metric's own unit, tested on the values: a failure rate of 0 has no relative change).
+        min_magnitude: smallest change announced (fraction for relative; metric units for absolute).
+        noise_floor: smallest per-point noise assumed (same units), so identical values do not make every
+            difference infinitely significant.
+    """
+
+    series: str
+    metric: str
+    better: str
+    scale: str
+    min_magnitude: float
+    noise_floor: float
+
+
+def load_metric_rules(path: Path | None = None) -> dict[tuple[str, str], MetricRule]:
+    """``{(series, metric): MetricRule}`` from ``path`` or ``regression_metrics.csv`` of ``reference_dir()``.
+
+    Raises:
+        RegressionRulesError: a missing column, an unknown series kind, ``better`` not higher/lower, ``scale`` not
+            relative/absolute, a metric the series kind does not have, a magnitude or floor that is not a
+            positive finite number, or a (series, metric) given twice.
+    """
+    path = reference_dir() / "regression_metrics.csv" if path is None else path
+    rules: dict[tuple[str, str], MetricRule] = {}
+    known = {"line": LINE_METRICS, "frontier": FRONTIER_METRICS}
+    with open_text(path, "reference") as handle:
+        reader = csv.DictReader(handle)
+        missing = {"series", "metric", "better", "scale", "min_magnitude", "noise_floor"} - set(reader.fieldnames or ())
+        if missing:
+            raise RegressionRulesError(f"{path}: missing columns {sorted(missing)}")
+        for line, raw in enumerate(reader, start=2):
+            def bad(column: str, why: str) -> RegressionRulesError:
+                return RegressionRulesError(f"{path} line {line}, column {column}: {raw.get(column)!r} {why}")
+
+            series, metric = (raw["series"] or "").strip(), (raw["metric"] or "").strip()
+            if series not in known:
+                raise bad("series", f"is not one of {', '.join(known)}")
+            if metric not in known[series]:
+                raise bad("metric", f"is not a {series} metric ({', '.join(known[series])})")
+            if (series, metric) in rules:
+                raise bad("metric", "is given twice for this series kind")
+            better, scale = (raw["better"] or "").strip(), (raw["scale"] or "").strip()
+            if better not in ("higher", "lower"):
+                raise bad("better", "is not higher or lower")
+            if scale not in ("relative", "absolute"):
+                raise bad("scale", "is not relative or absolute")
+            numbers = {}
+            for column in ("min_magnitude", "noise_floor"):
+                try:
+                    numbers[column] = float(raw[column])
+                except (TypeError, ValueError):
+                    raise bad(column, "is not a number") from None
+                if not (math.isfinite(numbers[column]) and numbers[column] > 0):
+                    raise bad(column, "is not a positive finite number")
+            rules[(series, metric)] = MetricRule(series, metric, better, scale, **numbers)
+    return rules
+
+
+@dataclass(frozen=True)
+class DetectionSettings:
+    """The thresholds of ``find_changes`` (run config of ``comparisons/regressions``; defaults measured by
+    ``benchmarks/regressions.py``, docs/regressions.md).
+
+    Attributes:
+        max_p_value: largest two-sided t-test p-value of a change that is announced.
+        min_points_before: fewest points before a change (its baseline).
+        min_points_after: fewest points after it: 2 = a change is announced the morning after its second night.
+        window: most points on each side that the means and the test use (the baseline is recent history).
+        penalty: Binseg's penalty per change point, in units of σ̂² × ln n.
+        min_magnitude: overrides every metric's ``min_magnitude`` when set (fraction, or metric units for
+            absolute metrics).
+    """
+
+    max_p_value: float = 5e-5
+    min_points_before: int = 3
+    min_points_after: int = 2
+    window: int = 20
+    penalty: float = 4.0
+    min_magnitude: float | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change point found in a series of n points (``find_changes``).
+
+    Attributes:
+        index: the first point after the change (0-based; ``index - 1`` is the last good point).
+        before, after: the point indices the means and the test used (``range`` objects).
+        later_level: the mean of the series' last segment (metric units), the level it is at now.
+        last: no later change point was found (the change's own segment is the series' last).
+        mean_before, mean_after: arithmetic means of the values (metric units).
+        magnitude: ``mean_after / mean_before - 1`` (relative metrics) or ``mean_after - mean_before`` (absolute).
+        p_value: two-sided Student t-test p-value.
+        noise: the per-point noise used (log units ≈ coefficient of variation for relative metrics).
+        noise_source: ``residuals``, ``repeats`` or ``floor``: which estimate was the largest.
+    """
+
+    index: int
+    before: range
+    after: range
+    later_level: float
+    last: bool
+    mean_before: float
+    mean_after: float
+    magnitude: float
+    p_value: float
+    noise: float
+    noise_source: str
+
+
+def robust_noise(x: np.ndarray) -> float:
+    """Robust per-point noise of a series with steps: 1.4826 × median |first difference| / √2 (a step moves one
+    difference only). NaN for fewer than 2 points."""
+    if x.size < 2:
+        return float("nan")
+    return float(1.4826 * np.median(np.abs(np.diff(x))) / math.sqrt(2.0))
+
+
+def change_points(x: np.ndarray, noise: float, min_size: int, penalty: float) -> list[int]:
+    """Candidate change points of ``x`` (float64, shape (n,)): the index of the first point of every segment
+    after the first, by ``ruptures.Binseg`` (L2 cost: shifts of the mean) with penalty ``penalty × noise² ×
+    ln n`` and segments of at least ``min_size`` points. [] for a series shorter than 2 × ``min_size``."""
+    import ruptures  # imported here: only this stage needs it, and it pulls in its compiled extensions
+
+    n = x.size
+    if n < 2 * min_size:
+        return []
+    algo = ruptures.Binseg(model="l2", min_size=min_size, jump=1).fit(x.reshape(-1, 1))
+    return [int(b) for b in algo.predict(pen=penalty * noise * noise * math.log(n)) if b < n]
+
+
+def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionSettings = DetectionSettings(),
+                 repeat_sd: Sequence[float] | None = None, repeat_n: Sequence[int] | None = None) -> list[Change]:
+    """The announced changes of one series (both directions), in index order.
+
+    Args:
+        values: the points in date order (metric units; each the mean of its repeats); finite, and > 0 for a
+            relative metric.
+        rule: the metric's ``MetricRule`` (scale, minimum magnitude, noise floor).
+        settings: ``DetectionSettings``.
+        repeat_sd: per point, the sample standard deviation of its repeats (metric units; NaN or absent where a
+            point has one run); repeat_n: per point, its number of runs.
+    Returns:
+        ``Change`` for every candidate change point that passes the test, the magnitude and the point counts.
+    Raises:
+        ValueError: a value is not finite, or not positive for a relative metric.
+    """
+    y = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(y)) or (rule.scale == "relative" and np.any(y <= 0)):
+        raise ValueError(f"{rule.metric}: values must be finite{' and > 0' if rule.scale == 'relative' else ''}")
+    n = y.size
+    if n < settings.min_points_before + settings.min_points_after:
+        return []
+    x = np.log(y) if rule.scale == "relative" else y
+    floor = math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
+    search_noise = max(robust_noise(x), floor)
+    cuts = change_points(x, search_noise, min(settings.min_points_before, settings.min_points_after), settings.penalty)
+    bounds = [0, *cuts, n]
+    # pooled residual noise around every segment's mean (df = n - segments)
+    residuals = np.concatenate([x[a:b] - x[a:b].mean() for a, b in zip(bounds, bounds[1:])])
+    df_res = n - (len(bounds) - 1)
+    noise, df, source = floor, max(df_res, 1), "floor"
+    if df_res > 0:
+        # the residuals around segments the search placed to fit the noise understate it (the search picks the
+        # cuts that shrink them): the robust first-difference estimate, which a step moves by one difference
+        # only, bounds the residual one from below
+        res_sd = max(float(np.sqrt(np.sum(residuals ** 2) / df_res)), search_noise)
+        if res_sd > noise:
+            noise, source = res_sd, "residuals"
+    if repeat_sd is not None and repeat_n is not None:
+        rep_noise, rep_df = _repeat_noise(y, np.asarray(repeat_sd, float), np.asarray(repeat_n, float), rule)
+        if rep_df > 0 and rep_noise > noise:
+            noise, df, source = rep_noise, rep_df, "repeats"
+    last_level = float(y[bounds[-2]:].mean())
+    min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+    found = []
+    for i, cut in enumerate(cuts):
+        change = _judge(x, y, bounds[i], cut, bounds[i + 2], settings, noise, df)
+        if change is None:
+            continue
+        before, after, p, mean_before, mean_after = change
+        magnitude = mean_after / mean_before - 1 if rule.scale == "relative" else mean_after - mean_before
+        if p <= settings.max_p_value and abs(magnitude) >= min_magnitude:
+            found.append(Change(after.start, before, after, last_level, i == len(cuts) - 1, mean_before, mean_after,
+                                magnitude, p, noise, source))
+    return found
+
+
+def _judge(x: np.ndarray, y: np.ndarray, lo: int, cut: int, hi: int, settings: DetectionSettings, noise: float,
+           df: int) -> tuple[range, range, float, float, float] | None:
+    """Test the candidate change at ``cut`` between the segments ``[lo, cut)`` and ``[cut, hi)``: (points
+    before, points after, two-sided t-test p-value, mean before, mean after in metric units), or None when a
+    side has too few points.
+
+    Every one of the first ``min_points_after`` points after the change must look like the new level (lie
+    beyond the midpoint of the two levels): an outlier night beside a normal one is not a change (the HUD's
+    violations in a row). When the search put a weak first night after the cut (its cost weighs every point,
+    not the first ones), the change is dated up to ``MATCH_POINTS`` nights later instead, where the nights do.
+    """
+    for shift in range(MATCH_POINTS + 1):
+        at = cut + shift
+        before = range(max(lo, at - settings.window), at)
+        after = range(at, min(hi, at + settings.window))
+        if len(before) < settings.min_points_before or len(after) < settings.min_points_after:
+            return None
+        level_before, level_after = x[before.start:before.stop].mean(), x[after.start:after.stop].mean()
+        diff = level_after - level_before
+        first_nights = x[at:at + settings.min_points_after]
+        if np.any((first_nights - (level_before + level_after) / 2) * math.copysign(1.0, diff) <= 0):
+            continue
+        t = diff / (noise * math.sqrt(1 / len(before) + 1 / len(after)))
+        p = float(2 * stats.t.sf(abs(t), df))
+        return before, after, p, float(y[before.start:before.stop].mean()), float(y[after.start:after.stop].mean())
+    return None
+
+
+def _repeat_noise(y: np.ndarray, sd: np.ndarray, counts: np.ndarray, rule: MetricRule) -> tuple[float, int]:
+    """(noise of one point, degrees of freedom) from the repeats: the pooled within-point variance divided by
+    the harmonic mean of the points' run counts, in the test's units (log for relative metrics); (0, 0) when no
+    point has two runs."""
+    has = (counts >= 2) & np.isfinite(sd)
+    if not has.any():
+        return 0.0, 0
+    scaled = sd[has] / y[has] if rule.scale == "relative" else sd[has]
+    df = int(np.sum(counts[has] - 1))
+    pooled = float(np.sum((counts[has] - 1) * scaled ** 2) / df)
+    harmonic = counts.size / float(np.sum(1.0 / np.maximum(counts, 1)))
+    return math.sqrt(pooled / harmonic), df
+
+
+def direction_of(change: Change, rule: MetricRule) -> str:
+    """``regression`` when the change goes the worse way for the metric (``rule.better``), else ``improvement``."""
+    return "improvement" if (change.magnitude > 0) == (rule.better == "higher") else "regression"
+
+
+def recovered(change: Change, rule: MetricRule, settings: DetectionSettings = DetectionSettings()) -> bool:
+    """The series' current level (its last segment) is back within the minimum magnitude of the level before the
+    change, or beyond it: a later change undid this one. False while the change's own segment is the last."""
+    if change.last:
+        return False
+    min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+    moved = (change.later_level / change.mean_before - 1 if rule.scale == "relative"
+             else change.later_level - change.mean_before)
+    return moved * math.copysign(1.0, change.magnitude) < min_magnitude
+
+
+@dataclass
+class Series:
+    """One series' points, in date order, and its keys.
+
+    Attributes:
+        kind: ``line`` or ``frontier``; series_id: its text id; keys: ``KEY_COLUMNS`` values.
+        metric: the metric; dates: each point's date; sweeps: each point's sweep id (line) or date text
+            (frontier); values: the metric (mean of the point's runs); repeat_sd / repeat_n: spread and count of
+            the runs behind each point; links: each point's run link (InferenceX ``run_url``, else the first
+            run's ``source_file``; None for frontier points).
+    """
+
+    kind: str
+    series_id: str
+    keys: dict[str, Any]
+    metric: str
+    dates: list[dt.date] = field(default_factory=list)
+    sweeps: list[str] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    repeat_sd: list[float] = field(default_factory=list)
+    repeat_n: list[int] = field(default_factory=list)
+    links: list[str | None] = field(default_factory=list)
+
+
+LINE_INPUT_COLUMNS = ("run_id", "line_id", "sweep_id", "run_date", "conc", "model", "isl", "osl", "hw", "framework",
+                      "precision", "spec_decoding", "benchmark_type", "run_url", "source_file")
+
+
+def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
+    """Per (line, concurrency) and metric, one point per successive sweep (``Series``, kind ``line``).
+
+    A line's points are the sweeps that were current on the dates the line ran (``current_sweeps_by_date``: on a
+    date with several sweeps, the newest; a re-run attempt replaces its earlier attempts); each point is the
+    mean over the sweep's runs at that concurrency (its repeats), dated the first date the sweep was current.
+
+    Args:
+        runs: one row per run (no price-book duplicates) with ``LINE_INPUT_COLUMNS`` and ``metrics`` (float);
+            undated runs (null ``run_date``) are left out (no place on a time axis).
+        metrics: the metric columns to build series of; a run's null value is left out of that metric's point.
+    Returns:
+        Series sorted by series id, then metric; only points with a value.
+    """
+    metrics = list(metrics)
+    table = runs.filter(pc.is_valid(runs["run_date"]))
+    if table.num_rows == 0:
+        return []
+    days = sorted(set(table["run_date"].to_pylist()))
+    by_day: dict[dt.date, set[str]] = {}
+    for day, line in zip(table["run_date"].to_pylist(), table["line_id"].to_pylist()):
+        by_day.setdefault(day, set()).add(line)
+    sweep_of = table["sweep_id"].to_pylist()
+    points: dict[str, list[tuple[dt.date, str, list[int]]]] = {}  # line -> [(first day, sweep, rows)]
+    for day, current in current_sweeps_by_date(table.select(["run_date", "line_id", "sweep_id"]), days):
+        for line in sorted(by_day[day]):
+            if line not in current:
+                continue
+            rows = current[line]
+            sweep = sweep_of[rows[0]]
+            held = points.setdefault(line, [])
+            if held and held[-1][1] == sweep:
+                held[-1] = (held[-1][0], sweep, rows)  # the same sweep, more of its runs visible
+            else:
+                held.append((day, sweep, rows))
+    cols = {name: table[name].to_pylist() for name in (*LINE_INPUT_COLUMNS, *metrics)}
+    series: dict[tuple[str, str], Series] = {}
+    for line in sorted(points):
+        for day, sweep, rows in points[line]:
+            by_conc: dict[int, list[int]] = {}
+            for row in rows:
+                by_conc.setdefault(cols["conc"][row], []).append(row)
+            for conc, members in sorted(by_conc.items(), key=lambda kv: (kv[0] is None, kv[0])):
+                if conc is None:
+                    continue
+                first = members[0]
+                link = next((cols["run_url"][r] for r in members if cols["run_url"][r]), None) or cols["source_file"][first]
+                for metric in metrics:
+                    vals = [cols[metric][r] for r in members if cols[metric][r] is not None
+                            and math.isfinite(cols[metric][r])]
+                    if not vals:
+                        continue
+                    sid = f"{line}|conc={conc}"
+                    s = series.get((sid, metric))
+                    if s is None:
+                        keys = {k: cols[k][first] for k in ("model", "isl", "osl", "hw", "framework", "precision",
+                                                           "spec_decoding", "benchmark_type", "line_id")}
+                        s = series[(sid, metric)] = Series("line", sid, {**keys, "conc": conc, "price_book": None,
+                                                                         "target_intvty": None}, metric)
+                    s.dates.append(day)
+                    s.sweeps.append(sweep)
+                    s.values.append(float(np.mean(vals)))
+                    s.repeat_sd.append(float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan"))
+                    s.repeat_n.append(len(vals))
+                    s.links.append(link)
+    return [series[k] for k in sorted(series)]
+
+
+def failure_runs(raw_runs: pa.Table) -> pa.Table:
+    """The rows of ``raw_runs`` (parsed runs, accepted or not) as ``line_series`` input for the failure rate:
+    ``LINE_INPUT_COLUMNS`` (line and sweep ids computed as validation computes them) plus ``failure_rate`` =
+    failed / (failed + completed), a null ``failed`` read as 0 (docs/metrics.md, as ``sql/run_metrics.sql``);
+    null where ``completed`` is null or the sum is 0. The caller picks which rows to pass (accepted runs and
+    those quarantined for failed requests)."""
+    lines, sweeps = line_and_sweep_ids(raw_runs)
+    failed = pc.fill_null(pc.cast(raw_runs["failed"], pa.float64()), 0.0)
+    completed = pc.cast(raw_runs["completed"], pa.float64())
+    total = pc.add(failed, completed)
+    rate = pc.if_else(pc.greater(total, 0), pc.divide(failed, total), pa.scalar(None, pa.float64()))
+    columns = {name: raw_runs[name] if name in raw_runs.column_names else pa.nulls(raw_runs.num_rows, pa.string())
+               for name in LINE_INPUT_COLUMNS if name not in ("line_id", "sweep_id")}
+    return pa.table({**columns, "line_id": pa.array(lines, pa.string()), "sweep_id": pa.array(sweeps, pa.string()),
+                     "failure_rate": rate})
+
+
+def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
+    """Per (price book, frontier group, target) and metric of the ``trends`` table, one point per date whose
+    frontier reaches the target (``Series``, kind ``frontier``; dates without a value are gaps, not points).
+
+    Args:
+        trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``).
+        metrics: columns of ``trends`` to build series of.
+    """
+    metrics = list(metrics)
+    rows = sorted(trends.to_pylist(), key=lambda r: (r["price_book"], *(str(r[k]) for k in FRONTIER_GROUP),
+                                                     r["target_intvty"], r["run_date"]))
+    series: dict[tuple[str, str], Series] = {}
+    for row in rows:
+        if row["run_date"] is None:
+            continue
+        group = "|".join(str(row[k]) for k in FRONTIER_GROUP)
+        sid = f"{row['price_book']}|{group}|at={row['target_intvty']:g}"
+        for metric in metrics:
+            value = row.get(metric)
+            if value is None or not math.isfinite(value):
+                continue
+            s = series.get((sid, metric))
+            if s is None:
+                keys = {k: row[k] for k in ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding",
+                                            "benchmark_type")}
+                s = series[(sid, metric)] = Series("frontier", sid, {**keys, "line_id": None, "conc": None,
+                                                                     "price_book": row["price_book"],
+                                                                     "target_intvty": row["target_intvty"]}, metric)
+            s.dates.append(row["run_date"])
+            s.sweeps.append(row["run_date"].isoformat())
+            s.values.append(float(value))
+            s.repeat_sd.append(float("nan"))
+            s.repeat_n.append(1)
+            s.links.append(None)
+    return [series[k] for k in sorted(series)]
+
+
+def detect(series: Iterable[Series], rules: Mapping[tuple[str, str], MetricRule],
+           settings: DetectionSettings = DetectionSettings()) -> list[dict[str, Any]]:
+    """Every announced change of every series, as rows of ``REGRESSION_SCHEMA`` (``status`` ``recovered`` or,
+    until ``assign_status`` compares with the previous run, ``new``; ``detected_at``/``notified_at`` null) plus
+    ``_near``: the dates of the points within ``MATCH_POINTS`` of the first bad point, for ``assign_status``.
+    Ordered by series, metric and first bad date. A series whose metric has no rule is skipped; a relative
+    metric's non-positive values are left out of its series (no log)."""
+    out: list[dict[str, Any]] = []
+    for s in series:
+        rule = rules.get((s.kind, s.metric))
+        if rule is None:
+            continue
+        keep = [i for i, v in enumerate(s.values) if rule.scale == "absolute" or v > 0]
+        values = [s.values[i] for i in keep]
+        changes = find_changes(values, rule, settings, [s.repeat_sd[i] for i in keep], [s.repeat_n[i] for i in keep])
+        for change in changes:
+            before = [keep[i] for i in change.before]
+            after = [keep[i] for i in change.after]
+            near = range(max(0, change.index - MATCH_POINTS), min(len(keep), change.index + MATCH_POINTS + 1))
+            row = {
+                "series_kind": s.kind, "series_id": s.series_id, **s.keys, "metric": s.metric, "better": rule.better,
+                "direction": direction_of(change, rule),
+                "status": "recovered" if recovered(change, rule, settings) else "new",
+                "last_good_date": s.dates[before[-1]], "first_bad_date": s.dates[after[0]],
+                "latest_date": s.dates[keep[-1]],
+                "before_points": len(before), "after_points": len(after),
+                "before_sweeps": [s.sweeps[i] for i in before], "after_sweeps": [s.sweeps[i] for i in after],
+                "last_good_run": s.links[before[-1]], "first_bad_run": s.links[after[0]],
+                "mean_before": change.mean_before, "mean_after": change.mean_after,
+                "latest_value": s.values[keep[-1]],
+                "magnitude_pct": 100 * change.magnitude, "p_value": change.p_value,
+                "noise_pct": 100 * (math.expm1(change.noise) if rule.scale == "relative" else change.noise),
+                "noise_source": change.noise_source, "method": METHOD, "detected_at": None, "notified_at": None,
+                "_near": {s.dates[keep[i]] for i in near},
+            }
+            row["regression_id"] = regression_id(row)
+            out.append(row)
+    return out
+
+
+def regression_id(row: Mapping[str, Any]) -> str:
+    """A change's id: the first 16 hex digits of sha256 over series id, metric, direction and first bad date."""
+    text = "|".join(str(row[k]) for k in ("series_id", "metric", "direction", "first_bad_date"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+# A change found again by a later run may have moved by a point or two (the new nights sharpen the estimate):
+# a previous row of the same series, metric and direction whose first bad date lies within this many of the
+# series' points of the new one is the same change (its id, detection time and notification are kept).
+MATCH_POINTS = 2
+
+
+def assign_status(found: Sequence[Mapping[str, Any]], previous: pa.Table | None, now: dt.datetime) -> pa.Table:
+    """The regressions table (``REGRESSION_SCHEMA``) from ``detect``'s rows, with ``status``,
+    ``regression_id``, ``detected_at`` and ``notified_at`` carried over from the previous run's rows
+    (``previous``, ``REGRESSION_SCHEMA``, or None).
+
+    A found change matches a previous row of the same series, metric and direction whose first bad date is one
+    of the dates of its points within ``MATCH_POINTS`` of its first bad point (``_near``): it keeps that row's
+    id, ``detected_at`` and ``notified_at``, and is ``ongoing`` unless ``recovered``. An unmatched change is
+    ``new`` (or ``recovered``), detected ``now`` (UTC). Previous rows nothing matches are dropped (the history
+    no longer shows them).
+    """
+    prev = [] if previous is None else previous.to_pylist()
+    by_key: dict[tuple, list[dict]] = {}
+    for row in prev:
+        by_key.setdefault((row["series_id"], row["metric"], row["direction"]), []).append(row)
+    used: set[str] = set()
+    rows = []
+    for found_row in found:
+        row = {k: v for k, v in found_row.items() if k != "_near"}
+        candidates = by_key.get((row["series_id"], row["metric"], row["direction"]), [])
+        near = found_row.get("_near") or {row["first_bad_date"]}
+        match = next((p for p in candidates if p["first_bad_date"] in near and p["regression_id"] not in used), None)
+        if match is not None:
+            used.add(match["regression_id"])
+            row["regression_id"] = match["regression_id"]
+            row["detected_at"], row["notified_at"] = match["detected_at"], match["notified_at"]
+            if row["status"] != "recovered":
+                row["status"] = "ongoing"
+        else:
+            row["detected_at"] = now
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=REGRESSION_SCHEMA)
+
+
+METRIC_LABELS = {"tput_per_gpu": "tok/s/GPU", "median_tpot_s": "median TPOT (s)", "p99_ttft_s": "p99 TTFT (s)",
+                 "failure_rate": "failure rate", "cost_per_mtok_hyperscaler": "$/M tokens (hyperscaler)",
+                 "tok_s_per_mw": "tok/s/MW"}
+
+
+def series_label(row: Mapping[str, Any]) -> str:
+    """A regression row's series as people name it: ``<line id> conc=<N>`` for a line, ``<model> <isl>/<osl>
+    <hw> <framework> <precision> spec=<method> at <target> tok/s/user (<price book>)`` for a frontier."""
+    if row["series_kind"] == "line":
+        return f"{row['line_id']} conc={row['conc']}"
+    lengths = "agentic" if row["isl"] is None else f"{row['isl']}/{row['osl']}"
+    return (f"{row['model']} {lengths} {row['hw']} {row['framework']} {row['precision']} "
+            f"spec={row['spec_decoding']} frontier at {row['target_intvty']:g} tok/s/user ({row['price_book']})")
+
+
+def format_value(value: float | None, metric: str) -> str:
+    """A metric value for people: failure rates in %, tok/s and tok/s/MW without decimals below a million
+    grouped by thousands, seconds and dollars to 4 significant digits."""
+    if value is None:
+        return "—"
+    if metric == "failure_rate":
+        return f"{100 * value:.1f} %"
+    if metric in ("tput_per_gpu", "tok_s_per_mw"):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{value:.4g}"
+
+
+def change_text(row: Mapping[str, Any]) -> str:
+    """``before → after (±N.N %)`` of a regression row (percentage points for an absolute metric)."""
+    unit = " pp" if row["metric"] == "failure_rate" else " %"
+    return (f"{format_value(row['mean_before'], row['metric'])} → {format_value(row['mean_after'], row['metric'])} "
+            f"({row['magnitude_pct']:+.1f}{unit})")
+
+
+def regressions_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A Markdown table for the Dagster UI, one row per regression: series, metric, before → after, change, first
+    bad date, the last good and first bad runs (links where they are URLs), status; every cell passes
+    ``markdown_text``."""
+    from pipeline.io.storage import markdown_text
+
+    def link(value: str | None, label: str) -> str:
+        if not value:
+            return "—"
+        if value.startswith(("https://", "http://")):
+            return f"[{label}]({value.replace(')', '%29').replace(' ', '%20')})"
+        return markdown_text(value)
+
+    lines = ["| line | metric | before → after | change | first bad date | last good run | first bad run | status |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        before_after, change = change_text(row).rsplit(" (", 1)
+        lines.append(f"| {markdown_text(series_label(row))} | {markdown_text(METRIC_LABELS.get(row['metric'], row['metric']))} "
+                     f"| {markdown_text(before_after)} | {markdown_text(change.rstrip(')'))} | {row['first_bad_date']} "
+                     f"| {link(row['last_good_run'], 'last good')} | {link(row['first_bad_run'], 'first bad')} "
+                     f"| {row['status']} |")
+    return "\n".join(lines)
+
+
+def slack_message(rows: Sequence[Mapping[str, Any]], report_url: str | None = None) -> dict[str, Any]:
+    """The webhook payload announcing ``rows`` (Slack incoming-webhook JSON: ``{"text": …}``, mrkdwn): one line
+    per regression with its series, metric, before → after, change and first bad date, and the first bad run's
+    link where it is a URL."""
+    lines = [f":warning: {len(rows)} new benchmark regression{'s' if len(rows) != 1 else ''}"
+             + (f" (<{report_url}|report>)" if report_url else "")]
+    for row in rows:
+        run = row.get("first_bad_run") or ""
+        where = f" <{run}|first bad run>" if run.startswith(("https://", "http://")) else ""
+        lines.append(f"• {series_label(row)}: {METRIC_LABELS.get(row['metric'], row['metric'])} {change_text(row)}, "
+                     f"first bad {row['first_bad_date']}{where}")
+    return {"text": "\n".join(lines)}
