@@ -189,3 +189,27 @@ def unrestricted(table):
     if "slo" not in table.column_names:
         return table
     return table.filter(pc.equal(table["slo"], "none")).drop_columns(["slo"])
+
+
+def reference_knowing_models(raw: Path, dest: Path, active_params_b: float = 37.0) -> Path:
+    """A copy of ``data/reference`` at ``dest`` whose ``model_active_params.csv`` also lists every model key a
+    sidecar under ``raw`` states (normalized as ingest does) and the table lacks, at ``active_params_b`` billion activated parameters:
+    how a user whose models the bundled table lacks makes them known (an unknown size is quarantined as
+    ``unknown_model_size``). Point ``PIPELINE_REFERENCE_DIR`` at the returned folder."""
+    import csv
+
+    from pipeline.ingest.keys import normalize_model
+
+    shutil.copytree(REPO / "data" / "reference", dest)
+    with open(dest / "model_active_params.csv", encoding="utf-8", newline="") as handle:
+        listed = {row["model"] for row in csv.DictReader(handle)}
+    models = set()
+    for sidecar in raw.rglob("*.meta.json"):
+        value = json.loads(sidecar.read_text(encoding="utf-8")).get("model")
+        if isinstance(value, str) and normalize_model(value):
+            models.add(normalize_model(value))
+    with open(dest / "model_active_params.csv", "a", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        for model in sorted(models - listed):
+            writer.writerow([model, active_params_b, "a test's model"])
+    return dest

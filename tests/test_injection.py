@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 import pytest
-from conftest import SAMPLE_DIR, unrestricted
+from conftest import SAMPLE_DIR, reference_knowing_models, unrestricted
 from markdown_it import (
     MarkdownIt,  # markdown-it-py, installed with rich (a dagster dependency)
 )
@@ -100,6 +100,8 @@ def hostile_run(tmp_path_factory):
         mp.setenv("PIPELINE_RAW_DIR", str(raw))
         mp.setenv("PIPELINE_OUT_DIR", str(tmp / "marts"))
         mp.setenv("PIPELINE_DB_PATH", str(tmp / "w.duckdb"))
+        # the hostile names are models the user made known: only their text is under test here
+        mp.setenv("PIPELINE_REFERENCE_DIR", str(reference_knowing_models(raw, tmp / "reference")))
         result = materialize_all(dg.DagsterInstance.ephemeral())
     return result, tmp / "marts"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
-from conftest import SAMPLE_DIR, unrestricted
+from conftest import SAMPLE_DIR, reference_knowing_models, unrestricted
 
 from pipeline.comparisons.report import REPORT_PRICE_BOOK, build_report, slug
 from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
@@ -299,8 +299,10 @@ def _pages(report: Path) -> dict[str, str]:
     return pages
 
 
-def test_one_run_over_hostile_model_names(hostile_folder, run_pipeline):
+def test_one_run_over_hostile_model_names(hostile_folder, run_pipeline, tmp_path, monkeypatch):
     raw, expected = hostile_folder
+    # the names are models the user made known (their sizes listed): what is under test is where they are written
+    monkeypatch.setenv("PIPELINE_REFERENCE_DIR", str(reference_knowing_models(raw, tmp_path / "reference")))
     run = run_pipeline(raw)
     assert run.result.success
     assert all(run.check_results().values()), run.check_results()
@@ -311,7 +313,7 @@ def test_one_run_over_hostile_model_names(hostile_folder, run_pipeline):
         assert path.resolve().is_relative_to(out.resolve()), path
     assert {p.name for p in out.iterdir()} <= {".generations", "current", "runs", "trends", "requests", "run_slo",
                                                "quarantine", "ingest_ledger", "frontiers.parquet",
-                                               "comparisons.parquet", "report"}
+                                               "comparisons.parquet", "regressions.parquet", "report"}
 
     # the good runs are all in runs/; the ledger's accepted count is the rows of runs/
     runs = run.mart("runs").to_pylist()

@@ -106,7 +106,7 @@ def regressions(context: dg.AssetExecutionContext, config: RegressionConfig, war
     with warehouse.get_connection() as conn:
         write_table(conn, "regressions", table)
     path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "regressions")))
-    paths.publish_unless_later(context)
+    paths.publish_unless_later(context, warehouse)
     counts = {(d, s): 0 for d in ("regression", "improvement") for s in ("new", "ongoing", "recovered")}
     for row in table.select(["direction", "status"]).to_pylist():
         counts[(row["direction"], row["status"])] += 1
