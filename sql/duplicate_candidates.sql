@@ -8,11 +8,11 @@
 -- The TPOT test is joined on buckets of ln|TPOT| $bucket_width wide (e.g. 1e-6, a thousand times $rtol): two
 -- values within $rtol relative have logarithms of their magnitudes about $rtol apart at most, so they sit in the same
 -- bucket or adjacent ones, and each batch run is joined to its own bucket and both neighbours. A join on model,
--- GPU and conc alone paired every batch run with every accepted run of its model, GPU and conc. Zero, NaN and infinite TPOTs have no bucket: rows with one on either side
--- go through the plain test (none pass the row rules; kept so the result is the plain test's exactly).
+-- GPU and conc alone would pair every batch run with every accepted run of its model, GPU and conc. Zero, NaN and
+-- infinite TPOTs have no bucket: rows with one on either side go through the plain test (none pass the row rules;
+-- kept so the result is the plain test's exactly).
 -- The tests run on a few columns and name rows by rowid; only the chosen rows are read whole (reading every column
--- of every accepted run to filter them took most of the time). A 2,000-run night onto a million runs: 0.27-0.43 s
--- before, 0.17-0.33 s (warm, four runs each, interleaved).
+-- of every accepted run just to filter them would be most of the work).
 with keyed_batch as (
     select content_sha256, {'model': model, 'hw': hw, 'conc': conc} as line_key, median_tpot_s,
            case when isfinite(median_tpot_s) and median_tpot_s <> 0
@@ -25,7 +25,7 @@ history as (
                 then floor(ln(abs(median_tpot_s)) / $bucket_width)::bigint end as tpot_bucket
     from validated_runs
     -- outside the batch's dates: when the batch is every date (a nightly full refresh) the joins are then empty,
-    -- instead of every accepted run against every batch run of its model, GPU and conc (43 s onto a million runs)
+    -- instead of every accepted run against every batch run of its model, GPU and conc
     where not list_contains($partition_keys, run_date_partition)
 ),
 near_batch as (  -- each bucketed batch run under its bucket and both neighbours

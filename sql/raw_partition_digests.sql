@@ -3,7 +3,7 @@
 -- and of the power logs they name, so a changed sidecar, runs.csv or telemetry file counts, a touched one does
 -- not. Inputs: runs (RUN_SCHEMA), files (FILE_SCHEMA). One row per partition.
 -- hash(r) is DuckDB's row hash: deterministic, but free to change between DuckDB releases, so an upgrade may
--- make the sensor refresh every date once (md5(to_json(r)) would not, at ten times the cost on 100,000 runs).
+-- make the sensor refresh every date once (md5(to_json(r)) would not, but it writes every run out as JSON first).
 -- Each run is reduced to its hash and its power log's path before the join, so the join never holds whole runs
 -- (runs may be a stream of record batches: the parse cache read a batch at a time).
 with r as (

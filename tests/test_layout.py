@@ -9,6 +9,9 @@ data flow visible in the imports.
 
 import ast
 import importlib
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import dagster as dg
@@ -151,3 +154,95 @@ def test_input_throughput_is_derived_in_one_place():
     writers = [p.name for p in (root / "pipeline" / "ingest" / "parsers").glob("*.py")
                if inline.search(p.read_text(encoding="utf-8"))]
     assert writers == []
+
+
+# Timing history belongs in commit messages and docs/performance.md, never in comments or docstrings: a comment
+# states the rule and why, and stays true when the numbers move. The checker reads comment and docstring text only
+# (Python comments by ``tokenize``, docstrings by ``ast``, ``--`` comments in SQL) and flags a sentence where a
+# figure with a time or memory unit stands next to a word that makes it a measurement ("onto a million runs
+# ~1.4 GB", "0.2 s instead of 0.57 s", "took ~0.65 s"), a before -> after pair, or a speed ratio ("~10x faster").
+FIGURE = r"~?\d[\d,]*(?:\.\d+)?(?:\s?[-–]\s?~?\d[\d,]*(?:\.\d+)?)?\s?(?:ms|s|seconds?|min|minutes?|[KMGT]i?B|kB)\b"
+MEASURED = (r"\b(?:before|after|onto|took|takes|was|were|used to|instead of|peak(?:ed)?|resident|allocated|measured"
+            r"|per copy|costs?|1M|100k|1\.35M|100,000-run|million (?:runs|files))\b")
+TIMING_HISTORY = [
+    re.compile(rf"{FIGURE}.{{0,60}}{MEASURED}|{MEASURED}.{{0,60}}{FIGURE}", re.IGNORECASE),
+    re.compile(rf"\bfrom ~?\d[\d.,]* (?:to|->) {FIGURE}"
+               rf"|{FIGURE}\s*(?:->|→)\s*~?\d|~?\d[\d.,]*\s*(?:->|→)\s*{FIGURE}"),
+    re.compile(r"\(~?\d[\d.]*(?:[-–]\d[\d.]*)? (?:ms|s)\)|~?\d[\d.]* (?:ms|s) (?:of|per|each|a|for) "),
+    re.compile(r"~?\d+(?:\.\d+)?\s?(?:x|×|%) (?:faster|slower|larger|smaller)\b"
+               r"|\b(?:half|a quarter|a third|twice|\w+ times) (?:of )?(?:the|as|its) [\w' ]{0,20}(?:cost|time)\b"
+               r"|\b(?:was|were|took) most of the\b", re.IGNORECASE),
+]
+# Exact phrases that read as history to the checker and are not, with the reason; each must still occur (a phrase
+# that is gone is taken off the list).
+NOT_HISTORY = {
+    "local time, 1 s, idle before and after the benchmark window": "the sample telemetry's sampling interval",
+    # The next two sit in files another change was editing when the rest was cleaned (issue 41/42); they come off
+    # this list, their figures into docs/performance.md, once that change is merged.
+    "drawing them here too cost ~1.3 s a run": "pending: pipeline/defs/comparisons/assets.py",
+    "(735 pages × 100,000 runs was most of the report's time)": "pending: pipeline/comparisons/report.py",
+}
+
+
+def comment_texts(path: Path) -> list[tuple[int, str]]:
+    """(first line, text) of every comment block (consecutive comment lines joined) and every docstring of a
+    Python file, or of every ``--`` comment block of a SQL file; whitespace collapsed to single spaces."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".sql":
+        comments = [(n, line.split("--", 1)[1]) for n, line in enumerate(text.splitlines(), 1) if "--" in line]
+    else:
+        comments = [(token.start[0], token.string.lstrip("#"))
+                    for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                    if token.type == tokenize.COMMENT]
+    blocks: list[list] = []  # [first line, last line, text]
+    for n, body in comments:
+        if blocks and blocks[-1][1] == n - 1:
+            blocks[-1][1:] = [n, f"{blocks[-1][2]} {body}"]
+        else:
+            blocks.append([n, n, body])
+    if path.suffix == ".py":
+        blocks += [[node.body[0].lineno, None, ast.get_docstring(node)] for node in ast.walk(ast.parse(text))
+                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                   and ast.get_docstring(node) is not None]
+    return [(first, " ".join(body.split())) for first, _, body in blocks]
+
+
+def timing_history(files: list[Path], root: Path, allowed: dict[str, str]) -> tuple[list[str], set[str]]:
+    """``"<file>:<line>: <the flagged words>"`` for each comment or docstring of ``files`` that carries timing
+    history, and the phrases of ``allowed`` that were found (and left out of the check)."""
+    found, used = [], set()
+    for path in files:
+        for line, text in comment_texts(path):
+            for phrase in allowed:
+                if phrase in text:
+                    used.add(phrase)
+                    text = text.replace(phrase, " ")
+            flagged = [match.group(0) for sentence in re.split(r"(?<=[.;])\s+", text)
+                       for pattern in TIMING_HISTORY for match in pattern.finditer(sentence)]
+            if flagged:
+                found.append(f"{path.relative_to(root).as_posix()}:{line}: {' | '.join(flagged)}")
+    return found, used
+
+
+def test_no_timing_history_in_comments_or_docstrings():
+    """A comment or docstring of ``pipeline/`` or ``sql/`` keeps the rule and why; the figures that justified it go
+    to docs/performance.md."""
+    root = PACKAGE.parent
+    files = sorted([*PACKAGE.rglob("*.py"), *(root / "sql").glob("*.sql")])
+    found, used = timing_history(files, root, NOT_HISTORY)
+    assert found == [], "timing history in a comment or docstring (move it to docs/performance.md)"
+    assert set(NOT_HISTORY) - used == set(), "NOT_HISTORY lists a phrase that no longer occurs"
+
+
+def test_timing_history_check_finds_figures_and_spares_rules(tmp_path):
+    """The checker itself can fail, in a comment, a docstring and a SQL comment, and leaves rules and units alone."""
+    (tmp_path / "a.py").write_text(
+        '"""Streams the cache (onto a million runs ~1.4 GB not loaded)."""\n'
+        "CAP = 32  # files over 32 MiB are streamed, a 1GB default memory limit; latencies in ms\n"
+        "\n# the delta save took 0.20-0.25 s instead of\n# 0.57 s\n"
+        "\nLEVEL = 1  # ~40 % faster\n"
+        "def f():\n    '''Peak 1.72 -> 1.59 GiB.'''\n")
+    (tmp_path / "b.sql").write_text("select 1 -- real logs 2.6 ms to 1.4 s\n\n-- 0.55 s for a night's files\n")
+    found, _ = timing_history(sorted(tmp_path.iterdir()), tmp_path, {})
+    assert [f.split(":")[:2] for f in found] == [["a.py", "4"], ["a.py", "7"], ["a.py", "1"], ["a.py", "9"],
+                                                 ["b.sql", "3"]]

@@ -276,10 +276,12 @@ class SideCurve:
 
 
 def side_curves(by_side: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, SideCurve]:
-    """``SideCurve.of`` of every side at once: the Steffen tangents of all of them come from one
-    ``grouped_steffen_tangents`` call over every metric (each metric's column is its own curve, so a side's
-    splined columns are picked afterwards), then one scipy ``CubicHermiteSpline`` per side. The same numbers, to
-    the bit, as ``SideCurve.of`` per side (``tests/test_comparisons.py``); one pass instead of 490 onto 100k runs.
+    """``SideCurve.of`` of every side at once.
+
+    The Steffen tangents of all of them come from one ``grouped_steffen_tangents`` call over every metric (each
+    metric's column is its own curve, so a side's splined columns are picked afterwards), then one scipy
+    ``CubicHermiteSpline`` per side. The same numbers, to the bit, as ``SideCurve.of`` per side
+    (``tests/test_comparisons.py``), with the tangents in one pass instead of one per side.
 
     Args:
         by_side: frontier rows (``FRONTIER_SCHEMA``) by ``side_id``, each side in point order with ≥ 1 point

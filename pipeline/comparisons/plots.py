@@ -25,7 +25,7 @@ X_AXIS_LABELS = {
     "mean_osl_over_p90_e2el": ("mean OSL / p90 E2EL (tok/s/user; a stand-in, not the dashboard's E2E-normalized "
                                "interactivity)"),
 }
-# zlib level of the PNGs: 1 instead of Pillow's 6 draws a chart ~40 % faster for files ~1.3x larger (flat colours
+# zlib level of the PNGs: 1 instead of Pillow's 6 draws a chart faster for a slightly larger file (flat colours
 # compress well at any level)
 PNG_COMPRESS_LEVEL = 1
 

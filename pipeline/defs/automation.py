@@ -42,12 +42,10 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
     ``previous`` is the state, without loading the cache's rows (``ingest_folder_cached``'s ``rows``). When
     nothing moved but the cache holds another state (the first tick, or a run's ingest saved it since), every
     date is digested from the cache's runs streamed a record batch at a time (``parse_cache.stream_cache``:
-    onto a million runs, a ~60 MB batch in memory instead of the ~1.4 GB cache). When the
-    cache moved on from that generation, or from one with the same rows (``CacheStats.changes``,
-    ``CacheChanges.starts_from``), only the partitions the changed files touch are digested again and
-    ``_files`` is updated by those files (``sql/raw_partitions_touched.sql``);
-    the state is the one a full computation gives (tested), at the cost of the night's files instead of the
-    history's.
+    one batch in memory, never the whole cache). When the cache moved on from that generation, or from one with
+    the same rows (``CacheStats.changes``, ``CacheChanges.starts_from``), only the partitions the changed files
+    touch are digested again and ``_files`` is updated by those files (``sql/raw_partitions_touched.sql``); the
+    state is the one a full computation gives (tested), at the cost of the night's files instead of the history's.
     """
     release_arrow_memory()  # a tick in a process that ran assets before starts from what they freed
     # the cache's rows are read only when the quick scan finds something moved since the cache was saved

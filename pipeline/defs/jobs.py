@@ -4,8 +4,8 @@
 the UI and of ``dagster asset materialize`` run Dagster's implicit asset job. Launched by the daemon, the UI or
 ``dagster asset materialize``, a run takes one process per step, independent steps at once (the CLI runs
 ``refresh_all`` in process, as one run). Steps fork from a forkserver that has already imported the code location
-and Great Expectations, so a step starts in ~1 s instead of the ~4-6 s of Dagster's default ``spawn`` (3.5 s of
-that is importing GX).
+and Great Expectations, so a step does not import them again as it would under Dagster's default ``spawn``
+(where importing GX is most of a step's start).
 """
 
 import dagster as dg

@@ -168,9 +168,9 @@ class WarehouseOutOfMemoryError(RuntimeError):
 
 
 # DuckDB's memory_limit on every warehouse connection unless PIPELINE_DUCKDB_MEMORY_LIMIT says otherwise. DuckDB's
-# own default (80 % of the machine) let its buffers grow to ~1.4 GiB of a 1M-run full refresh whose steps need
-# none of it: under 1GB every step of that run spilled what it needed to disk, no step failed, and the run took
-# no longer (benchmarks/run.py, README "Performance"). "80%" gives DuckDB's default back.
+# own default (80 % of the machine) lets its buffers grow far past what the pipeline's steps need; under the cap a
+# step spills what it needs to disk instead (benchmarks/run.py measures a full refresh under it; the figures are
+# in docs/performance.md). "80%" gives DuckDB's default back.
 DEFAULT_MEMORY_LIMIT = "1GB"
 
 

@@ -17,8 +17,8 @@ def _compile_dagster_records() -> None:
     Dagster compiles a record class's checked constructor on its first instantiation and keeps a copy of that
     caller's local variables to resolve type names (``dagster_shared.record.JitCheckedNew``). Made first inside
     ``column_schema`` or ``table_metadata``, the table an asset describes (and, one frame up, every Arrow table
-    of the asset) stayed alive for the rest of the process: ~1 GB after the ingest of a million runs. Made here,
-    the copy holds this module's names only. ``tests/test_ui_metadata.py`` checks it in a fresh interpreter.
+    of the asset) would stay alive for the rest of the process, however large. Made here, the copy holds this
+    module's names only. ``tests/test_ui_metadata.py`` checks it in a fresh interpreter.
     """
     dg.MetadataValue.table_schema(dg.TableSchema(columns=[dg.TableColumn(name="_", type="string")]))
     dg.MetadataValue.md("")
@@ -66,8 +66,7 @@ def counts_markdown(counts: dict[str, int], key_header: str) -> dg.MetadataValue
 
 
 def value_counts(column: pa.Array | pa.ChunkedArray) -> dict[str | None, int]:
-    """{value: rows} of a column, counted in Arrow (for ``counts_markdown``): a Python object per row was ~0.3 s
-    of a run onto a million files."""
+    """{value: rows} of a column, counted in Arrow (for ``counts_markdown``), never as a Python object per row."""
     import pyarrow.compute as pc
 
     return {item["values"]: item["counts"] for item in pc.value_counts(column).to_pylist()}

@@ -78,9 +78,9 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
             ``previous``; a file rewritten in place is not seen until a scan without it). When no folder moved,
             the cache is the result without looking anything up. For the sensor's tick; every run's ingest
             scans in full.
-        rows: False, with ``quick_scan``: when no folder moved, the cache's rows are not read (onto a million
-            runs ~1.4 GB and ~0.4 s of a quiet tick) and ``result`` is None; ``stats.generation`` names the
-            state the folder is in, which the caller holds already or reads itself (``parse_cache.stream_cache``).
+        rows: False, with ``quick_scan``: when no folder moved, the cache's rows are not read (a quiet tick
+            need not load every run) and ``result`` is None; ``stats.generation`` names the state the folder is
+            in, which the caller holds already or reads itself (``parse_cache.stream_cache``).
     Returns:
         (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)`` (of the folder
         as the snapshot saw it, when one is used), or is None as ``rows`` says; ``stats.changes`` says what
@@ -143,10 +143,11 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
 
 def _first_save(cache_dir: Path, raw_dir: Path, scan_started_ns: int, blocks: ParsedBlocks, listing: Listing,
                 folders: Folders, lookup: Lookup) -> tuple[IngestResult, str]:
-    """Save a parse with no cache to build on (the first, or after the parser changed) straight from its blocks,
-    and give the saved cache's tables, memory-mapped, as the result, with the generation saved: a million runs'
-    rows are never whole in memory (the parse's parts and the result were ~1.6 GB each, and the peak of a first
-    full refresh). When another process saved the cache meanwhile, the blocks are read whole instead."""
+    """Save a parse with no cache to build on (the first, or after the parser changed) straight from its blocks.
+
+    The saved cache's tables, memory-mapped, are the result, with the generation saved: a million runs' rows are
+    never whole in memory (the parse's parts and the result held at once would be the peak of a first full
+    refresh). When another process saved the cache meanwhile, the blocks are read whole instead."""
     listing.keep_table_only()  # the parse is done with the names as Python strings; the save reads the table
     generation = save_cache(cache_dir, raw_dir, scan_started_ns, blocks, listing, folders, lookup.listed)
     saved = load_cache(cache_dir, raw_dir)
@@ -178,10 +179,11 @@ class FolderRows:
 
 def folder_rows(raw_dir: Path, cache_dir: Path, snapshot: str | None = None,
                 dates: list[str] | None = None) -> FolderRows:
-    """``ingest_folder_cached(raw_dir, cache_dir, snapshot=snapshot)``'s tables for a run's ingest. When the cache
-    still holds the state ``snapshot`` (the sensor's tick or the partition discovery that started the run), its
-    runs are streamed from the cache's files a record batch at a time (``parse_cache.stream_cache``; onto a
-    million runs ~1.4 GB of Arrow not loaded), its files and rejects read whole; otherwise the folder is scanned
+    """``ingest_folder_cached(raw_dir, cache_dir, snapshot=snapshot)``'s tables for a run's ingest.
+
+    When the cache still holds the state ``snapshot`` (the sensor's tick or the partition discovery that started
+    the run), its runs are streamed from the cache's files a record batch at a time (``parse_cache.stream_cache``:
+    the cache's runs are never loaded whole), its files and rejects read whole; otherwise the folder is scanned
     and the rows are in memory. Either way, the rows of ``ingest_folder(raw_dir)`` as that state saw it.
     ``dates``: the run dates the caller keeps (it filters the runs itself): a stream then skips the cache's
     record batches that hold none of them (``stream_cache``'s ``dates``; ``num_runs`` still counts every run).

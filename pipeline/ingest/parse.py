@@ -80,7 +80,7 @@ class IngestResult:
 # are skipped). Rows are put back in scan order, so the result is identical to the serial path. Below it, starting
 # the pool costs more than it saves.
 PARALLEL_MIN_FILES = 6000
-PARALLEL_BLOCK_FILES = 1000  # per block, a worker writes and the parent reads three Arrow files (~1 ms)
+PARALLEL_BLOCK_FILES = 1000  # per block, a worker writes and the parent reads three Arrow files: small beside its parse
 # What a file in a worker that died gets, once the retry alone has killed its worker again (docs/inputs.md).
 CRASH_REASON = "parse_crashed"
 
@@ -101,7 +101,7 @@ def parse_blocks(raw_dir: Path, rels: list[str], workers: int | None = None,
     """Parse the files ``rels`` (POSIX paths relative to ``raw_dir``, in ``scan_folder`` order) into runs, rejects
     and file rows, block by block in the order of ``rels``, left where the workers wrote them (``ParsedBlocks``,
     a context manager that removes their temporary folder on leaving): a caller that writes the rows on need not
-    hold them all (onto a million runs ~1.6 GB).
+    hold them all at once.
 
     A worker process that dies (killed, out of memory, a crash in native code) costs only the file it was reading:
     the files its block and the other in-flight blocks had not finished are parsed again, the ones that were being
@@ -208,16 +208,18 @@ def in_scan_order(table: pa.Table, order: pa.Array) -> pa.Table:
 
 
 # What the fork server imports before it forks a worker: this module (so the parsers) and pandas, which pyarrow
-# imports on its first conversion of Python values (each worker's first block would otherwise pay ~0.2 s for it).
+# imports on its first conversion of Python values (each worker's first block would otherwise pay for that import).
 _PRELOAD = [__name__, *(["pandas"] if importlib.util.find_spec("pandas") is not None else [])]
 
 
 def start_fork_server() -> None:
-    """Start the fork server the parse's workers are forked from (``_pool``) now, in the background, so that its
-    imports (~0.3-0.5 s) overlap with the caller's own work (the folder's scan) instead of delaying the first
-    block. Returns at once; a no-op when it runs already. Only worth calling once a parallel parse is certain
+    """Start the fork server the parse's workers are forked from (``_pool``) now, in the background.
+
+    Its imports then overlap with the caller's own work (the folder's scan) instead of delaying the first block.
+    Returns at once; a no-op when it runs already. Only worth calling once a parallel parse is certain
     (``ingest_folder_cached`` calls it mid-scan, when a folder with no parse cache has ``PARALLEL_MIN_FILES``
-    files): otherwise it starts an idle process (~300 MiB resident with pyarrow and pandas imported)."""
+    files): otherwise it starts an idle process that holds pyarrow and pandas imported for nothing.
+    """
     _fork_server_context()
     multiprocessing.forkserver.ensure_running()
 
@@ -441,7 +443,7 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
                 n_runs += 1
         files.append(_file_row(rel, readout, n_runs, len(readout.rejects) + len(readout.runs) - n_runs))
     return IngestResult(
-        # column lists, then one array per column: half the cost of from_pylist on 100,000 wide rows
+        # column lists, then one array per column: cheaper than from_pylist's lookups of every key in every row
         runs=pa.Table.from_pydict({name: [run[name] for run in runs] for name in RUN_COLUMNS}, schema=RUN_SCHEMA),
         rejects=pa.Table.from_pylist(rejects, schema=QUARANTINE_SCHEMA),
         files=pa.Table.from_pylist(files, schema=FILE_SCHEMA),

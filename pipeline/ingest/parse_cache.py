@@ -265,11 +265,10 @@ def _unchanged_since_cached(listed: pa.Table, cached_files: pa.Table, racy_befor
     parsed file's, and keeps a reused file's only when they were those), so every cached row is reused:
     ``look_up``'s answer without its three queries. None when the folder is not so.
 
-    Every run's partition discovery after the first (the CLI's, the nightly schedule's) finds the folder so:
-    onto a million runs, in a process of its own, that discovery's peak went from 2.5 to 1.0 GiB and its time
-    from 10.5 to 8.1 s; a discovery right after a sensor's tick read a night's files (their mtimes within the
-    racy window of its scan) took the queries' path until those files were hashed here (benchmark "again" row
-    onto a million runs: 2,980 MiB)."""
+    Every run's partition discovery after the first (the CLI's, the nightly schedule's) finds the folder so,
+    and skips the queries and the columns of every file they build. So does a discovery right after a sensor's
+    tick read a night's files (their mtimes within the racy window of its scan): those few files are hashed
+    here instead of sending the whole folder down the queries' path."""
     rows = listed.num_rows
     if rows == 0 or rows != cached_files.num_rows or listed["mtime_ns"].null_count or cached_files["sha256"].null_count:
         return None
@@ -361,23 +360,24 @@ def file_dependencies(file_shas: pa.Table, only: pa.Array | None = None) -> pa.T
         file_shas: ``source_file`` and ``sha256`` (strings), one row per listed file. A file of unknown content
             carries the caller's ``<changed>`` marker, which never equals a recorded sha256.
         only: a boolean mask over ``file_shas``: answer for those rows alone (their dependencies are still
-            looked up among every file). A night's few files onto a million: ~0.06 s instead of ~1.5 s.
+            looked up among every file). A few rows asked build the dependency names of those rows only
+            (``_dependencies_of``), not of every file.
     Returns:
         ``file_shas``' rows in its order (those of ``only``), plus ``sidecar_sha256`` and ``manifest_sha256``
-        (strings; null when the file has no such dependency). Column work: onto a million files a SQL self-join
-        took ~0.9 s and ~0.9 GB more than this.
+        (strings; null when the file has no such dependency). Column work in Arrow, not a SQL self-join of
+        the listing, which would build a joined copy of every file's columns for the same answer.
     """
     if only is not None:
         asked = pc.indices_nonzero(only)
         if len(asked) * 8 < file_shas.num_rows:  # past that, answering every file and keeping some is faster
             return _dependencies_of(file_shas, asked)
         return file_dependencies(file_shas).take(asked)
-    # every file's columns are read chunk by chunk, never copied whole (onto 1.35M files a copy of the names and
-    # of the sha256 was ~0.2 GB of the first save's peak); only the few dependencies' names are combined
+    # every file's columns are read chunk by chunk, never copied whole (a combined copy of the names and of the
+    # sha256 would add to the first save's peak); only the few dependencies' names are combined
     names, shas = file_shas["source_file"], file_shas["sha256"]
 
     def sha_of(dependency_rows: pa.Array, owners: pa.ChunkedArray, keys: pa.ChunkedArray) -> pa.ChunkedArray:
-        # hashing the few dependencies and probing every file's key is ~4x faster than the reverse
+        # the few dependencies are hashed and every file's key probed against them, not every file's key hashed
         return shas.take(pc.take(dependency_rows, pc.index_in(keys, value_set=owners.combine_chunks())))  # null: none
 
     sidecars = pc.indices_nonzero(pc.ends_with(names, SIDECAR_SUFFIX))
@@ -392,8 +392,8 @@ def file_dependencies(file_shas: pa.Table, only: pa.Array | None = None) -> pa.T
 def _dependencies_of(file_shas: pa.Table, asked: pa.Array) -> pa.Table:
     """``file_dependencies`` for the rows ``asked`` (indices) of ``file_shas``: the dependency names those rows
     can have (``<file>.meta.json``, ``<folder>/runs.csv``) are built and every listed name is probed against
-    them, so no column of every file is copied (onto 1.35M files a night's 2,713 took ~0.65 s that way, most of
-    it the copies' fresh memory)."""
+    them, so no column of every file is copied: for a night's few files, allocating such copies would be most of
+    the work."""
     answered = file_shas.take(asked)
     probes = answered["source_file"].combine_chunks()
     sidecar_names = pc.binary_join_element_wise(probes, SIDECAR_SUFFIX, "")
@@ -563,7 +563,7 @@ def _write(table: pa.Table, path: Path) -> Path:
 def _write_parts(schema: pa.Schema, parts: Iterable[pa.Table], path: Path) -> Path:
     """Write one cache file, ``parts`` one after another, uncompressed: every reader memory-maps it
     (``map_arrow``), so a load costs no copy and a tick that uses a few columns of a million runs brings in only
-    their pages (the price: onto a million runs the cache takes ~1.6 GB on disk instead of ~0.55 GB with LZ4)."""
+    their pages (the price: the files take several times the disk space LZ4-compressed ones would)."""
     return write_arrow_parts_atomic(schema, parts, path, compression=None)
 
 
@@ -615,8 +615,7 @@ def save_cache(cache_dir: Path, raw_dir: Path, scan_started_ns: int, result: Ing
     Base and delta: the base is three Arrow IPC files (``files``, ``runs``, ``rejects``); a save onto a loaded
     cache writes only a delta beside it (``delta.files``, ``delta.runs``, ``delta.rejects``: the rows of every
     file parsed since the base, each with its place among the base's files; ``delta.keep``: which base files
-    still hold their file's rows), so a night's save writes the night's rows, not the history's (onto a million
-    runs, a night's save took 0.20-0.25 s instead of 0.57 s, its delta files ~0.07 s of that). The base is
+    still hold their file's rows), so a night's save writes the night's rows, not the history's. The base is
     written again, and the delta removed, when there is no cache to build on, or the delta's files and the base
     files it drops would outnumber ``DELTA_MAX_SHARE`` of the base's files, or its files would sit at more than
     ``MAX_SPLICES`` places, or the kept base files would form more than ``MAX_SLICES`` runs.
@@ -770,11 +769,12 @@ LISTING_IN_FILES, LISTING_FILE = "files", "listing.arrow"
 
 
 def _listing_in_files(listed: pa.Table, files: pa.Table, plan: _DeltaPlan | None = None) -> bool:
-    """Whether the saved state's file rows are the scan's listing (``listed``, ``listing_table``): the same
-    ``source_file``, ``size_bytes`` and ``mtime_ns``, in order. Then the listing is not written a second time
-    (onto a million runs 123 MB, rewritten by every night's tick). It is, unless a file changed size between the
-    scan's stat and its read, or a kept file's content was confirmed by hash under a new mtime (the state keeps
-    the recorded one).
+    """Whether the saved state's file rows are the scan's listing (``listed``, ``listing_table``).
+
+    The same ``source_file``, ``size_bytes`` and ``mtime_ns``, in order: then the listing is not written a second
+    time (a row per file, which every night's tick would otherwise write again). It is, unless a file changed
+    size between the scan's stat and its read, or a kept file's content was confirmed by hash under a new mtime
+    (the state keeps the recorded one).
 
     Args:
         listed: the scan.
@@ -926,9 +926,10 @@ class CacheStream:
 def stream_cache(cache_dir: Path, raw_dir: Path, generation: str,
                  file_columns: tuple[str, ...] = ("source_file", "sha256"), rejects: bool = False,
                  dates: Sequence[str] | None = None) -> CacheStream | None:
-    """Cache state ``generation``, when it is the cache's (``load_cache``'s generation), with its runs streamed: at most one of the
-    base's record batches (~1/16 of it) and the delta's rows in memory at once, instead of the whole cache (onto a
-    million runs ~1.4 GB of Arrow once loaded). For a reader that needs every run once: a digest, an insert.
+    """Cache state ``generation``, when it is the cache's (``load_cache``'s generation), with its runs streamed.
+
+    At most one of the base's record batches (~1/16 of it) and the delta's rows are in memory at once, instead of
+    the whole cache. For a reader that needs every run once: a digest, an insert.
 
     Args:
         cache_dir, raw_dir: the cache's folder and the raw folder it is of.
@@ -963,9 +964,8 @@ def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation
     """``stream_cache`` once the base's runs file is open (``source``); raises on an unreadable file."""
     runs_file = pa.ipc.open_file(source)
     wanted = list(dict.fromkeys(["runs", "rejected", *file_columns]))
-    # files and rejects are read whole, so mapped (no copy: onto a million runs ~0.4 s and ~0.4 GB of heap less);
-    # every field, then the wanted ones selected: Arrow copies a mapped file's batches when told which fields to
-    # read (onto a million runs 335 MB and up to ~0.3 s for files.arrow)
+    # files and rejects are read whole, so mapped (no copy into the heap); every field, then the wanted ones
+    # selected: Arrow copies a mapped file's batches when told which fields to read
     with pa.memory_map(os.fspath(cache_dir / "files.arrow")) as files_source, \
             pa.memory_map(os.fspath(cache_dir / "rejects.arrow")) as rejects_source:
         files_file = pa.ipc.open_file(files_source)
@@ -990,7 +990,7 @@ def _stream_of(source: pa.NativeFile, cache_dir: Path, raw_dir: Path, generation
     keep = np.ones(base_files.num_rows, dtype=bool) if delta is None \
         else delta["keep"]["keep"].to_numpy(zero_copy_only=False)
     offsets = _row_offsets(base_files, "runs")
-    # each batch's rows from its run_date_partition column alone (count_rows() read whole batches: ~0.2 s at 1M)
+    # each batch's rows from its run_date_partition column alone (count_rows() would read whole batches)
     batch_rows, needed = _batches_holding(cache_dir / "runs.arrow", runs_file.schema.metadata,
                                           runs_file.num_record_batches, dates)
     if len(keep) != base_files.num_rows or offsets[-1] != batch_rows.sum():
@@ -1052,10 +1052,11 @@ def _merged_pieces(kept: np.ndarray, offsets: np.ndarray, places: np.ndarray,
 def _batches_holding(path: Path, stamp: dict | None, count: int,
                      dates: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray | None]:
     """The rows of each of the base runs file's ``count`` record batches and, when ``dates`` is given, whether
-    each holds a run of one of them. Only the ``run_date_partition`` column's pages are touched (~10 MB onto a
-    million runs): the file is memory-mapped and its batches taken whole, zero-copy, because Arrow's reader
-    copies a batch's body when told to read one field (an ordinary file's reader reads it all: onto a million
-    runs ~1 GB allocated and ~0.3 s).
+    each holds a run of one of them.
+
+    Only the ``run_date_partition`` column's pages are touched: the file is memory-mapped and its batches taken
+    whole, zero-copy, because Arrow's reader copies a batch's body when told to read one field (and an ordinary
+    file's reader reads every column into the heap).
 
     Args:
         path: the base's ``runs.arrow``.
@@ -1108,7 +1109,7 @@ def _runs_in_order(source: pa.NativeFile, read_batch: Callable[[int], pa.RecordB
 
 def cache_generation(cache_dir: Path, raw_dir: Path) -> str | None:
     """The generation ``load_cache`` would return, read from the files' footers without their rows (a
-    million runs' cache is ~1.4 GB of Arrow once loaded; its stamps are a few bytes), or None when
+    loaded cache holds every run as Arrow; its stamps are a few bytes), or None when
     ``load_cache`` would return None for a reason its stamps show (missing, torn, another folder or parser
     version; a file damaged past its footer is not found by either: the files are only ever replaced whole)."""
     stamps = _footer_stamps(cache_dir, _CACHE_TABLES)

@@ -91,8 +91,9 @@ class Listing:
         return self._table
 
     def keep_table_only(self) -> None:
-        """Hold the listing as Arrow alone from now on (built when missing), letting the Python lists go: onto
-        1.35M files ~0.3 GB of str and int objects. They are built again from the table if asked for."""
+        """Hold the listing as Arrow alone from now on (built when missing), letting the Python lists go: a str
+        and two int objects per file, far larger than the table's columns. They are built again from the table if
+        asked for."""
         self.table  # noqa: B018 — built from the lists before they go
         self._lists = None
 
@@ -201,11 +202,11 @@ class _Walk:
     def stat_saved_folders(self, raw_dir: str) -> None:
         """Stat every folder of the saved scan up front, so a saved folder whose whole subtree is unmoved is taken
         in one step (``_take_subtree``) instead of folder by folder: onto a million runs ~140,000 folders, of
-        which a night moves a handful, and the walk's per-folder Python cost was as large as the ``stat`` calls.
+        which a night moves a handful, and a walk's Python work per folder costs as much as the folder's ``stat``.
         A folder whose name was escaped, or recorded untrusted, counts as moved (it is listed again)."""
         known = self.known_folders
         now: list[int | None] = []
-        prefix, stat_of = f"{raw_dir}/", os.stat  # no os.path.join: a quarter of the loop's time
+        prefix, stat_of = f"{raw_dir}/", os.stat  # no os.path.join: its checks would weigh on a loop this tight
         for rel in known.rel:
             try:
                 now.append(stat_of(prefix + rel if rel else raw_dir).st_mtime_ns)

@@ -12,8 +12,8 @@ wrote (a run that failed between its warehouse commit and its publish, two runs 
 mart that drifted from the warehouse is rewritten, never carried on. The folder holds a ``_WHOLE`` marker: two
 runs publishing at once never mix one run's ``base`` with the other's ``recent`` (``pipeline.io.generations``).
 
-Onto a million runs (1.36M files), the ledger mart was read back sorted and written whole every night (~1 s);
-a night's ``recent`` is the night's few thousand files.
+Why: a mart written whole every night reads back, sorts and writes a row per file of the history; a night's
+``recent`` is the night's few thousand files.
 """
 
 from __future__ import annotations

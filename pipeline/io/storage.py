@@ -42,9 +42,8 @@ def release_arrow_memory() -> None:
     """Hand the pages Arrow's memory pool freed back to the OS now.
 
     The pool's allocator (mimalloc in the pyarrow wheels) keeps freed pages for reuse, so a process that held the
-    history as Arrow (~1 GB per copy onto a million runs) stayed that large after the tables were gone: 1.9 GiB
-    resident after the parse of a million runs with no Arrow bytes allocated, 0.6 GiB after this call. Matters
-    where several assets share a process (``python -m pipeline run`` runs in process); costs milliseconds.
+    history as Arrow stays that large after the tables are gone, with no Arrow bytes allocated, until this call.
+    Matters where several assets share a process (``python -m pipeline run`` runs in process); costs milliseconds.
     """
     pa.default_memory_pool().release_unused()
 
@@ -147,12 +146,13 @@ def replace_file_rows(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tabl
 
 def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table | duckdb.DuckDBPyRelation,
                        keys: list[str], key_column: str = "run_date_partition") -> None:
-    """Idempotent partition write: delete the rows of ``keys`` from warehouse table ``name``, insert ``table``
-    (whose rows must all belong to ``keys``). Creates the table on first use; a table whose columns no longer
+    """Idempotent partition write: delete the rows of ``keys`` from warehouse table ``name``, insert ``table``.
+
+    ``table``'s rows must all belong to ``keys``. Creates the table on first use; a table whose columns no longer
     match (an upgrade changed the schema) is rebuilt from ``table`` alone, and the next full run refills it.
 
     ``table`` is an Arrow table, or a DuckDB relation on ``conn`` (a query's rows go straight into the table,
-    without a round trip through Arrow: ~0.8 s of a 100,000-run ``run_metrics``)."""
+    without a round trip through Arrow)."""
     relation = table if isinstance(table, duckdb.DuckDBPyRelation) else None
     if relation is None:
         conn.register("_incoming", table)
@@ -234,8 +234,8 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> Path:
 
 
 def write_arrow_atomic(table: pa.Table, path: Path, compression: str | None = "lz4") -> Path:
-    """``write_parquet_atomic`` for an Arrow IPC file: for internal state read back by this pipeline only, where
-    it writes ~7x and reads ~10x faster than Parquet (the parse cache at 100k runs). ``compression``: "lz4"
+    """``write_parquet_atomic`` for an Arrow IPC file: for internal state read back by this pipeline only, which
+    Arrow IPC writes and reads several times faster than Parquet (no encoding to undo). ``compression``: "lz4"
     (smaller files, read whole by ``read_arrow``), or None for a file read by ``map_arrow`` without a copy."""
     return write_arrow_parts_atomic(table.schema, [table], path, compression)
 
@@ -268,11 +268,12 @@ def read_arrow(path: Path) -> pa.Table:
 
 
 def map_arrow(path: Path) -> pa.Table:
-    """The table of an Arrow IPC file, memory-mapped: an uncompressed file's buffers are the file's pages, so
-    nothing is read until a column is used and only the pages used are brought in (onto a million runs the
-    parse cache is ~1.4 GB of Arrow, which ``read_arrow`` copies into the heap in ~0.3-1.8 s). A compressed
-    file is decompressed into memory as ``read_arrow`` does. The mapping outlives a later ``os.replace`` of the
-    path (writers never write into an existing file), so the table stays the file it was.
+    """The table of an Arrow IPC file, memory-mapped.
+
+    An uncompressed file's buffers are the file's pages, so nothing is read until a column is used and only the
+    pages used are brought in (``read_arrow`` copies the whole file into the heap). A compressed file is
+    decompressed into memory as ``read_arrow`` does. The mapping outlives a later ``os.replace`` of the path
+    (writers never write into an existing file), so the table stays the file it was.
 
     Raises:
         OSError: the file is missing or unreadable; pyarrow.ArrowInvalid: it is not an Arrow IPC file.
@@ -359,8 +360,8 @@ def write_mart_partitions(table: pa.Table, base_dir: Path) -> list[Path]:
     files, are removed first.
 
     Slices are written by ``pq.write_table`` on a thread pool rather than ``pyarrow.dataset.write_dataset``: a
-    full refresh writes ~700 small files of ~110 columns, where per-file cost dominates (measured at 100k runs:
-    5.5 s with write_dataset, 2.1 s with two threads).
+    full refresh writes hundreds of small files of ~110 columns, where per-file cost dominates, and the threads
+    overlap it.
 
     Returns:
         The partition files written.

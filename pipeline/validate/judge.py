@@ -26,8 +26,8 @@ from pipeline.validate.rules import (
     rule_verdicts,
 )
 
-# raw rows judged at a time (whole run dates; a larger date alone): onto a million runs one read of every row was
-# ~1.4 GiB of Arrow
+# raw rows judged at a time (whole run dates; a larger date alone): one read of every row would hold the history
+# as Arrow
 GROUP_ROWS = 100_000
 # width of the ln|TPOT| buckets sql/duplicate_candidates.sql joins on: any width well above the tolerance finds the
 # same rows (two runs within it are in one bucket or adjacent ones); narrower buckets pair fewer runs

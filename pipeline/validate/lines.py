@@ -218,7 +218,7 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
         order = np.lexsort((id_rank[id_of], newest[shown], line_of))
         same_line = line_of[order[:-1]] == line_of[order[1:]]  # a sweep is superseded by the one right after it
         successor[shown[order[:-1][same_line]]] = np.array(id_names, dtype=object)[id_of[order[1:][same_line]]]
-    # per row by Arrow take of the per-sweep values (Python lists of a million strings were ~0.5 GiB and ~1 s)
+    # per row by Arrow take of the per-sweep values, never as Python lists of a string per row
     sweep_at = pa.array(sweep, pa.int64())
     superseded = pc.if_else(pa.array(visible), pa.array(successor.tolist(), pa.string()).take(sweep_at),
                             pa.array(np.where(dropped, dropped_by, None).tolist(), pa.string()))

@@ -755,7 +755,7 @@ def accepted_runs(runs: pa.Table, known_hw: Iterable[str],
     never displaces a good one).
 
     A mask rather than the accepted rows, so a caller that stores them (the ``validated_runs`` asset) lets DuckDB
-    read them straight from ``runs`` instead of holding a filtered copy (onto a million runs ~1 GB).
+    read them straight from ``runs`` instead of holding a filtered copy of every accepted row.
 
     The rules run in Python only on the rows some rule's ``screen`` flags (every rule has one); the
     duplicate search (``find_duplicates``) only on the passing runs that share a content hash, or a line and
@@ -778,7 +778,7 @@ def accepted_runs(runs: pa.Table, known_hw: Iterable[str],
     """
     runs = runs.cast(RUN_SCHEMA)
     failed, rejected = rule_verdicts(runs, known_hw)
-    # the duplicate search's columns of the passing runs: onto a million runs 0.5 GB, where every column was 1 GB
+    # the duplicate search's columns of the passing runs, not every column
     passing_rows = np.flatnonzero(~failed)
     searched = runs.select(list(DUPLICATE_SEARCH_COLUMNS))
     passing = searched.take(pa.array(passing_rows, pa.int64())) if failed.any() else searched

@@ -87,7 +87,7 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
         conn.register("_folder_runs", folder.runs)
         dates = {"keys": keys}
         try:
-            # list_contains, not "in (subquery)": DuckDB's semi-join held every streamed run (~1.3 GB onto 1M)
+            # list_contains, not "in (subquery)": DuckDB's semi-join would hold every streamed run in memory
             replace_partitions(conn, "raw_runs", conn.sql(
                 "select * from _folder_runs where list_contains($keys, run_date_partition)", params=dates), keys)
         finally:
@@ -122,12 +122,13 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
 
 def write_file_tables(conn: duckdb.DuckDBPyConnection, rejects: pa.Table, files: pa.Table, cache: CacheStats) -> None:
     """Bring ``raw_rejects`` and ``raw_files`` (per file, every date) to the folder state ``rejects`` and ``files``
-    hold and drop the ``raw_runs`` rows of files that are gone. Table ``raw_generation`` records which parse-cache
-    generation the tables hold: when that is the state ``cache.changes`` started from (or one with the same rows,
-    ``CacheChanges.starts_from``), only the touched files' rows are rewritten (a night's files, not the
-    history's: 1.4 s of a run onto a million files); when it is already
-    ``cache.generation``, nothing is; otherwise both tables are rewritten whole. What was rewritten is noted
-    for the ingest ledger (``note_raw_changes``).
+    hold and drop the ``raw_runs`` rows of files that are gone.
+
+    Table ``raw_generation`` records which parse-cache generation the tables hold: when that is the state
+    ``cache.changes`` started from (or one with the same rows, ``CacheChanges.starts_from``), only the touched
+    files' rows are rewritten (a night's files, not the history's); when it is already ``cache.generation``,
+    nothing is; otherwise both tables are rewritten whole. What was rewritten is noted for the ingest ledger
+    (``note_raw_changes``).
 
     Args:
         conn: the warehouse connection of the ingest asset (``raw_runs`` already written for its dates).
@@ -144,7 +145,7 @@ def write_file_tables(conn: duckdb.DuckDBPyConnection, rejects: pa.Table, files:
                 for name, table in (("raw_rejects", rejects), ("raw_files", files)))
     if delta:
         conn.register("_touched", pa.table({"source_file": changes.touched}))
-        # both sides of the anti-join cut to the touched files: onto a million files ~0.1 s less
+        # both sides of the anti-join cut to the touched files: neither reads every file's row
         conn.execute("delete from raw_runs where source_file in (select source_file from _touched) "
                      "and source_file not in (select source_file from raw_files "
                      "where source_file in (select source_file from _touched))")

@@ -161,12 +161,12 @@ NOT_VALIDATED_SQL = ("delete from {table} t where {scope} not exists (select 1 f
 
 def drop_runs_not_validated(conn: duckdb.DuckDBPyConnection, table: str, log: str,
                             returning: str = "run_date_partition") -> list[tuple]:
-    """Delete the rows of warehouse table ``table`` (``run_metrics``, ``run_power``: one or more rows per run,
-    columns ``run_id`` and ``run_date_partition``) whose run is not in ``validated_runs`` under that run date.
-    Only the dates ``validated_runs`` rewrote since the last call are checked (change log ``log``, which it
-    writes: its own dates and those of rows whose files vanished; onto a million runs a night's dates instead
-    of an anti-join of every row, ~0.3 s), every row when the log cannot say
-    (``pipeline.io.storage.logged_partitions``).
+    """Delete the rows of warehouse table ``table`` whose run is not in ``validated_runs`` under that run date.
+
+    ``table``: ``run_metrics`` or ``run_power``, one or more rows per run, columns ``run_id`` and
+    ``run_date_partition``. Only the dates ``validated_runs`` rewrote since the last call are checked (change log
+    ``log``, which it writes: its own dates and those of rows whose files vanished; a night's dates instead of an
+    anti-join of every row), every row when the log cannot say (``pipeline.io.storage.logged_partitions``).
 
     Returns:
         The deleted rows' ``returning`` columns (SQL column list), as tuples.
@@ -194,8 +194,8 @@ def write_runs_mart(conn: duckdb.DuckDBPyConnection, folder: Path, dates: list[s
     DuckDB sorts a group of whole run dates of at most ``MART_CHUNK_ROWS`` rows at a time (one larger date alone)
     into the files' order (model, ``run_date``, price book, file, row); the sorted rows arrive as a stream and are
     written whenever ``MART_WRITE_ROWS`` rows of whole (model, date) partitions have arrived (a partition is never
-    split between two writes). Onto a million runs one read of every row was 1.4 GiB of Arrow and peaked at
-    3.3 GiB with DuckDB's sort; groups of (model, date) partitions read whole, 2.2 GiB in the asset.
+    split between two writes). One read of every row would hold the history as Arrow, on top of DuckDB's sort;
+    a group of partitions read whole still holds the whole group, which the stream never does.
 
     Returns:
         (the first rows written: whole partitions of the earliest dates (``undated`` last), in the files' order

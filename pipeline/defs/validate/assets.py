@@ -65,7 +65,8 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         emptied = drop_vanished_files(conn)
         judged = judge_raw_runs(conn, keys, known_hw, preview_rows=PREVIEW_SCAN_ROWS)
         rejects, n_accepted = judged.rejects, judged.accepted
-        # DuckDB reads the accepted rows straight from the raw table (an Arrow copy was ~1 GB onto 1M runs)
+        # DuckDB reads the accepted rows straight from the raw table: an Arrow copy would hold every accepted row
+        # in memory at once
         conn.register("_rejected", pa.table({"raw_row": judged.rejected_rows}))
         try:
             replace_partitions(conn, "validated_runs", conn.sql(
@@ -136,10 +137,12 @@ VANISHED_FILES_SQL = ("delete from {table} where {scope} source_file not in "
 
 def drop_vanished_files(conn: duckdb.DuckDBPyConnection) -> set[str] | None:
     """Delete the ``validated_runs`` and ``validation_rejects`` rows of files that are no longer in ``raw_files``,
-    in any run date, before a validation judges runs against them (a table not created yet has none): those the ingest noted as rewritten or removed since the last call
-    (``pipeline.io.storage.VALIDATED_CHANGES``; onto a million runs a few files instead of an anti-join of every
-    row, ~0.4 s), or every row when the log cannot say (``needs_whole_rebuild``: first run, a table the ingest
-    rewrote whole, another version of the statement).
+    in any run date, before a validation judges runs against them (a table not created yet has none).
+
+    The files checked are those the ingest noted as rewritten or removed since the last call
+    (``pipeline.io.storage.VALIDATED_CHANGES``: a night's few files instead of an anti-join of every row), or
+    every row when the log cannot say (``needs_whole_rebuild``: first run, a table the ingest rewrote whole,
+    another version of the statement).
 
     Returns:
         The run dates that lost rows, or None when every row was checked (a reader of ``validated_runs`` then

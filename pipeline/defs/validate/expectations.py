@@ -26,9 +26,9 @@ def validated_runs_expectations(warehouse: DuckDBResource):
     """Run the GX suite once and report each expectation as its own check, with GX's statistics as metadata.
 
     The runs are read and validated in ``suite_chunks`` slices split by a hash of ``run_id`` (so every copy of
-    one ``run_id`` meets in one slice, as ``run_id_unique`` needs): onto a million runs the whole table as pandas
-    inside GX peaked at ~3.5 GiB in a process of its own, slices of 100k runs at ~1.6 GiB. The duplicate rule reads its
-    own columns of every run first.
+    one ``run_id`` meets in one slice, as ``run_id_unique`` needs): GX holds a slice as pandas, several times its
+    Arrow size, so the whole table at once would set the process's peak. The duplicate rule reads its own columns
+    of every run first.
 
     Raises:
         RuntimeError: the slices did not hold every row of ``validated_runs`` exactly once.
