@@ -177,10 +177,6 @@ TIMING_HISTORY = [
 # that is gone is taken off the list).
 NOT_HISTORY = {
     "local time, 1 s, idle before and after the benchmark window": "the sample telemetry's sampling interval",
-    # The next two sit in files another change was editing when the rest was cleaned (issue 41/42); they come off
-    # this list, their figures into docs/performance.md, once that change is merged.
-    "drawing them here too cost ~1.3 s a run": "pending: pipeline/defs/comparisons/assets.py",
-    "(735 pages × 100,000 runs was most of the report's time)": "pending: pipeline/comparisons/report.py",
 }
 
 

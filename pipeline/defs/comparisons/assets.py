@@ -53,7 +53,7 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
 
     UI metadata: ``headlines``, each kind's headline comparison (the report index's choice: most runs, both
     middle-target cells measured) under its full title with its sentences at the middle target (their charts
-    lead the report asset's ``frontier_charts``; drawing them here too cost ~1.3 s a run); one table per
+    lead the report asset's ``frontier_charts``, drawn there once rather than here again); one table per
     comparison (``comparison_tables``); counts by kind.
     """
     with warehouse.get_connection() as conn:
