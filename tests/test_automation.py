@@ -118,3 +118,24 @@ def test_nightly_schedule_covers_every_partition(tmp_path):
     assert request.tags["dagster/asset_partition_range_start"] == keys[0]
     assert request.tags["dagster/asset_partition_range_end"] == keys[-1]
     assert nightly_refresh.cron_schedule == "0 2 * * *"
+
+
+def test_a_sensor_enabled_after_a_full_run_launches_nothing_until_a_new_night(tmp_path, run_pipeline, monkeypatch):
+    """Issue 42: enabling the sensor right after ``python -m pipeline run`` launched one run per date already
+    published. Its first tick now starts from the state the published marts were built from (the record's
+    ``raw_snapshot``): nothing to run; then a new night is exactly one run, on its own date, whether it lands
+    before or after that first tick."""
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR / "sglang", raw)
+    monkeypatch.setenv("PIPELINE_CACHE_DIR", str(tmp_path / "parse_cache"))  # the paths _tick gives the sensor
+    assert run_pipeline(raw).result.success
+    instance = dg.DagsterInstance.ephemeral()
+
+    first = _tick(raw, None, instance)
+    assert isinstance(first, dg.SensorResult) and not first.run_requests and first.cursor
+    assert isinstance(_tick(raw, first.cursor, instance), dg.SkipReason)
+    _add_run(raw)
+    # the new night already there when the sensor is (re-)enabled: only its date
+    assert [r.partition_key for r in _tick(raw, None, instance).run_requests] == ["2026-08-01"]
+    # and from the first tick's cursor, too
+    assert [r.partition_key for r in _tick(raw, first.cursor, instance).run_requests] == ["2026-08-01"]

@@ -19,7 +19,9 @@ from pipeline.defs.resources import SNAPSHOT_TAG, PipelinePaths
 from pipeline.ingest.folder import ingest_folder_cached
 from pipeline.ingest.parse_cache import stream_cache
 from pipeline.ingest.schema import UNDATED
+from pipeline.io.generations import published_dir
 from pipeline.io.paths import sql_text
+from pipeline.io.publish_guard import RecordUnreadableError, read_record
 from pipeline.io.storage import release_arrow_memory
 
 FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included): FILES_DIGEST
@@ -113,6 +115,20 @@ def _xor_digests(*values: int) -> str:
     return f"{FILES_DIGEST}{combined:032x}"
 
 
+def published_state(raw_dir: Path, paths: PipelinePaths) -> dict[str, str]:
+    """The sensor's state (``raw_dir_state``'s shape) of the parse-cache generation the published marts were built
+    from (``raw_snapshot`` in the current generation's record, ``pipeline.io.publish_guard``), or ``{}`` when it
+    is not known: nothing published, a generation written before the record held it, an unreadable record, or a
+    parse cache that has moved on from that generation (the sensor then treats every date as new, as before)."""
+    try:
+        record = read_record(published_dir(Path(paths.out_dir)))
+    except RecordUnreadableError:
+        return {}
+    snapshot = record.meta.get("raw_snapshot") if record is not None else None
+    stream = stream_cache(Path(paths.cache_dir), raw_dir, snapshot) if snapshot else None
+    return _whole_state(stream.runs, stream.files, snapshot) if stream is not None else {}
+
+
 @dg.sensor(job=refresh_all, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,
            description="New, changed or removed logs under PIPELINE_RAW_DIR: one run per affected run date "
                        "(that partition plus the cross-date marts). Cursor: per-date content digests.")
@@ -120,12 +136,17 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     raw_dir = Path(paths.raw_dir)
     if not raw_dir.is_dir():
         return dg.SkipReason(f"raw dir {raw_dir} does not exist")
-    seen = json.loads(context.cursor) if context.cursor else {}
+    # a sensor enabled after a run starts from the state the published marts were built from, not from nothing
+    # (which would launch one run per date already published)
+    seen = json.loads(context.cursor) if context.cursor else published_state(raw_dir, paths)
     state = raw_dir_state(raw_dir, Path(paths.cache_dir), seen)
     changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY, SNAPSHOT_KEY} if state.get(k) != seen.get(k))
     if not changed and state[FILES_KEY] != seen.get(FILES_KEY):
         changed = [UNDATED]  # only non-run files changed: one small run refreshes the ledger and quarantine
     if not changed:
+        if not context.cursor:  # the first tick: remember the state, so later ticks compare against it
+            return dg.SensorResult(skip_reason=f"no change under {raw_dir} since the published marts",
+                                   cursor=json.dumps(state, sort_keys=True))
         return dg.SkipReason(f"no change under {raw_dir}")
     known = set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
     new_keys = sorted((set(changed) | {UNDATED}) - known)

@@ -31,6 +31,7 @@ from pipeline.io.storage import (
     mark_published,
     release_arrow_memory,
     set_aside_corrupt_warehouse,
+    table_names,
 )
 
 # Every asset that writes the warehouse runs in this pool; dagster.yaml limits it to 1 (DuckDB has one writer).
@@ -152,8 +153,10 @@ class PipelinePaths(dg.ConfigurableResource):
         run_id = generation_id(context)
         with warehouse.get_connection() as conn:
             identity = warehouse_identity(conn, warehouse.database)
+            snapshot = conn.execute("select max(generation) from raw_generation").fetchone()[0] \
+                if "raw_generation" in table_names(conn) else None
         generation = guarded_publish(Path(self.out_dir), run_id, identity, allow_shrink, max_loss_share,
-                                     switch_warehouse)
+                                     switch_warehouse, raw_snapshot=snapshot)
         with warehouse.get_connection() as conn:
             mark_published(conn, run_id)
         return generation

@@ -131,7 +131,7 @@ GENERATION_FILES: dict[str, tuple[str, str, tuple[str, ...], str]] = {
                       "mart folder, pipeline/io/publish_guard.py), `accepted_runs` and `baseline_runs` (totals; "
                       "null without a baseline), `judged_against` (the last confirmed publish, whose baseline "
                       "this one was judged against), `lost_runs`, `lost_share`, `max_run_loss_share`, "
-                      "`allow_shrink`, `confirmed` (no baseline, nothing lost, or `allow_shrink`) and "
+                      "`allow_shrink`, `confirmed` (no baseline, nothing lost, or `allow_shrink`), `raw_snapshot` (the parse-cache generation the warehouse's raw tables held: where the sensor's first tick starts) and "
                       "`baseline_since` (the last confirmed publish for the next one: this generation when "
                       "`confirmed`). The next publish's baseline is, per line and date, these counts when "
                       "`confirmed`, else the larger of the baseline's and these counts (a line a newer sweep "

@@ -264,7 +264,8 @@ def check_writer(out_dir: Path, warehouse: WarehouseIdentity, switch_warehouse: 
 
 
 def guarded_publish(out_dir: Path, run_id: str, warehouse: WarehouseIdentity, allow_shrink: bool = False,
-                    max_loss_share: float = DEFAULT_MAX_LOSS_SHARE, switch_warehouse: bool = False) -> Path | None:
+                    max_loss_share: float = DEFAULT_MAX_LOSS_SHARE, switch_warehouse: bool = False,
+                    raw_snapshot: str | None = None) -> Path | None:
     """``pipeline.io.generations.publish`` of run ``run_id`` under this module's guard: under the publish lock,
     on the generation about to become current (after any rebase), check the writer, count its accepted runs,
     judge them against the baseline, write ``RECORD`` into it, and only then switch ``current``.
@@ -276,6 +277,8 @@ def guarded_publish(out_dir: Path, run_id: str, warehouse: WarehouseIdentity, al
         allow_shrink: publish whatever the loss, and make this generation the baseline.
         max_loss_share: the largest share of the baseline's runs a publish may lose (0.2 = 20 %).
         switch_warehouse: this warehouse takes the folder over from the one that published it.
+        raw_snapshot: the parse-cache generation the warehouse's raw tables hold (table ``raw_generation``),
+            recorded as ``raw_snapshot`` so the sensor starts from the state the published marts were built from.
     Returns:
         The new generation's folder, or None when the run staged nothing.
     Raises:
@@ -300,7 +303,7 @@ def guarded_publish(out_dir: Path, run_id: str, warehouse: WarehouseIdentity, al
             "accepted_runs": verdict.after, "baseline_runs": verdict.before, "baseline_since": name if confirmed
             else since, "judged_against": since or None, "lost_runs": verdict.lost_runs,
             "lost_share": round(verdict.lost_share, 6), "max_run_loss_share": max_loss_share,
-            "allow_shrink": allow_shrink, "confirmed": confirmed})
+            "allow_shrink": allow_shrink, "confirmed": confirmed, "raw_snapshot": raw_snapshot})
 
     return publish(Path(out_dir), run_id, guard=guard)
 
