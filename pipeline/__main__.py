@@ -68,7 +68,12 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         FileNotFoundError, PermissionError: the raw folder is missing or cannot be listed (before any step).
     """
     from pipeline.definitions import defs
-    from pipeline.defs.partitions import all_partitions_tags, discover_partitions, register_partitions
+    from pipeline.defs.partitions import (
+        all_partitions_tags,
+        discover_partitions,
+        register_partitions,
+        warehouse_run_dates,
+    )
     from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG
     from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
@@ -76,7 +81,8 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
     definitions = defs()
     job = definitions.resolve_job_def("refresh_all")
     keys, snapshot = discover_partitions(env_path("PIPELINE_RAW_DIR"), parse_cache_dir())
-    register_partitions(instance, keys)
+    # every date: the scan's, and those the warehouse still holds rows of (their runs moved or left)
+    register_partitions(instance, sorted(set(keys) | set(warehouse_run_dates(env_path("PIPELINE_DB_PATH")))))
     labels = {a.node_def.name: _step_label(a) for a in definitions.resolve_asset_graph().assets_defs}
     total, done, last = len(job.graph.node_dict), 0, time.perf_counter()
 

@@ -120,3 +120,30 @@ def test_a_run_moved_to_another_date_is_not_a_duplicate_of_its_vanished_file(war
                                    [f"{NIGHTS[1]}/moved/{old.name}"]).fetchall()
     assert quarantined == [] and new == [(NIGHTS[1],)]
     assert run_id not in _run_ids(database, "validated_runs")
+
+
+def test_a_sidecar_that_moves_its_runs_to_another_date_leaves_no_stale_row(tmp_path, run_pipeline):
+    """The same file, its sidecar now giving another run date, through ``python -m pipeline run`` (whose partition
+    keys are the dates the scan finds): the runs are published once, on the new date. The old date has no run in
+    the folder any more, so it is not a key; its raw rows stayed and were published beside the new ones, and the
+    new ones were quarantined as their duplicates."""
+    import shutil
+
+    raw = tmp_path / "raw"
+    shutil.copytree(REPO / "data" / "sample" / "sglang", raw)
+    moved = "dsr1_1k1k_b200_fp4_sglang_none.jsonl"
+    for other in raw.glob("*.meta.json"):  # the others on another date: the moved file's old date is its alone
+        if other.name != f"{moved}.meta.json":
+            other.write_text(other.read_text().replace('"2026-07-14"', '"2026-07-13"'))
+    assert run_pipeline(raw).result.success
+    sidecar = raw / f"{moved}.meta.json"
+    sidecar.write_text(sidecar.read_text().replace('"2026-07-14"', '"2026-07-20"'))
+    run = run_pipeline(raw)
+    assert run.result.success
+    rows = [r for r in run.mart("runs").to_pylist() if r["source_file"] == moved]
+    assert rows and {str(r["run_date"]) for r in rows} == {"2026-07-20"}
+    assert len({(r["source_row"], r["price_book"]) for r in rows}) == len(rows)  # each run once per price book
+    assert not [r for r in run.mart("quarantine").to_pylist() if r["source_file"] == moved]
+    with duckdb.connect(str(run.db_path), read_only=True) as conn:
+        assert conn.execute("select distinct run_date_partition from raw_runs where source_file = ?",
+                            [moved]).fetchall() == [("2026-07-20",)]

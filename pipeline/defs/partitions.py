@@ -6,6 +6,8 @@ partition ``undated``. One key per day, ``YYYY-MM-DD``. Cross-date marts (fronti
 are unpartitioned and read every partition.
 """
 
+from pathlib import Path
+
 import dagster as dg
 
 RUN_DATE_PARTITIONS = dg.DynamicPartitionsDefinition(name="run_date")
@@ -52,3 +54,23 @@ def discover_partitions(raw_dir: str, cache_dir: str) -> tuple[list[str], str | 
     result, stats = ingest_folder_cached(Path(raw_dir), Path(cache_dir))
     dates = pc.unique(result.runs.column("run_date_partition")).to_pylist()  # onto a million runs, ~250 dates
     return sorted(set(dates) | {UNDATED}), stats.generation
+
+
+def warehouse_run_dates(database: str | Path) -> list[str]:
+    """The run dates the warehouse's ``raw_runs`` holds rows of (``run_date_partition``), [] when there is no
+    warehouse, no such table, or it cannot be opened read-only now (locked by a run, corrupt: the run then finds
+    out itself). A run over every date also refreshes these: a date whose last run moved to another date (its
+    sidecar or ``runs.csv`` changed) is not in the scan any more, and its stale rows would stay published.
+    """
+    import duckdb
+
+    if not Path(database).is_file():
+        return []
+    try:
+        with duckdb.connect(str(database), read_only=True) as conn:
+            if not conn.execute("select count(*) from duckdb_tables() where table_name = 'raw_runs'").fetchone()[0]:
+                return []
+            return sorted(row[0] for row in conn.execute(
+                "select distinct run_date_partition from raw_runs where run_date_partition is not null").fetchall())
+    except duckdb.Error:
+        return []
