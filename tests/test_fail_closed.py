@@ -78,6 +78,10 @@ def test_emptied_folder_after_a_good_run_publishes_nothing(after_a_good_run, cap
     assert f"ingest__parsed_runs: raw folder {raw} is empty" in err[0]
     assert len(err) == 2 and "nothing after it was published" in err[1]  # the cause, then where it stopped
     assert _mart_bytes(out) == before
+    # --allow-shrink accepts a smaller history, never an empty one: no mart can be built from nothing (issue 41)
+    assert main(["run", "--allow-shrink"]) == 1
+    assert f"raw folder {raw} is empty" in capsys.readouterr().err.splitlines()[0]
+    assert _mart_bytes(out) == before
 
 
 def test_missing_folder_is_one_line(env, capsys, monkeypatch):

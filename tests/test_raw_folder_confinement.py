@@ -212,3 +212,31 @@ def test_per_request_records_that_are_a_fifo_are_refused_without_blocking(tmp_pa
            "completed": 10, "failed": 0}
     source = read_run_requests(folder, run)
     assert source.reason == "refused:per_request" and "FIFO" in source.detail and source.rows == []
+
+
+def _stat_saying(size):
+    """``os.fstat`` as the opener sees it, with the file's size as it was when the writer had written ``size``
+    bytes (the file then grew before the read)."""
+    real_fstat = os.fstat
+
+    def fstat(fd):
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, size,
+                               st.st_atime, st.st_mtime, st.st_ctime))
+    return fstat
+
+
+def test_a_file_that_grows_while_read_is_read_to_its_end_within_its_cap(tmp_path, monkeypatch):
+    """The opener's growth branch (issue 41: ``read_whole``'s was untested): a run log still being written is read
+    to its end, as a buffered read would; one that grows past its kind's cap is refused, never held whole."""
+    from pipeline.io import opener
+
+    log = tmp_path / "run.json"
+    log.write_bytes(b'{"a": 1, "b": 2}')
+    monkeypatch.setattr(opener.os, "fstat", _stat_saying(4))
+    assert opener.read_whole(log, "run_log") == (4, b'{"a": 1, "b": 2}')
+    sidecar = tmp_path / "run.json.meta.json"
+    sidecar.write_bytes(b"x" * (opener.SIZE_CAPS["sidecar"] + 5))
+    with pytest.raises(opener.RefusedFile) as refused:
+        opener.read_whole(sidecar, "sidecar")
+    assert refused.value.reason_code == "too_large" and "grew past" in refused.value.detail

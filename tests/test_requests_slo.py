@@ -310,3 +310,29 @@ def test_report_draws_a_latency_cdf_per_run_with_requests(slo_run):
     assert max(p.stat().st_size for p in pngs) < 60_000
     page = (folder / "index.html").read_text()
     assert page.count("<img ") == 8 and "fast_start: 50.0 % of requests, not met" in page
+
+
+@pytest.mark.parametrize("unit, scale", [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("sec", 1.0)])
+def test_aiperf_record_units_are_read_as_written(tmp_path, unit, scale):
+    """Issue 41: only ``ms`` records were tested. One AIPerf record per unit, its TTFT 250, request latency 4000 and
+    inter-token latency 15 in that unit: seconds are the value × the unit's size, whatever the unit."""
+    import json as _json
+
+    from pipeline.ingest.requests import read_run_requests
+
+    (tmp_path / "profile_export_aiperf.json").write_text("{}")
+    record = {"metadata": {"benchmark_phase": "profiling"},
+              "metrics": {"ttft": {"value": 250, "unit": unit}, "request_latency": {"value": 4000, "unit": unit},
+                          "inter_token_latency": {"value": 15, "unit": unit},
+                          "input_sequence_length": {"value": 1024, "unit": "tokens"},
+                          "output_sequence_length": {"value": 256, "unit": "tokens"}}}
+    (tmp_path / "profile_export.jsonl").write_text(_json.dumps(record) + "\n")
+    run = {"source_format": "aiperf", "source_file": "profile_export_aiperf.json", "source_row": 0,
+           "completed": 1, "failed": 0}
+    source = read_run_requests(tmp_path, run)
+    assert source.reason is None, source.detail
+    (row,) = source.rows
+    assert row["ttft_s"] == pytest.approx(250 * scale, rel=1e-12)
+    assert row["e2el_s"] == pytest.approx(4000 * scale, rel=1e-12)
+    assert row["tpot_s"] == pytest.approx(15 * scale, rel=1e-12)
+    assert (row["input_tokens"], row["output_tokens"]) == (1024, 256)

@@ -99,3 +99,25 @@ def test_invalid_power_leaves_measured_columns_null():
                             "power_invalid_reason": "gap_too_long"}])
     assert m["measured_tok_s_per_mw"] is None and m["power_invalid_reason"] == "gap_too_long"
     assert m["tok_s_per_mw"] == pytest.approx(8000.0 / 8 * 1000 / 1.73)
+
+
+def test_input_cost_divides_by_the_input_rate_and_output_cost_by_the_output_rate():
+    """Issue 41: no test pinned an input cost, so dividing it by the output rate survived every test. GB200 at
+    $2.21/GPU-h (hyperscaler, gpu_reference.csv), 4 prefill + 12 decode GPUs: input 10,000 tok/s over 4 GPUs =
+    2,500 tok/s/GPU -> 2.21 / (2500 × 3600 / 1e6) $/M input tokens; output 6,000 over 12 = 500 tok/s/GPU."""
+    (m,) = _metrics({"hw": "gb200", "disagg": True, "num_prefill_gpu": 4, "num_decode_gpu": 12,
+                     "total_tput_tok_s": 16000.0, "output_tput_tok_s": 6000.0, "input_tput_tok_s": 10000.0,
+                     "median_tpot_s": 0.01})
+    assert m["input_cost_per_mtok_hyperscaler"] == pytest.approx(2.21 / (2500.0 * 3600 / 1e6))
+    assert m["input_cost_per_mtok_rental"] == pytest.approx(m["rental_usd_per_gpu_hour"] / (2500.0 * 3600 / 1e6))
+    assert m["output_cost_per_mtok_neocloud"] == pytest.approx(m["neocloud_usd_per_gpu_hour"] / (500.0 * 3600 / 1e6))
+    assert m["input_cost_per_mtok_hyperscaler"] != pytest.approx(m["output_cost_per_mtok_hyperscaler"])
+
+
+def test_totals_over_gpus_win_over_a_reported_per_gpu_value():
+    """docs/metrics.md: tok/s/GPU is the run's totals ÷ its GPUs whenever the totals are there; a per-GPU value the
+    source reports is used only without them (issue 41: no fixture had both with different values)."""
+    (m,) = _metrics({"hw": "mi355x", "tp": 8, "total_tput_tok_s": 800.0, "output_tput_tok_s": 400.0,
+                     "input_tput_tok_s": 400.0, "reported_tput_per_gpu": 55.6, "reported_output_tput_per_gpu": 27.7,
+                     "reported_input_tput_per_gpu": 27.9, "median_tpot_s": 0.0174})
+    assert (m["tput_per_gpu"], m["output_tput_per_gpu"], m["input_tput_per_gpu"]) == (100.0, 50.0, 50.0)
