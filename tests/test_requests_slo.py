@@ -336,3 +336,15 @@ def test_aiperf_record_units_are_read_as_written(tmp_path, unit, scale):
     assert row["e2el_s"] == pytest.approx(4000 * scale, rel=1e-12)
     assert row["tpot_s"] == pytest.approx(15 * scale, rel=1e-12)
     assert (row["input_tokens"], row["output_tokens"]) == (1024, 256)
+
+
+def test_a_summary_p99_exactly_at_its_bound_meets_the_slo():
+    """Issue 41: no test put a p99 exactly at its bound. An SLO is a ceiling met with equality (p99 ≤ bound, as
+    the per-request test is), so p99 TTFT 0.2 s and p99 TPOT 0.02 s meet "tight"; a hair above does not."""
+    conn = _slo_warehouse()
+    conn.execute("update validated_runs set p99_ttft_s = 0.2, p99_tpot_s = 0.02 where run_id = 'sum_b'")
+    conn.execute("update validated_runs set p99_ttft_s = 0.2, p99_tpot_s = 0.02 + 1e-9 where run_id = 'sum_a'")
+    rows = {(r["run_id"], r["slo"]): r for r in conn.sql(
+        sql_text("run_slo"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()}
+    assert rows[("sum_b", "tight")]["slo_met"] is True
+    assert rows[("sum_a", "tight")]["slo_met"] is False
