@@ -3,7 +3,7 @@
 tried, accepted, refused (by reason), plus the run's exit, wall time, peak memory and the harms the suite's
 ``tests/test_fuzz_corpus.py`` forbids (good runs lost or changed, leaks, paths outside the mart folder).
 
-    python benchmarks/hostile_corpus.py [--real-logs ../shared/real-logs] [--out /tmp/hostile-corpus]
+    python benchmarks/hostile_corpus.py [--real-logs DIR] [--out /tmp/hostile-corpus]
 """
 
 from __future__ import annotations
