@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import stats
 
+from pipeline.comparisons.trends import GROUP_FIELDS
 from pipeline.io.opener import open_text
 from pipeline.io.paths import reference_dir
 from pipeline.validate.lines import current_sweeps_by_date, line_and_sweep_ids
@@ -62,14 +63,7 @@ REGRESSION_SCHEMA = pa.schema([
     ("regression_id", pa.string()),
     ("series_kind", pa.string()),
     ("series_id", pa.string()),
-    ("model", pa.string()),
-    ("isl", pa.int32()),
-    ("osl", pa.int32()),
-    ("hw", pa.string()),
-    ("framework", pa.string()),
-    ("precision", pa.string()),
-    ("spec_decoding", pa.string()),
-    ("benchmark_type", pa.string()),
+    *GROUP_FIELDS,
     ("line_id", pa.string()),
     ("conc", pa.int32()),
     ("price_book", pa.string()),

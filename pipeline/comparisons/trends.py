@@ -25,24 +25,21 @@ from pipeline.validate.lines import current_sweeps_by_date, first_rows, row_code
 
 DEFAULT_TARGET_INTVTY = 35.0
 _EPOCH = dt.date(1970, 1, 1)
+# A frontier group's keys as columns of the marts that are per group (trends, regressions), in this order.
+GROUP_FIELDS = [("model", pa.string()), ("isl", pa.int32()), ("osl", pa.int32()), ("hw", pa.string()),
+                ("framework", pa.string()), ("precision", pa.string()), ("spec_decoding", pa.string()),
+                ("benchmark_type", pa.string())]
 # x_intvty_stat: a group's frontier is drawn on one x-axis statistic (docs/metrics.md section 4a), so runs placed by
 # another statistic (an agentic run on the stand-in, an LLMPerf run on E2E-normalized interactivity) form their own
-GROUP_KEYS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
-              "x_intvty_stat")
+# groups
+GROUP_KEYS = (*(name for name, _ in GROUP_FIELDS), "x_intvty_stat")
 TREND_METRICS = ("tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
                  "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")
 
 TREND_SCHEMA = pa.schema(
     [
         ("price_book", pa.string()),
-        ("model", pa.string()),
-        ("isl", pa.int32()),
-        ("osl", pa.int32()),
-        ("hw", pa.string()),
-        ("framework", pa.string()),
-        ("precision", pa.string()),
-        ("spec_decoding", pa.string()),
-        ("benchmark_type", pa.string()),
+        *GROUP_FIELDS,
         ("x_intvty_stat", pa.string()),
         ("run_date", pa.date32()),
         ("target_intvty", pa.float64()),
