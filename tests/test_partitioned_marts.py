@@ -166,3 +166,30 @@ def test_runs_written_a_few_partitions_at_a_time_equal_runs_written_at_once(samp
     for path in _files(one):
         assert pa.parquet.read_table(one / path).equals(pa.parquet.read_table(few / path)), path
     assert set(_files(few)) == set(_files(one)) | {"gone-model/1999-01-01/part-0.parquet"}
+
+
+def test_an_empty_partitioned_mart_opens_in_every_reader(sample_run):
+    """Issue 39: the sample saves no per-request records, so its ``requests/`` mart has no partition, and DuckDB's
+    and Polars' globs raised on it. It holds one file of the mart's columns and no rows: every reader opens it as
+    an empty table with those columns."""
+    import duckdb as _duckdb
+    import pandas as pd
+    import polars as pl
+    import pyarrow.dataset as pads
+
+    from pipeline.ingest.requests import REQUEST_SCHEMA
+
+    folder = sample_run.out_dir / "requests"
+    assert folder.is_dir() and [p.name for p in folder.rglob("*.parquet")] == ["empty.parquet"]
+    names = set(REQUEST_SCHEMA.names)
+    table = pads.dataset(folder, format="parquet").to_table()
+    assert table.num_rows == 0 and names <= set(table.column_names)
+    frame = pd.read_parquet(folder)
+    assert len(frame) == 0 and names <= set(frame.columns)
+    polars = pl.read_parquet(f"{folder}/**/*.parquet")
+    assert polars.height == 0 and names <= set(polars.columns)
+    with _duckdb.connect() as conn:
+        rel = conn.sql(f"select * from read_parquet('{folder}/**/*.parquet')")
+        assert rel.fetchall() == [] and names <= set(rel.columns)
+    # a mart with rows has no such file beside its partitions
+    assert "empty.parquet" not in [p.name for p in (sample_run.out_dir / "runs").rglob("*.parquet")]

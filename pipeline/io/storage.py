@@ -344,6 +344,7 @@ def replace_mart_partitions(table: pa.Table, base_dir: Path, dates: list[str]) -
     """
     written = write_mart_partitions(table, base_dir)
     prune_mart_partitions(base_dir, dates, written)
+    keep_openable(base_dir, table.schema)
     return written
 
 
@@ -438,6 +439,25 @@ def mark_published(conn: duckdb.DuckDBPyConnection, generation: str) -> None:
     """Forget the unpublished dates of run ``generation`` (``restaged_dates``): it published them."""
     if UNPUBLISHED_DATES in table_names(conn):
         conn.execute(f"delete from {UNPUBLISHED_DATES} where generation = ?", [generation])
+
+
+# In a partitioned mart with no partition: a file of no rows and the mart's schema, so that every reader opens the
+# folder as an empty table (DuckDB's and Polars' globs raise on a folder without files, and pyarrow infers no
+# columns). Named without a leading "_" or ".", which pyarrow and pandas would skip.
+EMPTY_MART_FILE = "empty.parquet"
+
+
+def keep_openable(base_dir: Path, schema: pa.Schema) -> None:
+    """Make the partitioned mart ``base_dir`` open in pandas, Polars, DuckDB and pyarrow when it holds no row: with
+    no partition file, write ``EMPTY_MART_FILE`` (``schema``, no rows) at its top, creating the folder; with one,
+    remove that file. Readers that glob ``<mart>/**/*.parquet`` read it with the rest and get no extra row."""
+    marker = base_dir / EMPTY_MART_FILE
+    has_rows = base_dir.is_dir() and any(p != marker for p in base_dir.rglob("*.parquet"))
+    if has_rows:
+        marker.unlink(missing_ok=True)
+    else:
+        base_dir.mkdir(parents=True, exist_ok=True)
+        write_parquet_atomic(schema.empty_table(), marker)
 
 
 def prune_mart_partitions(base_dir: Path, dates: list[str], written: list[Path]) -> None:

@@ -21,6 +21,7 @@ from pipeline.io.storage import (
     RUN_POWER_CHANGES,
     caught_up,
     date_groups,
+    keep_openable,
     logged_partitions,
     prune_mart_partitions,
     replace_mart_partitions,
@@ -224,6 +225,7 @@ def write_runs_mart(conn: duckdb.DuckDBPyConnection, folder: Path, dates: list[s
                 first = table.slice(0, whole) if first is None else first
             pending = table.slice(whole).to_batches()
     prune_mart_partitions(folder, dates, written)
+    keep_openable(folder, first.schema)
     return first, rows, written
 
 
