@@ -4,6 +4,7 @@ is, with the same rows, ``model`` as text and ``run_date`` as a date (null for u
 
 import datetime as dt
 import os
+from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -172,9 +173,6 @@ def test_an_empty_partitioned_mart_opens_in_every_reader(sample_run):
     """Issue 39: the sample saves no per-request records, so its ``requests/`` mart has no partition, and DuckDB's
     and Polars' globs raised on it. It holds one file of the mart's columns and no rows: every reader opens it as
     an empty table with those columns."""
-    import duckdb as _duckdb
-    import pandas as pd
-    import polars as pl
     import pyarrow.dataset as pads
 
     from pipeline.ingest.requests import REQUEST_SCHEMA
@@ -188,8 +186,26 @@ def test_an_empty_partitioned_mart_opens_in_every_reader(sample_run):
     assert len(frame) == 0 and names <= set(frame.columns)
     polars = pl.read_parquet(f"{folder}/**/*.parquet")
     assert polars.height == 0 and names <= set(polars.columns)
-    with _duckdb.connect() as conn:
+    with duckdb.connect() as conn:
         rel = conn.sql(f"select * from read_parquet('{folder}/**/*.parquet')")
         assert rel.fetchall() == [] and names <= set(rel.columns)
     # a mart with rows has no such file beside its partitions
     assert "empty.parquet" not in [p.name for p in (sample_run.out_dir / "runs").rglob("*.parquet")]
+
+
+def test_the_readmes_first_reading_example_gives_one_row_per_comparison_target_and_side(sample_run):
+    """Issue 39: the README's first DuckDB example printed every comparison row once per SLO (the unconstrained
+    rows and the SLO-restricted ones share comparisons.parquet). Run as written against the sample's marts, it
+    returns each (comparison, target, side) once."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    reading = readme[readme.index("### Reading the marts"):]
+    query = re.search(r'duckdb\.sql\(\\"(.*?)\\"\)', reading).group(1)
+    assert "comparisons.parquet" in query
+    query = query.replace("data/marts/", f"{sample_run.out_dir}/")
+    with duckdb.connect() as conn:
+        rows = conn.sql(query).fetchall()
+        keys = conn.sql(query.replace("select title, side_label, target_intvty,",
+                                      "select distinct comparison_id, side, target_index,")).fetchall()
+    assert rows and len(rows) == len(keys)
