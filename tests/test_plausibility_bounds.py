@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from conftest import REAL_LOGS, load_json
-from rule_reference import reference_tables
+from rule_reference import good_run, reference_tables
 
 from pipeline.ingest.folder import ingest_folder
 from pipeline.ingest.gpus import decode_gpu_column, run_decode_gpus
@@ -165,20 +165,6 @@ def test_tpot_a_hundredth_with_the_means_e2el_is_inconsistent(tmp_path):
 # --- the E2EL tolerance at its ends, through both paths with the reference files --------------------------------
 
 
-def _run(i: int, **over) -> dict:
-    """A clean fixed-sequence run (DeepSeek-R1 on 8 H200): medians TTFT 0.5 s, TPOT 20 ms, E2EL 20 s over OSL 1024
-    ((20 − 0.5) / (0.02 × 1023) = 0.953), tok/s/GPU 625, tok/s/user 50."""
-    run = {name: None for name in RUN_SCHEMA.names}
-    run.update({"source_file": f"f{i}.json", "source_format": "vllm_bench_serve", "source_row": 0, "run_id": f"r{i}",
-                "content_sha256": f"sha{i}", "metadata_conflicts": "", "benchmark_type": "fixed_seq",
-                "model": "dsr1", "hw": "h200", "framework": "vllm", "precision": "fp8", "spec_decoding": "none",
-                "isl": 1024, "osl": 1024, "conc": 8 + i, "tp": 8, "disagg": False, "completed": 80, "failed": 0,
-                "num_prompts": 80, "total_tput_tok_s": 5000.0, "output_tput_tok_s": 2500.0,
-                "median_tpot_s": 0.02, "median_ttft_s": 0.5, "median_e2el_s": 20.0, "latency_unit_in_file": "ms"})
-    run.update(over)
-    return run
-
-
 # TPOT 2⁻⁷ s over OSL 1025: TPOT × (OSL − 1) = 8 s exactly, so E2EL − TTFT = 80 s is the ratio 10 exactly
 EXACT = {"osl": 1025, "mean_ttft_s": 0.5, "mean_tpot_s": 2 ** -7}
 E2EL_CASES = [
@@ -202,7 +188,7 @@ E2EL_CASES = [
 
 
 def test_e2el_tolerance_at_its_ends_on_both_paths():
-    runs = pa.Table.from_pylist([_run(i, **over) for i, (over, _) in enumerate(E2EL_CASES)], schema=RUN_SCHEMA)
+    runs = pa.Table.from_pylist([good_run(i, **over) for i, (over, _) in enumerate(E2EL_CASES)], schema=RUN_SCHEMA)
     found = _both_paths(runs)
     assert {name: (v[0] if v else None) for name, v in found.items()} == {
         f"f{i}.json": code for i, (_, code) in enumerate(E2EL_CASES)}
@@ -275,7 +261,7 @@ def test_interactivity_ceiling_with_the_reference_files_on_both_paths():
     # DeepSeek-R1 on one H200: 4.8e12 / (37e9 × 0.5) = 259.46 tok/s/user; E2EL kept at TTFT + TPOT × 1023
     ceiling = H200_TB_S * 1e12 / (DSR1_ACTIVE_B * 1e9 * FEWEST_BYTES)
     assert 259.4 < ceiling < 259.5
-    runs = [_run(i, tp=1, median_tpot_s=1 / x, median_e2el_s=0.5 + 1023 / x) for i, x in enumerate((259.0, 260.0))]
+    runs = [good_run(i, tp=1, median_tpot_s=1 / x, median_e2el_s=0.5 + 1023 / x) for i, x in enumerate((259.0, 260.0))]
     found = _both_paths(pa.Table.from_pylist(runs, schema=RUN_SCHEMA))
     assert found["f0.json"] is None
     assert found["f1.json"][0] == "implausible:median_intvty"

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from rule_reference import every_rule_on_every_run
+from rule_reference import every_rule_on_every_run, good_run
 
 from pipeline.comparisons.band import band_phrase, default_targets, interactivity_band
 from pipeline.comparisons.compare import _bracket, cell_basis, cell_note, compare, headline, sentences
@@ -297,7 +297,7 @@ def test_the_copy_kept_of_a_duplicate_stays_on_the_frontier_then_has_counts_then
     from pipeline.validate.rules import find_duplicates
 
     def copy(name, off, completed, dated):
-        return {**_good_run(0), "source_file": name, "run_id": name, "content_sha256": name,
+        return {**good_run(0), "source_file": name, "run_id": name, "content_sha256": name,
                 "length_off_nominal": off, "completed": completed,
                 "run_date": dt.date(2026, 1, 1) if dated else None}
     # sorted by name the reverse of the rule, so the file order cannot be what decides
@@ -395,8 +395,8 @@ def test_validate_table_keeps_the_twin_that_stays_on_the_frontier():
     whose latencies imply an OSL of (20 − 0.5) / 0.02 + 1 = 976 (4.7 % off, inside the 25 %): the twin is kept,
     though the raw copy is the dated one with request counts; with a range ratio of 0.8 the raw copy is on
     nominal (900 and 920 vs 0.9 · 1024 = 921.6) and is kept."""
-    raw = _good_run(0, total_input_tokens=80 * 900, total_output_tokens=80 * 920, completed=80)
-    twin = _good_run(1, conc=8, completed=None, num_prompts=None, failed=None, run_date=None)
+    raw = good_run(0, total_input_tokens=80 * 900, total_output_tokens=80 * 920, completed=80)
+    twin = good_run(1, conc=8, completed=None, num_prompts=None, failed=None, run_date=None)
     accepted, rejected = validate_table(pa.Table.from_pylist([raw, twin], schema=RUN_SCHEMA), KNOWN_HW)
     assert accepted["source_file"].to_pylist() == ["f1.json"]
     assert [(q["source_file"], q["reason_code"], q["duplicate_of"]) for q in rejected.to_pylist()] == [
@@ -424,19 +424,6 @@ def _rules():
     return rules(KNOWN_HW)
 
 
-def _good_run(i=0, **over):
-    run = {name: None for name in RUN_SCHEMA.names}
-    run.update({"source_file": f"f{i}.json", "source_format": "vllm_bench_serve", "source_row": 0, "run_id": f"r{i}",
-                "content_sha256": f"sha{i}", "metadata_conflicts": "", "benchmark_type": "fixed_seq",
-                "model": "dsr1", "hw": "h200", "framework": "vllm", "precision": "fp8", "spec_decoding": "none",
-                "isl": 1024, "osl": 1024, "conc": 8 + i, "tp": 8, "disagg": False, "completed": 80, "failed": 0,
-                "num_prompts": 80, "total_tput_tok_s": 5000.0, "output_tput_tok_s": 2500.0,
-                "median_tpot_s": 0.02, "median_ttft_s": 0.5, "median_e2el_s": 20.0,
-                "latency_unit_in_file": "ms", "run_date": dt.date(2026, 1, 1)})
-    run.update(over)
-    return run
-
-
 def _both_paths(runs):
     """Codes by source file from every rule on every run (the tests' reference) and from ``validate_table`` (must
     agree, and both must accept exactly the runs they do not quarantine)."""
@@ -451,11 +438,11 @@ def _both_paths(runs):
 
 
 def test_zero_tpot_is_rejected_from_seconds_and_ms_keyed_rows_on_both_paths():
-    runs = [_good_run(0, median_tpot_s=0.0, latency_unit_in_file="ms"),
-            _good_run(1, median_tpot_s=0.0, latency_unit_in_file="s"),
-            _good_run(2, median_tpot_s=-0.0, latency_unit_in_file="s"),
-            _good_run(3, median_tpot_s=None, latency_unit_in_file="s"),
-            _good_run(4, latency_unit_in_file="s")]
+    runs = [good_run(0, median_tpot_s=0.0, latency_unit_in_file="ms"),
+            good_run(1, median_tpot_s=0.0, latency_unit_in_file="s"),
+            good_run(2, median_tpot_s=-0.0, latency_unit_in_file="s"),
+            good_run(3, median_tpot_s=None, latency_unit_in_file="s"),
+            good_run(4, latency_unit_in_file="s")]
     assert _both_paths(runs) == {"f0.json": "non_positive:median_tpot_ms", "f1.json": "non_positive:median_tpot_ms",
                                  "f2.json": "non_positive:median_tpot_ms", "f3.json": "missing_field:median_tpot_ms"}
 
@@ -468,17 +455,17 @@ def test_zero_tpot_is_rejected_from_seconds_and_ms_keyed_rows_on_both_paths():
     (1e-3, None),  # 1 ms/token
 ])
 def test_tpot_sign_and_finiteness(value, code):
-    runs = [_good_run(0, median_tpot_s=value, median_e2el_s=None)]  # no E2EL: nothing to hold the TPOT against
+    runs = [good_run(0, median_tpot_s=value, median_e2el_s=None)]  # no E2EL: nothing to hold the TPOT against
     assert _both_paths(runs).get("f0.json") == code
     assert (check_run(runs[0], _rules()) or (None,))[0] == code
 
 
 def test_negative_infinite_throughput_is_non_finite():
-    run = _good_run(0, total_tput_tok_s=float("-inf"))
+    run = good_run(0, total_tput_tok_s=float("-inf"))
     assert check_run(run, _rules())[0] == "non_finite:total_token_throughput"
     # the per-GPU figure stands in for a missing total
-    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=600.0), _rules()) is None
-    assert check_run(_good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=0.0), _rules())[0] == \
+    assert check_run(good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=600.0), _rules()) is None
+    assert check_run(good_run(0, total_tput_tok_s=None, reported_tput_per_gpu=0.0), _rules())[0] == \
         "non_positive:total_token_throughput"
 
 
@@ -497,7 +484,7 @@ def test_negative_infinite_throughput_is_non_finite():
 def test_plausibility_limits_at_their_boundaries(unit, tpot, code):
     # E2EL = TTFT 0.5 s + TPOT × (OSL 1024 − 1): above TTFT and consistent with the TPOT whatever it is (the range
     # decides, not inconsistent:e2el); no duration → no Little's-law evidence
-    runs = [_good_run(0, median_tpot_s=tpot, latency_unit_in_file=unit, median_e2el_s=0.5 + tpot * 1023,
+    runs = [good_run(0, median_tpot_s=tpot, latency_unit_in_file=unit, median_e2el_s=0.5 + tpot * 1023,
                       mean_e2el_s=None)]
     assert _both_paths(runs).get("f0.json") == code
 
@@ -505,21 +492,21 @@ def test_plausibility_limits_at_their_boundaries(unit, tpot, code):
 def test_unit_mismatch_confirmed_by_littles_law_with_the_numbers_in_the_detail():
     # ms keys holding seconds: TPOT 0.02 "ms", mean E2EL 20 "ms" → read as 0.02e-3 s and 0.02 s.
     # completed·E2EL/(conc·duration) = 100·0.02/(10·200) = 0.001 as read, 1.0 if the file meant s → unit_mismatch
-    run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
+    run = good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
                     median_ttft_s=0.001, completed=100, num_prompts=100, conc=10, duration_s=200.0)
     code, detail = check_run(run, _rules())
     assert code == "unit_mismatch"  # the detail names every failing rule, the first one first
     assert detail.startswith("unit_mismatch: median TPOT 0.02 ms as read from 'ms' keys; completed×E2EL/(conc×duration) "
                              "= 0.001 as read, 1 if the file meant s; ")
     # seconds keys holding ms: TPOT 20 "s", E2EL 20000 "s": 100·20000/(10·200) = 1000 as read, 1 as ms
-    run = _good_run(0, median_tpot_s=20.0, latency_unit_in_file="s", mean_e2el_s=20000.0, median_e2el_s=20000.0,
+    run = good_run(0, median_tpot_s=20.0, latency_unit_in_file="s", mean_e2el_s=20000.0, median_e2el_s=20000.0,
                     completed=100, num_prompts=100, conc=10, duration_s=200.0)
     code, detail = check_run(run, _rules())
     assert code == "unit_mismatch" and detail.startswith(
         "unit_mismatch: median TPOT 2e+04 ms as read from 's' keys; completed×E2EL/(conc×duration) = 1e+03 as "
         "read, 1 if the file meant ms; ")
     # the evidence says the unit was right (ratio 1 as read): the impossible TPOT stays implausible
-    run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=20.0, median_e2el_s=20.0,
+    run = good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=20.0, median_e2el_s=20.0,
                     completed=100, num_prompts=100, conc=10, duration_s=200.0)
     assert check_run(run, _rules())[0] == "implausible_value:median_tpot_ms"
 
@@ -528,7 +515,7 @@ def test_unit_mismatch_from_per_gpu_output_rate():
     # per-GPU row, no totals: (out/GPU · GPUs / conc)/(OSL/E2EL); GPUs = tp·pp·pcp = 2·2·2 = 8,
     # out/GPU 100 → 800 tok/s over conc 16 = 50 tok/s/user; OSL 1000 over E2EL 0.02 s (20 "ms") = 50000
     # → 0.001 as read, 1 as seconds
-    run = _good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
+    run = good_run(0, median_tpot_s=0.02e-3, latency_unit_in_file="ms", mean_e2el_s=0.02, median_e2el_s=0.02,
                     median_ttft_s=0.001, completed=None, num_prompts=None, duration_s=None, conc=16, osl=1000,
                     tp=2, pp=2, pcp=2, reported_output_tput_per_gpu=100.0)
     code, detail = check_run(run, _rules())
@@ -560,7 +547,7 @@ def test_unit_mismatch_from_per_gpu_output_rate():
     ({"median_ttft_s": 20.0}, None),
 ])
 def test_rule_details(over, detail):
-    finding = check_run(_good_run(0, **over), _rules())
+    finding = check_run(good_run(0, **over), _rules())
     assert (None if finding is None else finding[1]) == detail
 
 
@@ -579,7 +566,7 @@ def test_rule_details(over, detail):
     ({"tp": 8, "reported_tput_per_gpu": 600.0, "metadata_sources": "tp=engine"}, None),
 ])
 def test_a_count_the_engine_only_implies_is_never_a_denominator(over, code):
-    finding = check_run(_good_run(0, **over), _rules())
+    finding = check_run(good_run(0, **over), _rules())
     assert (None if finding is None else finding[0]) == code
     if code is not None and over.get("metadata_sources", "").count("=engine"):
         assert "only implied by the engine output" in finding[1]
@@ -597,7 +584,7 @@ def test_a_count_the_engine_only_implies_is_never_a_denominator(over, code):
 ])
 def test_speculative_decoding_the_latencies_show(itl_ratio, spec, source, code):
     tpot = 0.02
-    run = _good_run(0, spec_decoding=spec, mean_tpot_s=tpot, mean_itl_s=tpot * itl_ratio, metadata_sources=source)
+    run = good_run(0, spec_decoding=spec, mean_tpot_s=tpot, mean_itl_s=tpot * itl_ratio, metadata_sources=source)
     finding = check_run(run, _rules())
     assert (None if finding is None else finding[0]) == code
     if code:
@@ -605,7 +592,7 @@ def test_speculative_decoding_the_latencies_show(itl_ratio, spec, source, code):
         said = "only the default" if source.endswith("default") else f"comes from {source.split('=')[1]}"
         assert said in finding[1]
     # without means, the medians tell the same
-    medians = _good_run(0, spec_decoding=spec, median_itl_s=tpot * itl_ratio, metadata_sources=source)
+    medians = good_run(0, spec_decoding=spec, median_itl_s=tpot * itl_ratio, metadata_sources=source)
     assert (check_run(medians, _rules()) or (None,))[0] == code
 
 
@@ -616,40 +603,40 @@ def test_latency_statistics_detail_and_a_reference_without_an_e2el_bound():
     e2el = Range("e2el_decode_ratio", "e2el", 0.0, 10.0, "ratio")
     rule = latency_statistics_rule(Plausibility((Range("median_e2el_s", "median_e2el_ms", 0.001, 100.0, "s"),),
                                                 {}, {}, {}, e2el, 0.5, 8.0))
-    assert rule(_good_run(0, p90_tpot_s=0.03, p99_tpot_s=0.025)) == (
+    assert rule(good_run(0, p90_tpot_s=0.03, p99_tpot_s=0.025)) == (
         "inconsistent:tpot_percentiles", "p90 TPOT 0.03 s > p99 TPOT 0.025 s")
-    assert rule(_good_run(0, p99_e2el_s=100.5)) == (
+    assert rule(good_run(0, p99_e2el_s=100.5)) == (
         "implausible:p99_e2el_ms", "p99_e2el_s = 100.5 s is longer than any request may take (100 s, median_e2el_s "
         "in data/reference/plausibility.csv)")
     unbounded = latency_statistics_rule(Plausibility((), {}, {}, {}, e2el, 0.5, 8.0))  # no E2EL row: finiteness alone
-    assert unbounded(_good_run(0, p99_e2el_s=1e308)) is None
-    assert unbounded(_good_run(0, std_e2el_s=-1.0))[0] == "implausible:std_e2el_ms"
+    assert unbounded(good_run(0, p99_e2el_s=1e308)) is None
+    assert unbounded(good_run(0, std_e2el_s=-1.0))[0] == "implausible:std_e2el_ms"
 
 
 def test_gpu_count_and_metadata_rules():
-    assert check_run(_good_run(0, tp=0), _rules())[0] == "missing_metadata:tp"
-    assert check_run(_good_run(0, tp=None, reported_tput_per_gpu=500.0), _rules()) is None
-    disagg = _good_run(0, disagg=True, tp=None, num_prefill_gpu=0, num_decode_gpu=None)
+    assert check_run(good_run(0, tp=0), _rules())[0] == "missing_metadata:tp"
+    assert check_run(good_run(0, tp=None, reported_tput_per_gpu=500.0), _rules()) is None
+    disagg = good_run(0, disagg=True, tp=None, num_prefill_gpu=0, num_decode_gpu=None)
     code, detail = check_run(disagg, _rules())
     assert code == "missing_metadata:num_decode_gpu"  # the decode GPUs first: they divide the output throughput
     assert detail.startswith("missing_metadata:num_decode_gpu: GPU count needs num_decode_gpu, num_prefill_gpu")
-    assert check_run(_good_run(0, disagg=True, tp=None, num_prefill_gpu=2, num_decode_gpu=6), _rules()) is None
+    assert check_run(good_run(0, disagg=True, tp=None, num_prefill_gpu=2, num_decode_gpu=6), _rules()) is None
     # agentic runs need no ISL/OSL, fixed-sequence runs do
-    agentic = _good_run(0, benchmark_type="agentic_traces", isl=None, osl=None, e2e_norm_intvty_p90=2.0)
+    agentic = good_run(0, benchmark_type="agentic_traces", isl=None, osl=None, e2e_norm_intvty_p90=2.0)
     assert check_run(agentic, _rules()) is None
-    assert check_run(_good_run(0, isl=None, osl=None), _rules()) == (
+    assert check_run(good_run(0, isl=None, osl=None), _rules()) == (
         "missing_metadata:isl", "missing_metadata:isl: no value for isl, osl in the file, a <file>.meta.json "
         "sidecar or a runs.csv row")
-    assert check_run(_good_run(0, hw=None), _rules())[0] == "missing_metadata:hw"
-    assert check_run(_good_run(0, metadata_conflicts="tp: file=8 sidecar=4"), _rules()) == (
+    assert check_run(good_run(0, hw=None), _rules())[0] == "missing_metadata:hw"
+    assert check_run(good_run(0, metadata_conflicts="tp: file=8 sidecar=4"), _rules()) == (
         "metadata_conflict:tp", "metadata_conflict:tp: tp: file=8 sidecar=4")
 
 
 def test_duplicates_keep_the_first_by_file_then_row():
-    a = _good_run(0)
-    b = _good_run(1, conc=8)  # same line, conc and every number as run 0: the same measurement in another file
-    c = _good_run(2, content_sha256="sha0", conc=99)  # same content as run 0
-    d = _good_run(3, conc=8, median_tpot_s=0.021)  # same line and conc, another TPOT: a repeat, accepted
+    a = good_run(0)
+    b = good_run(1, conc=8)  # same line, conc and every number as run 0: the same measurement in another file
+    c = good_run(2, content_sha256="sha0", conc=99)  # same content as run 0
+    d = good_run(3, conc=8, median_tpot_s=0.021)  # same line and conc, another TPOT: a repeat, accepted
     accepted, rejected = every_rule_on_every_run([b, c, d, a], KNOWN_HW)
     assert [r["source_file"] for r in accepted] == ["f3.json", "f0.json"]
     assert [(q["source_file"], q["reason_code"], q["duplicate_of"]) for q in rejected] == [
@@ -777,7 +764,7 @@ SINGLE_FAULTS = [
 
 
 def test_every_single_fault_on_both_paths():
-    runs = [_good_run(i, **over) for i, (over, _) in enumerate(SINGLE_FAULTS)]
+    runs = [good_run(i, **over) for i, (over, _) in enumerate(SINGLE_FAULTS)]
     expected = {f"f{i}.json": code for i, (_, code) in enumerate(SINGLE_FAULTS) if code}
     assert _both_paths(runs) == expected
 
@@ -788,7 +775,7 @@ def test_empty_table_on_the_table_path():
 
 
 def test_detail_joins_every_failing_rule_and_unknown_hw_names_the_reference():
-    code, detail = check_run(_good_run(0, hw="rtx4090", completed=0, failed=80), _rules())
+    code, detail = check_run(good_run(0, hw="rtx4090", completed=0, failed=80), _rules())
     assert code == "no_completed_requests"
     assert detail == ("no_completed_requests: completed=0 (failed=80, num_prompts=80); unknown_hw: hw 'rtx4090' is "
                       f"not in the GPU reference ({', '.join(sorted(KNOWN_HW))})")
@@ -796,8 +783,8 @@ def test_detail_joins_every_failing_rule_and_unknown_hw_names_the_reference():
 
 
 def test_same_measurement_names_the_line_and_the_kept_copy():
-    a = _good_run(0, run_date_partition="2026-01-01")
-    b = _good_run(1, conc=8, source_row=3, run_date_partition="2026-01-01")
+    a = good_run(0, run_date_partition="2026-01-01")
+    b = good_run(1, conc=8, source_row=3, run_date_partition="2026-01-01")
     rejected = validate_table(pa.Table.from_pylist([a, b], schema=RUN_SCHEMA), KNOWN_HW)[1].to_pylist()
     assert [(q["source_file"], q["source_row"], q["reason_code"], q["stage"]) for q in rejected] == [
         ("f1.json", 3, "duplicate_run", "validate")]
