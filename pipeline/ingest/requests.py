@@ -54,11 +54,11 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from pipeline.ingest.parsers import LARGE_FILE_BYTES  # the run parser's cap: decoded whole below it
 from pipeline.ingest.parsers.inferencex_agentx import FORMAT as AGENTX_FORMAT
 from pipeline.ingest.parsers.inferencex_agentx import detect as agentx_detect
 from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, open_regular, read_whole
 
-LARGE_FILE_BYTES = 32 * 1024 * 1024  # the same cap as pipeline.ingest.parsers.LARGE_FILE_BYTES
 AIPERF_RECORDS_NAME = "profile_export.jsonl"
 ERROR_TEXT_MAX = 300
 
