@@ -296,11 +296,11 @@ def build(root: Path, real_logs: Path, sample: Path, seed: int = 40, value_mutan
         (folder / "power.csv").write_text("\n".join(lines) + "\n")
         corpus.mutants.append(Mutant(str(folder.relative_to(raw)), rel, f"power:{operator}", False, False))
 
-    _file_system_cases(corpus, rng)
+    _file_system_cases(corpus)
     return corpus
 
 
-def _file_system_cases(corpus: Corpus, rng: random.Random) -> None:
+def _file_system_cases(corpus: Corpus) -> None:
     """Links out of the folder, FIFOs, a device, a sparse file, names that are not UTF-8 or collide once escaped,
     a symlink loop: each in ``raw/zz_fs/<case>/`` beside a good sample run that the case must not take down."""
     raw, outside = corpus.raw, corpus.outside
