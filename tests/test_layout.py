@@ -242,3 +242,22 @@ def test_timing_history_check_finds_figures_and_spares_rules(tmp_path):
     found, _ = timing_history(sorted(tmp_path.iterdir()), tmp_path, {})
     assert [f.split(":")[:2] for f in found] == [["a.py", "4"], ["a.py", "7"], ["a.py", "1"], ["a.py", "9"],
                                                  ["b.sql", "3"]]
+
+
+def test_ci_entry_stops_in_one_line_without_the_real_logs(tmp_path):
+    """``.ci/run`` on a clone with no ``../shared/real-logs`` beside it stops before installing anything, exit 1,
+    with one line naming the folder, whatever ``CI`` says in the caller's environment."""
+    import os
+    import shutil
+    import subprocess
+
+    clone = tmp_path / "clone"
+    (clone / ".ci").mkdir(parents=True)
+    shutil.copy(PACKAGE.parent / ".ci" / "run", clone / ".ci" / "run")
+    for ci in ("", "false"):
+        done = subprocess.run(["bash", str(clone / ".ci" / "run")], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "CI": ci})
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines() == [
+            "ci: ../shared/real-logs not found beside the clone (the real-log tests read it)"]
+        assert not (clone / ".venv").exists()
