@@ -1,4 +1,4 @@
--- Files whose cached rows are still what parsing them would give (pipeline/ingest/parse_cache.py): the file, its
+-- Files whose cached rows are still what parsing them would give (pipeline/ingest/parse_cache/lookup.py): the file, its
 -- sidecar and its runs.csv have the content they had when it was parsed. Inputs: current_dependencies
 -- (parse_cache.file_dependencies over today's known contents), cached_files (CACHE_FILE_SCHEMA).
 select d.source_file

@@ -1,4 +1,4 @@
--- Which listed files' content the parse cache already knows without reading them (pipeline/ingest/parse_cache.py).
+-- Which listed files' content the parse cache already knows without reading them (pipeline/ingest/parse_cache/lookup.py).
 -- Inputs: listing(source_file, position, size_bytes, mtime_ns) from the scan, cached_files (CACHE_FILE_SCHEMA).
 -- A cached sha256 is trusted when size and mtime_ns are unchanged and the mtime is older than the cached scan by
 -- more than the racy window ($racy_before, ns): git's "racy clean" rule. One row per listed file, in scan order.

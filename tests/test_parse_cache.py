@@ -1,4 +1,4 @@
-"""The parse cache (pipeline/ingest/parse_cache.py): a cached scan returns exactly what a full parse returns, and parses
+"""The parse cache (pipeline/ingest/parse_cache/): a cached scan returns exactly what a full parse returns, and parses
 only the files whose content, sidecar or runs.csv changed."""
 
 import json
@@ -36,6 +36,19 @@ def _age(folder, seconds=3600):
         if path.is_file():
             os.utime(path, ns=(past, past))
 
+
+
+def set_everywhere(monkeypatch, name: str, value) -> None:
+    """Set the parse cache's limit ``name`` in every module of the package that reads it (each holds its own
+    binding of the imported constant)."""
+    import importlib
+
+    holders = [importlib.import_module(f"pipeline.ingest.parse_cache.{module}")
+               for module in ("store", "rows", "listing", "lookup", "save", "load", "stream")]
+    holders = [module for module in holders if hasattr(module, name)]
+    assert holders, name
+    for module in holders:
+        monkeypatch.setattr(module, name, value)
 
 @pytest.fixture
 def raw(tmp_path):
@@ -80,9 +93,7 @@ def test_new_and_changed_files_anywhere_land_where_a_full_parse_puts_them(raw, t
     """Fresh rows go in between the cached ones at every place a new or changed file sits (first in the
     folder, in the middle, last, a new sub-folder, a file of the root); with fewer places allowed than that, the
     rows are sorted into place instead. Either way the rows and their order are a full parse's."""
-    import pipeline.ingest.parse_cache as parse_cache
-
-    monkeypatch.setattr(parse_cache, "MAX_SPLICES", max_splices)
+    set_everywhere(monkeypatch, "MAX_SPLICES", max_splices)
     ingest_folder_cached(raw, tmp_path / "cache")
     doc = json.loads((raw / VLLM_RUN).read_text())
     for n, rel in enumerate(["aaa_first.json", "vllm/mi355x/m_middle.json", "vllm/zzz_last.json",
@@ -263,11 +274,11 @@ def test_a_delta_that_would_load_slowly_is_folded_into_a_new_base(raw, tmp_path,
     """A delta whose files sit at more places than ``MAX_SPLICES`` (new files in two folders), or whose kept base
     files form more runs than ``MAX_SLICES`` (two base files far apart removed), is not written: the save writes
     a new base, and the answer is a full parse's."""
-    import pipeline.ingest.parse_cache as parse_cache
+    from pipeline.ingest.parse_cache import load_cache
 
     cache = tmp_path / "cache"
     ingest_folder_cached(raw, cache)
-    monkeypatch.setattr(parse_cache, limit, 1)
+    set_everywhere(monkeypatch, limit, 1)
     doc = json.loads((raw / VLLM_RUN).read_text())
     if limit == "MAX_SPLICES":
         for folder in (raw / "aaa", raw / "zzz"):
@@ -279,7 +290,7 @@ def test_a_delta_that_would_load_slowly_is_folded_into_a_new_base(raw, tmp_path,
             (raw / rel).unlink()
     result, stats = ingest_folder_cached(raw, cache)
     assert not (cache / "delta.runs.arrow").exists()
-    assert parse_cache.load_cache(cache, raw).base_generation == stats.generation
+    assert load_cache(cache, raw).base_generation == stats.generation
     assert _same(ingest_folder(raw), result)
 
 
@@ -428,11 +439,10 @@ def test_a_saved_cache_records_every_files_dependencies_as_a_whole_look_up_does(
     """The save takes the kept files' sidecar and runs.csv sha256 as recorded and looks up only the parsed
     files'; what it writes equals a look-up of every file (``file_dependencies``) after new files with a sidecar
     and a runs.csv arrive in a new folder, a new run lands in an old folder, a sidecar and a runs.csv change."""
-    import pipeline.ingest.parse_cache as parse_cache
-    from pipeline.ingest.parse_cache import file_dependencies, load_cache
+    from pipeline.ingest.parse_cache import file_dependencies, load_cache, save
 
     partial = []  # the save looked up only some files (the path under test, not its whole-table fallback)
-    monkeypatch.setattr(parse_cache, "file_dependencies", lambda files, only=None: (
+    monkeypatch.setattr(save, "file_dependencies", lambda files, only=None: (
         partial.append(only is not None), file_dependencies(files, only))[1])
 
     cache = tmp_path / "cache"
@@ -497,15 +507,15 @@ def test_dependencies_of_some_files_are_those_of_a_whole_look_up(share):
 
 def _shortcut_and_queries(cache, listing, raw, monkeypatch):
     """``look_up``'s answer with the unchanged-folder shortcut (and what the shortcut said) and without it."""
-    import pipeline.ingest.parse_cache as parse_cache
+    from pipeline.ingest.parse_cache import lookup
 
     asked = []
-    shortcut = parse_cache._unchanged_since_cached
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
-    fast = parse_cache.look_up(cache, listing, raw)
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", lambda *a: None)
-    queried = parse_cache.look_up(cache, listing, raw)
-    monkeypatch.setattr(parse_cache, "_unchanged_since_cached", shortcut)
+    shortcut = lookup._unchanged_since_cached
+    monkeypatch.setattr(lookup, "_unchanged_since_cached", lambda *a: asked.append(shortcut(*a)) or asked[-1])
+    fast = lookup.look_up(cache, listing, raw)
+    monkeypatch.setattr(lookup, "_unchanged_since_cached", lambda *a: None)
+    queried = lookup.look_up(cache, listing, raw)
+    monkeypatch.setattr(lookup, "_unchanged_since_cached", shortcut)
     return asked, fast, queried
 
 
@@ -535,7 +545,7 @@ def test_an_unchanged_folder_is_answered_from_the_cache_as_the_queries_answer_it
     first, second = [raw / r for r in listing.rel if r.endswith(".json")][:2]
     cached = os.stat(first)
     os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns - 60_000_000_000))
-    shortcut = parse_cache._unchanged_since_cached
+    shortcut = parse_cache.lookup._unchanged_since_cached
     assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before) is None
     os.utime(first, ns=(cached.st_atime_ns, cached.st_mtime_ns))
     assert shortcut(parse_cache.listing_table(scan_folder(raw)), cache.files, racy_before) == []  # as cached again

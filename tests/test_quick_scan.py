@@ -129,7 +129,8 @@ def test_a_quiet_tick_after_a_parser_upgrade_parses_again(tmp_path, monkeypatch)
     raw = _aged_copy(tmp_path)
     cache = tmp_path / "cache"
     first = raw_dir_state(raw, cache)
-    monkeypatch.setattr(parse_cache, "parser_version", lambda: "an upgraded parser")
+    for module in (parse_cache.store, parse_cache.save):  # the version checked on load and stamped on save
+        monkeypatch.setattr(module, "parser_version", lambda: "an upgraded parser")
     _, stats = ingest_folder_cached(raw, cache, quick_scan=True, rows=False)
     assert stats.parsed == stats.files > 0 and stats.generation != first[SNAPSHOT_KEY]
 
@@ -244,7 +245,7 @@ def test_a_quick_look_up_reads_only_moved_folders_and_answers_as_a_full_one(tmp_
         looked_up.append(sorted({listing.rel[p].rpartition("/")[0] for p in positions}))
         return positions, before
 
-    monkeypatch.setattr(parse_cache, "moved_entries", spy)
+    monkeypatch.setattr(parse_cache.lookup, "moved_entries", spy)
     h200, trtllm = raw / "vllm" / "h200", raw / "trtllm"
     vllm_run = next(h200.glob("*_conc16.json"))
     nights = [
@@ -448,8 +449,8 @@ def test_a_stream_for_some_dates_skips_the_base_batches_without_them(tmp_path, m
     assert 0 < len(holding) < len(batches)
 
     reads: list[int] = []
-    real = parse_cache._runs_in_order
-    monkeypatch.setattr(parse_cache, "_runs_in_order", lambda source, read_batch, *rest: real(
+    real = parse_cache.stream._runs_in_order
+    monkeypatch.setattr(parse_cache.stream, "_runs_in_order", lambda source, read_batch, *rest: real(
         source, lambda i: reads.append(i) or read_batch(i), *rest))
     stream = parse_cache.stream_cache(cache, raw, state.generation, dates=[date])
     streamed = pa.Table.from_batches(list(stream.runs), schema=stream.runs.schema)
@@ -475,7 +476,7 @@ def test_choosing_a_streams_batches_reads_their_dates_not_their_runs(tmp_path, m
     state, runs = _base_in_batches_of_8(raw, cache)
     date = min(runs["run_date_partition"].to_pylist())
     read: list[int] = []
-    real = parse_cache._batches_holding
+    real = parse_cache.stream._batches_holding
 
     def counted(*args):
         before = _bytes_read()
@@ -484,7 +485,7 @@ def test_choosing_a_streams_batches_reads_their_dates_not_their_runs(tmp_path, m
         finally:
             read.append(_bytes_read() - before)
 
-    monkeypatch.setattr(parse_cache, "_batches_holding", counted)
+    monkeypatch.setattr(parse_cache.stream, "_batches_holding", counted)
     stream = parse_cache.stream_cache(cache, raw, state.generation, dates=[date])
     assert stream is not None and stream.runs.read_all().num_rows > 0
     assert read and read[0] < (cache / "runs.arrow").stat().st_size / 10, (read, (cache / "runs.arrow").stat())
@@ -522,16 +523,16 @@ def test_a_base_replaced_while_a_stream_opens_gives_none(tmp_path, monkeypatch):
     raw = _aged_copy(tmp_path)
     cache = tmp_path / "cache"
     state, runs = _base_in_batches_of_8(raw, cache)
-    real = parse_cache._row_offsets
+    real = parse_cache.stream.row_offsets
 
     def replace_then_count(files, count):  # runs just before the batches' dates are read
         other = runs.replace_schema_metadata({**runs.schema.metadata, b"replaced": b"yes"})
         write_arrow_atomic(other, cache / "runs.arrow", compression=None)
         return real(files, count)
 
-    monkeypatch.setattr(parse_cache, "_row_offsets", replace_then_count)
+    monkeypatch.setattr(parse_cache.stream, "row_offsets", replace_then_count)
     assert parse_cache.stream_cache(cache, raw, state.generation, dates=["2025-01-01"]) is None
-    monkeypatch.setattr(parse_cache, "_row_offsets", real)
+    monkeypatch.setattr(parse_cache.stream, "row_offsets", real)
     assert parse_cache.stream_cache(cache, raw, state.generation, dates=["2025-01-01"]) is not None
 
 

@@ -4,7 +4,7 @@ Environment variables (docs/inputs.md), defaults relative to the project root:
 - ``PIPELINE_RAW_DIR`` [data/sample]   folder scanned recursively for raw logs
 - ``PIPELINE_OUT_DIR`` [data/marts]    where the Parquet marts are written
 - ``PIPELINE_DB_PATH`` [data/warehouse.duckdb]
-- ``PIPELINE_CACHE_DIR`` [<PIPELINE_DB_PATH>.parse_cache]  the parse cache (pipeline/ingest/parse_cache.py)
+- ``PIPELINE_CACHE_DIR`` [<PIPELINE_DB_PATH>.parse_cache]  the parse cache (pipeline/ingest/parse_cache/)
 - ``PIPELINE_REFERENCE_DIR`` [data/reference]  the reference tables: GPUs, aliases, peaks, plausibility, SLOs
 A relative value given in the environment is taken relative to the current directory, as a shell user expects.
 """
