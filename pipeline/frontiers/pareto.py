@@ -63,14 +63,15 @@ def grouped_pareto_frontiers(group: Sequence[int], x: Sequence[float], y: Sequen
     order = np.lexsort((-ys, xs, g))
     g, xo = g[order], xs[order]
     _, y_rank = np.unique(ys[order], return_inverse=True)  # equal y, equal rank
-    height = y_rank.astype(np.int64) + (g.max() - g).astype(np.int64) * n
-    best_from = np.maximum.accumulate(height[::-1])[::-1]  # highest point from each sorted position on
+    # y's rank, offset so every point of a later group ranks below every point of an earlier one
+    y_rank_across_groups = y_rank.astype(np.int64) + (g.max() - g).astype(np.int64) * n
+    best_rank_from = np.maximum.accumulate(y_rank_across_groups[::-1])[::-1]  # best rank from each sorted position on
     first_of_x = np.ones(n, dtype=bool)
     first_of_x[1:] = (g[1:] != g[:-1]) | (xo[1:] != xo[:-1])
     firsts = np.flatnonzero(first_of_x)
     keep = np.ones(firsts.size, dtype=bool)
-    # the next first-of-x is in the same group, or in a later one whose heights are all lower
-    keep[:-1] = height[firsts[:-1]] > best_from[firsts[1:]]
+    # the next first-of-x is in the same group, or in a later one whose ranks are all lower
+    keep[:-1] = y_rank_across_groups[firsts[:-1]] > best_rank_from[firsts[1:]]
     return order[firsts[keep]]
 
 

@@ -61,13 +61,13 @@ def _screen(screen: Screen) -> Callable[[Rule], Rule]:
     return attach
 
 
-def _any(*conditions: pa.ChunkedArray) -> pa.ChunkedArray:
+def _any_of(*conditions: pa.ChunkedArray) -> pa.ChunkedArray:
     """Rows where any condition holds. A null condition (a value that is absent, which the rules never read as a
     failure on its own) does not."""
     return reduce(pc.or_, (pc.fill_null(condition, False) for condition in conditions))
 
 
-def _only(benchmark_type: str, rule: Rule) -> Rule:
+def _only_for(benchmark_type: str, rule: Rule) -> Rule:
     """``rule`` applied only to runs of ``benchmark_type`` (a null type is ``fixed_seq``), its screen narrowed
     the same way."""
     def typed(run: Run) -> Finding | None:
@@ -79,7 +79,7 @@ def _only(benchmark_type: str, rule: Rule) -> Rule:
     return _screen(screen)(typed)
 
 
-@_screen(lambda t: _any(pc.less_equal(t["completed"], 0), pc.not_equal(t["failed"], 0),
+@_screen(lambda t: _any_of(pc.less_equal(t["completed"], 0), pc.not_equal(t["failed"], 0),
                         pc.less(t["completed"], t["num_prompts"])))
 def _failed_requests(run: Run) -> Finding | None:
     """A run whose requests failed still writes a file; it must never reach a frontier (docs/metrics.md)."""
@@ -111,7 +111,7 @@ def _positive(field: str, code_name: str, *alternatives: str) -> Callable[[Run],
 
     def screen(table: pa.Table) -> pa.ChunkedArray:
         value = pc.coalesce(*(table[f] for f in (field, *alternatives) if f in table.column_names))
-        return pc.invert(_any(pc.and_(pc.is_finite(value), pc.greater(value, 0))))
+        return pc.invert(_any_of(pc.and_(pc.is_finite(value), pc.greater(value, 0))))
 
     return _screen(screen)(rule)
 
@@ -133,7 +133,7 @@ def unit_mismatch_rule(tpot_range: Range) -> Callable[[Run], Finding | None]:
     low, high = tpot_range.min, tpot_range.max
 
     def screen(t: pa.Table) -> pa.ChunkedArray:
-        return _any(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], low)),
+        return _any_of(pc.and_(pc.equal(t["latency_unit_in_file"], "ms"), pc.less(t["median_tpot_s"], low)),
                     pc.and_(pc.equal(t["latency_unit_in_file"], "s"), pc.greater(t["median_tpot_s"], high)))
 
     @_screen(screen)
@@ -174,7 +174,7 @@ def _unit_mismatch(run: Run, low: float, high: float) -> Finding | None:
     return "implausible_value:median_tpot_ms", f"{shown} is outside what any LLM server does"
 
 
-@_screen(lambda t: _any(
+@_screen(lambda t: _any_of(
     pc.greater(t["output_tput_tok_s"], pc.multiply(t["total_tput_tok_s"], 1 + 1e-9)),
     pc.and_(pc.greater(t["median_e2el_s"], 0), pc.greater(t["median_ttft_s"], pc.multiply(t["median_e2el_s"], 1 + 1e-9)))))
 def _consistency(run: Run) -> Finding | None:
@@ -188,7 +188,7 @@ def _consistency(run: Run) -> Finding | None:
     return None
 
 
-@_screen(lambda t: _any(pc.not_equal(t["metadata_conflicts"], "")))
+@_screen(lambda t: _any_of(pc.not_equal(t["metadata_conflicts"], "")))
 def _metadata_conflict(run: Run) -> Finding | None:
     """The file and its sidecar/runs.csv disagree: we cannot tell which is right, so neither is guessed."""
     conflicts = run.get("metadata_conflicts")
@@ -217,7 +217,7 @@ def _spec_ratio_screen(table: pa.Table) -> pa.ChunkedArray:
                         pc.divide(_float(table, "median_itl_s"), _float(table, "median_tpot_s")))
     lo, hi = SPEC_EVIDENCE_ITL_TPOT
     inside = pc.and_(pc.greater_equal(ratio, lo), pc.less_equal(ratio, hi))
-    return _any(pc.and_(pc.equal(table["spec_decoding"], "none"), inside))
+    return _any_of(pc.and_(pc.equal(table["spec_decoding"], "none"), inside))
 
 
 @_screen(_spec_ratio_screen)
@@ -240,7 +240,7 @@ def _spec_evident(run: Run) -> Finding | None:
         "sidecar or a runs.csv row")
 
 
-@_screen(lambda t: _any(*(pc.is_null(t[key]) for key in REQUIRED_METADATA)))
+@_screen(lambda t: _any_of(*(pc.is_null(t[key]) for key in REQUIRED_METADATA)))
 def _missing_metadata(run: Run) -> Finding | None:
     """Sides and per-GPU metrics need these keys (agentic-trace runs: all but ISL/OSL); no file, sidecar or
     runs.csv gave them."""
@@ -281,7 +281,7 @@ def _no_gpu_count(table: pa.Table) -> pa.ChunkedArray:
     disagg = pc.fill_null(table["disagg"], False)
     missing = pc.if_else(disagg, pc.or_(falsy("num_prefill_gpu"), falsy("num_decode_gpu")), falsy("tp"))
     implied = pc.match_substring_regex(table["metadata_sources"], _ENGINE_COUNT)
-    return _any(pc.and_(pc.is_null(table["reported_tput_per_gpu"]), _any(missing, implied)))
+    return _any_of(pc.and_(pc.is_null(table["reported_tput_per_gpu"]), _any_of(missing, implied)))
 
 
 @_screen(_no_gpu_count)
@@ -317,10 +317,11 @@ def unknown_hw_rule(known_hw: Iterable[str]) -> Callable[[Run], Finding | None]:
         return None
 
     # a null hw is flagged too (the rule lets it pass; missing_metadata rejects it)
-    return _screen(lambda t: pc.invert(_any(pc.is_in(t["hw"], value_set=pa.array(sorted(known), pa.string())))))(rule)
+    known_keys = pa.array(sorted(known), pa.string())
+    return _screen(lambda t: pc.invert(_any_of(pc.is_in(t["hw"], value_set=known_keys))))(rule)
 
 
-@_screen(lambda t: pc.invert(_any(pc.is_in(t["benchmark_type"], value_set=pa.array(BENCHMARK_TYPES, pa.string())))))
+@_screen(lambda t: pc.invert(_any_of(pc.is_in(t["benchmark_type"], value_set=pa.array(BENCHMARK_TYPES, pa.string())))))
 def _benchmark_type(run: Run) -> Finding | None:
     """Sides and x-axes are chosen by ``benchmark_type``: a value no rule knows has neither (null is read as
     ``fixed_seq``, as everywhere)."""
@@ -373,7 +374,7 @@ def range_rule(bound: Range) -> Callable[[Run], Finding | None]:
 
     def screen(table: pa.Table) -> pa.ChunkedArray:
         value = _ratio_column(table, bound.field) if derived else _float(table, bound.field)
-        return _any(pc.invert(pc.and_(pc.greater_equal(value, bound.min), pc.less_equal(value, bound.max))))
+        return _any_of(pc.invert(pc.and_(pc.greater_equal(value, bound.min), pc.less_equal(value, bound.max))))
 
     return _screen(screen)(rule)
 
@@ -398,7 +399,7 @@ def ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Finding | None]:
         gpus = gpu_count_column(table)
         from_total = pc.if_else(pc.greater(gpus, 0), pc.divide(table["total_tput_tok_s"], gpus), None)
         per_gpu = pc.coalesce(from_total, table["reported_tput_per_gpu"])
-        return _any(pc.greater(per_gpu, lowest))
+        return _any_of(pc.greater(per_gpu, lowest))
 
     return _screen(screen)(rule)
 
@@ -421,7 +422,7 @@ def unknown_model_size_rule(plausibility: Plausibility) -> Callable[[Run], Findi
             "divide by it")
 
     # a null model is flagged too (the rule lets it pass; missing_metadata rejects it)
-    return _screen(lambda t: pc.invert(_any(pc.is_in(t["model"], value_set=pa.array(known, pa.string())))))(rule)
+    return _screen(lambda t: pc.invert(_any_of(pc.is_in(t["model"], value_set=pa.array(known, pa.string())))))(rule)
 
 
 def tokens_per_step(run: Run, plausibility: Plausibility) -> float:
@@ -476,7 +477,7 @@ def interactivity_ceiling_rule(plausibility: Plausibility) -> Callable[[Run], Fi
                             pc.multiply(pc.multiply(active, 1e9), plausibility.weight_bytes_per_param))
         tpot = _float(table, "median_tpot_s")
         intvty = pc.divide(1.0, pc.if_else(pc.greater(tpot, 0.0), tpot, None))
-        return _any(pc.and_(pc.greater(gpus, 0.0), pc.greater(intvty, pc.multiply(ceiling, 1 - 1e-12))))
+        return _any_of(pc.and_(pc.greater(gpus, 0.0), pc.greater(intvty, pc.multiply(ceiling, 1 - 1e-12))))
 
     return _screen(screen)(rule)
 
@@ -531,9 +532,9 @@ def e2el_consistency_rule(plausibility: Plausibility) -> Callable[[Run], Finding
         e2el, ttft, tpot = (pc.if_else(have_mean, m, d) for m, d in zip(mean, median))
         decoding = pc.multiply(tpot, pc.subtract(_float(table, "osl"), 1.0))
         ratio = pc.divide(pc.subtract(e2el, ttft), pc.if_else(pc.greater(decoding, 0.0), decoding, None))
-        return _any(pc.invert(pc.and_(pc.greater_equal(ratio, bound.min), pc.less_equal(ratio, bound.max))))
+        return _any_of(pc.invert(pc.and_(pc.greater_equal(ratio, bound.min), pc.less_equal(ratio, bound.max))))
 
-    return _only(FIXED_SEQ, _screen(screen)(rule))
+    return _only_for(FIXED_SEQ, _screen(screen)(rule))
 
 
 # Percentiles of one latency metric, in the order their values must keep (the mean is not among them: a heavy tail
@@ -594,7 +595,7 @@ def latency_statistics_rule(plausibility: Plausibility) -> Callable[[Run], Findi
                 for high_stat in PERCENTILE_ORDER[at + 1:]:  # every later one: a stat between may be absent
                     low, high = _float(table, f"{low_stat}_{metric}_s"), _float(table, f"{high_stat}_{metric}_s")
                     flags.append(pc.greater(low, pc.multiply(high, 1 + _ORDER_RTOL)))
-        return _any(*flags)
+        return _any_of(*flags)
 
     return _screen(screen)(rule)
 
@@ -621,11 +622,11 @@ def rules(known_hw: Iterable[str], plausibility: Plausibility | None = None) -> 
         _positive("total_tput_tok_s", "total_token_throughput", "reported_tput_per_gpu"),
         # a fixed-sequence run is placed by its median TPOT, or, when its harness measures no TPOT (LLMPerf), by its
         # E2E-normalized interactivity (docs/metrics.md section 4a)
-        _only(FIXED_SEQ, _positive("median_tpot_s", "median_tpot_ms", "e2e_norm_intvty_p90")),
+        _only_for(FIXED_SEQ, _positive("median_tpot_s", "median_tpot_ms", "e2e_norm_intvty_p90")),
         # the agentic x-axis (docs/metrics.md); their interactivity is not read from TPOT
         # (the dashboard's value, else the row's stand-in mean OSL / p90 E2EL; the metrics stage prefers
         # 1 / p90(E2EL / OSL) from per-request records when the run has them, docs/metrics.md section 4a)
-        _only(AGENTIC_TRACES, _positive("e2e_norm_intvty_p90", "p90_e2e_norm_intvty", "mean_osl_over_p90_e2el")),
+        _only_for(AGENTIC_TRACES, _positive("e2e_norm_intvty_p90", "p90_e2e_norm_intvty", "mean_osl_over_p90_e2el")),
         unit_mismatch_rule(plausibility.range_of("median_tpot_s")),
         _consistency,
         _metadata_conflict,
