@@ -5,7 +5,8 @@
 
 A mart is a top-level Parquet file (``comparisons.parquet``) or a folder of Parquet parts (``runs/``, read as one
 table); the digest is ``pipeline.io.storage.content_hash`` of its rows (order-free, floats compared exactly, the
-column names included), so a refactoring that keeps every value keeps every digest. The report's HTML and images
+column names included, sorted), so a refactoring that keeps every value keeps every digest; a mart whose columns
+only moved is reported as such. The report's HTML and images
 and the publish record (``_accepted_runs.parquet``, which stamps when and from which raw snapshot) are not marts
 and are left out.
 """
@@ -37,13 +38,14 @@ def mart_tables(folder: Path) -> dict[str, Path]:
     return marts
 
 
-def digests(folder: Path) -> dict[str, tuple[int, str]]:
-    """{mart name: (rows, content digest)} of every mart under ``folder``."""
+def digests(folder: Path) -> dict[str, tuple[int, str, tuple[str, ...]]]:
+    """{mart name: (rows, content digest, column names in file order)} of every mart under ``folder``."""
     found = {}
     for name, path in mart_tables(folder).items():
         files = sorted(str(p) for p in path.rglob("*.parquet")) if path.is_dir() else [str(path)]
         table = ds.dataset(files, format="parquet").to_table()
-        found[name] = (table.num_rows, content_hash(table))
+        found[name] = (table.num_rows, content_hash(table.select(sorted(table.column_names))),
+                       tuple(table.column_names))
     return found
 
 
@@ -52,16 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="+", type=Path, help="one mart folder to list, or two to compare")
     args = parser.parse_args(argv)
     if len(args.folders) == 1:
-        for name, (rows, digest) in digests(args.folders[0]).items():
+        for name, (rows, digest, _) in digests(args.folders[0]).items():
             print(f"{name:<24} {rows:>9} rows  {digest[:16]}")
         return 0
     if len(args.folders) != 2:
         parser.error("give one folder to list or two to compare")
     before, after = (digests(folder) for folder in args.folders)
-    differ = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    differ = sorted(name for name in before.keys() | after.keys()
+                    if before.get(name, ())[:2] != after.get(name, ())[:2])
     for name in sorted(before.keys() | after.keys()):
-        mark = "DIFFERS" if name in differ else "same"
-        print(f"{name:<24} {mark:<8} before {before.get(name, ('-', '-'))[0]!s:>9} rows, "
+        moved = name not in differ and before[name][2] != after[name][2]
+        mark = "DIFFERS" if name in differ else "same (columns reordered)" if moved else "same"
+        print(f"{name:<24} {mark:<24} before {before.get(name, ('-', '-'))[0]!s:>9} rows, "
               f"after {after.get(name, ('-', '-'))[0]!s:>9} rows")
     return 1 if differ else 0
 

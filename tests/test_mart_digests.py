@@ -40,3 +40,12 @@ def test_equal_marts_are_same_and_each_difference_is_named(tmp_path, capsys):
     assert digests.main([str(before), str(_marts(tmp_path / "changed", 2.0000001, with_trends=False))]) == 1
     lines = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()}
     assert lines == {"comparisons": "same", "runs": "DIFFERS", "trends": "DIFFERS"}
+
+
+def test_columns_that_only_moved_are_same_and_said(tmp_path, capsys):
+    digests = _load()
+    before = _marts(tmp_path / "before", 2.0)
+    after = _marts(tmp_path / "after", 2.0)
+    pq.write_table(pa.table({"ratio": [1.25], "comparison_id": ["c"]}), after / "comparisons.parquet")
+    assert digests.main([str(before), str(after)]) == 0
+    assert "comparisons              same (columns reordered)" in capsys.readouterr().out

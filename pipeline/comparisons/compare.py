@@ -45,6 +45,7 @@ from pipeline.frontiers.points import (
 from pipeline.frontiers.latest import REPEAT_SPREAD_LIMIT
 from pipeline.frontiers.sides import Comparison, enumerate_comparisons
 from pipeline.frontiers.spline import grouped_steffen_tangents, monotone_spline
+from pipeline.ingest.schema import SIDE_KEY_FIELDS
 
 # Engine families whose acceptance-length conventions agree; points of two families on one comparison are
 # flagged cross_engine (the seed pages warn acceptance rates are not comparable across engines).
@@ -78,17 +79,10 @@ COMPARISON_SCHEMA = pa.schema(
         ("price_book_version", pa.string()),
         ("kind", pa.string()),
         ("title", pa.string()),
-        ("model", pa.string()),
-        ("isl", pa.int32()),
-        ("osl", pa.int32()),
         ("side", pa.string()),
         ("side_label", pa.string()),
         ("side_id", pa.string()),
-        ("hw", pa.string()),
-        ("precision", pa.string()),
-        ("spec_decoding", pa.string()),
-        ("framework", pa.string()),
-        ("benchmark_type", pa.string()),
+        *SIDE_KEY_FIELDS,
         ("x_intvty_stat", pa.string()),
         ("side_runs", pa.int32()),
         ("excluded_runs", pa.int32()),

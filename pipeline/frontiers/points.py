@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from pipeline.frontiers.latest import CI_COLUMNS, LINEAGE_INPUT_COLUMNS, SPREAD_COLUMNS, frontier_runs
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
-from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, X_STAT_E2E_NORM, X_STAT_MEDIAN
+from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, SIDE_KEY, SIDE_KEY_FIELDS, X_STAT_E2E_NORM, X_STAT_MEDIAN
 from pipeline.metrics.slo import NO_SLO  # noqa: F401  (the default ``slo`` value, for the stages after this one)
 
 # Metrics splined along each frontier, each on its own values at the frontier points (docs/metrics.md).
@@ -57,14 +57,7 @@ FRONTIER_SCHEMA = pa.schema(
         ("side_id", pa.string()),
         ("price_book", pa.string()),
         ("price_book_version", pa.string()),
-        ("model", pa.string()),
-        ("isl", pa.int32()),
-        ("osl", pa.int32()),
-        ("hw", pa.string()),
-        ("precision", pa.string()),
-        ("spec_decoding", pa.string()),
-        ("framework", pa.string()),
-        ("benchmark_type", pa.string()),
+        *SIDE_KEY_FIELDS,
         ("side_runs", pa.int32()),
         ("excluded_runs", pa.int32()),
         ("side_intvty_min", pa.float64()),
@@ -140,8 +133,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
                 X_DEFINITION_SHARE]
     table = frontier_runs(table, averaged, as_of, only_runs)
     repeats = table["repeat_n"].to_numpy()
-    key_names = ("price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
-                 "benchmark_type")
+    key_names = ("price_book", *SIDE_KEY)
     keys = [table[name].to_pylist() for name in key_names]
     x_all, y_all = float_values(table["x_intvty"]), float_values(table["tput_per_gpu"])
     definition_share = float_values(table[X_DEFINITION_SHARE])
@@ -154,8 +146,7 @@ def build_frontiers(runs: pa.Table | Sequence[Mapping[str, Any]], sides: Iterabl
         index.setdefault((book, model, isl, osl, hw, precision, kind or FIXED_SEQ), {}).setdefault(
             (spec, framework), []).append(position)
     side_columns: dict[str, list] = {name: [] for name in (
-        "side_id", "price_book", "model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
-        "benchmark_type", "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max", "point_index")}
+        "side_id", "price_book", *SIDE_KEY, "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max", "point_index")}
     points: list[np.ndarray] = []
     for book, side in itertools.product(sorted(set(keys[0])), sorted(set(sides), key=lambda s: s.side_id)):
         by_stack = index.get((book, side.model, side.isl, side.osl, side.hw, side.precision, side.benchmark_type), {})

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from pipeline.io.columns import SIDE_KEY
+
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 LATENCY_STATS = ("mean", "median", "std", "p90", "p95", "p99")
 LATENCY_COLUMNS = tuple(f"{stat}_{metric}_s" for metric in LATENCY_METRICS for stat in LATENCY_STATS)
@@ -103,6 +105,8 @@ RUN_SCHEMA = pa.schema(
     ]
 )
 RUN_COLUMNS = tuple(RUN_SCHEMA.names)
+# The side key (pipeline.io.columns.SIDE_KEY) with the runs' types, for the schemas of the marts that carry it.
+SIDE_KEY_FIELDS: tuple[pa.Field, ...] = tuple(RUN_SCHEMA.field(name) for name in SIDE_KEY)
 # benchmark_type: how the load was generated (docs/inputs.md). ``fixed_seq``: every request has the nominal ISL/OSL
 # (random or fixed-length datasets), x-axis interactivity = 1 / median TPOT. ``agentic_traces``: recorded agentic
 # sessions (InferenceX AgentX) replayed with their own lengths, no ISL/OSL, x-axis = E2E-normalized interactivity.

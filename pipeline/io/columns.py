@@ -39,6 +39,10 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("target", "an interactivity (tok/s/user) at which both sides of a comparison are read off their frontiers"),
 )
 
+# The keys that name one serving stack on one workload (a frontier side, a trend group, a comparison side), in the
+# order every mart that carries them lists them: a key added here reaches every such schema and this table.
+SIDE_KEY = ("model", "isl", "osl", "hw", "precision", "spec_decoding", "framework", "benchmark_type")
+
 # The marts under PIPELINE_OUT_DIR: name -> (file or folder, grain, columns in file order).
 MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "runs": ("runs/<model>/<run_date|undated>/part-0.parquet", "one accepted run per price book", (
@@ -71,8 +75,7 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "source_file", "content_sha256", "size_bytes", "kind", "source_format", "rows_read", "accepted_rows",
         "length_off_nominal_rows", "quarantined_rows", "reason_codes", "pending_rows", "outcome")),
     "frontiers": ("frontiers.parquet", "one (side, price book, frontier point)", (
-        "side_id", "price_book", "price_book_version", "model", "isl", "osl", "hw", "precision", "spec_decoding",
-        "framework", "benchmark_type", "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max",
+        "side_id", "price_book", "price_book_version", *SIDE_KEY, "side_runs", "excluded_runs", "side_intvty_min", "side_intvty_max",
         "point_index", "run_id", "source_file", "point_framework", "point_spec_decoding",
         "point_spec_metric_source", "median_intvty", "x_intvty", "x_intvty_stat", "tput_per_gpu", "cost_per_mtok_hyperscaler",
         "cost_per_mtok_neocloud", "cost_per_mtok_rental", "tok_s_per_mw", "concurrency", "output_tput_per_gpu",
@@ -82,9 +85,8 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "repeat_n", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi",
         "repeat_spread", "repeats_disagree", "slo")),
     "comparisons": ("comparisons.parquet", "one (comparison, price book, target, side)", (
-        "comparison_id", "price_book", "price_book_version", "kind", "title", "model", "isl", "osl", "side",
-        "side_label", "side_id", "hw", "precision", "spec_decoding", "framework", "benchmark_type", "x_intvty_stat",
-        "side_runs",
+        "comparison_id", "price_book", "price_book_version", "kind", "title", "side", "side_label", "side_id",
+        *SIDE_KEY, "x_intvty_stat", "side_runs",
         "excluded_runs", "frontier_points", "band_min", "band_max", "band_is_union", "band_display_min",
         "band_display_max", "target_index", "target_intvty", "evaluated_intvty", "target_clamped",
         "bracket_lo_intvty", "bracket_hi_intvty", "bracket_ratio", "bracket_lo_repeat_spread",
