@@ -7,8 +7,11 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
+from pipeline.comparisons.explorer import INPUT_COLUMNS as EXPLORER_INPUT_COLUMNS
+from pipeline.comparisons.explorer import explorer_data
 from pipeline.comparisons.report import (
     MAX_CHARTS_IN_UI,
     REPORT_PRICE_BOOK,
@@ -139,6 +142,21 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
                     params={"book": price_book}).to_arrow_table().to_pylist()
 
 
+def explorer_runs(conn: duckdb.DuckDBPyConnection) -> pa.Table:
+    """The ``run_metrics`` rows the explorer page is built from (``explorer.explorer_data``): every price book and
+    run, superseded ones included (its trend reads the history), with the columns of ``explorer.INPUT_COLUMNS``
+    the table has (the frontier stage's inputs, ``run_date``, ``superseded_by``, ``disagg``, the hover text's
+    configuration, and the page's axes and metrics in their mart units: tok/s/user, tok/s/GPU, $/M tokens,
+    tok/s/MW, J/token, s).
+
+    Raises:
+        duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
+    """
+    names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
+    return conn.sql(f"select {', '.join(c for c in EXPLORER_INPUT_COLUMNS if c in names)} from run_metrics "
+                    "order by price_book, run_id").to_arrow_table()
+
+
 @dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
           deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY, dg.AssetKey(["metrics", "run_slo"]), REGRESSIONS_KEY])
 def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
@@ -165,12 +183,13 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         runs = chart_runs(conn)
         request_runs, requests = _per_request_data(conn)
         # the open regressions and improvements, listed on the index (docs/regressions.md)
-        changes = (conn.sql("select * from regressions where status <> 'recovered' order by first_bad_date desc, "
-                            "series_id, metric").to_arrow_table().to_pylist()
-                   if "regressions" in table_names(conn) else [])
+        every_change = (conn.sql("select * from regressions order by first_bad_date desc, series_id, metric")
+                        .to_arrow_table().to_pylist() if "regressions" in table_names(conn) else [])
+        explorer = explorer_data(explorer_runs(conn), REPORT_PRICE_BOOK, every_change)
+    changes = [row for row in every_change if row["status"] != "recovered"]
     out = paths.staging(context) / "report"
     pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out,
-                                                                     regressions=changes)]
+                                                                     regressions=changes, explorer=explorer)]
     cdf_pages = build_request_pages(request_runs, requests, out)
     paths.publish_unless_later(context, warehouse)
     metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1,
