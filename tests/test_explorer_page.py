@@ -29,13 +29,19 @@ from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 
 
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """The standard library's static file handler without its per-request log line."""
+
+    def log_message(self, *args):
+        pass
+
+
 @pytest.fixture(scope="module")
 def explorer_site(_two_books_session_run):
     """The two-book sample's report (the shared session run, served read-only) on localhost, and its marts."""
     run = _two_books_session_run
     assert run.result.success
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(run.out_dir / "report"))
-    handler.log_message = lambda *args: None
+    handler = functools.partial(QuietHandler, directory=str(run.out_dir / "report"))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", run.out_dir

@@ -159,13 +159,14 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
     current = runs.filter(pc.is_null(runs["superseded_by"])) if "superseded_by" in runs.column_names else runs
     disagg = _disagg_column(current)
     present = [c for c in RUN_COLUMNS if c in runs.column_names]
-    # the fully specified sides the current runs have, with whether they are disaggregated
-    keys = current.select(["model", "isl", "osl", "benchmark_type", "hw", "precision", "framework",
-                           "spec_decoding"]).to_pylist()
+    # the fully specified sides the current runs have, with whether they are disaggregated, and each one's runs
     found: dict[bool, set[Side]] = defaultdict(set)
-    for key, split in zip(keys, disagg.to_pylist()):
-        found[bool(split)].add(Side(key["model"], key["isl"], key["osl"], key["hw"], key["precision"],
-                                    key["spec_decoding"], key["framework"], key["benchmark_type"] or FIXED_SEQ))
+    side_runs: dict[tuple[Side, bool], list[dict[str, Any]]] = defaultdict(list)
+    for row, split in zip(current.to_pylist(), disagg.to_pylist()):
+        side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
+                    row["framework"], row["benchmark_type"] or FIXED_SEQ)
+        found[bool(split)].add(side)
+        side_runs[(side, bool(split))].append(row)
     dates = {f: d for f, d in zip(runs["source_file"].to_pylist(), runs["run_date"].to_pylist())}
     by_run = {(b, r): i for i, (b, r) in enumerate(zip(current["price_book"].to_pylist(),
                                                         current["run_id"].to_pylist()))}
@@ -208,7 +209,6 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
                     "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi")}
                 data["repeat_n"] = [p.get("repeat_n") for p in pts]
                 frontier[name] = data
-            mine = current.filter(pc.and_(pc.equal(disagg, split), _side_mask(current, side)))
             group = (side.model, side.isl, side.osl, side.hw, side.framework, side.precision, side.spec_decoding,
                      side.benchmark_type, first["x_intvty_stat"])
             out_sides.append({
@@ -220,7 +220,7 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
                 "band": [first["side_intvty_min"], first["side_intvty_max"]],
                 "side_runs": first["side_runs"], "excluded_runs": first["excluded_runs"],
                 "frontier": frontier,
-                "runs": _run_columns(mine, present, _date, _point_config),
+                "runs": _run_columns(side_runs[(side, split)], present, _date, _point_config),
                 "trend": trends.get((group, split), {}),
                 "regressions": changes.get(group, []),
             })
@@ -251,23 +251,12 @@ def _has_values(table: pa.Table, column: str) -> bool:
     return table.num_rows > 0 and table[column].null_count < table.num_rows
 
 
-def _side_mask(table: pa.Table, side: Side) -> pa.ChunkedArray:
-    """Rows of ``table`` on a fully specified ``side`` (its eight keys equal; a null ``benchmark_type`` reads
-    ``fixed_seq``, ``sides.run_fixed_key``)."""
-    kind = pc.fill_null(table["benchmark_type"], FIXED_SEQ) if "benchmark_type" in table.column_names else None
-    mask = pc.equal(kind, side.benchmark_type)
-    for name in ("model", "hw", "precision", "framework", "spec_decoding", "isl", "osl"):
-        value = getattr(side, name)
-        mask = pc.and_(mask, pc.is_null(table[name]) if value is None else pc.fill_null(
-            pc.equal(table[name], value), False))
-    return mask
-
-
-def _run_columns(table: pa.Table, present: Sequence[str], date, config) -> dict[str, dict[str, list]]:
-    """A side's runs per price book, column-wise: ``present`` columns, ``file``, ``date`` (hover text) and
-    ``config`` (``report._point_config``)."""
+def _run_columns(rows: Iterable[Mapping[str, Any]], present: Sequence[str], date,
+                 config) -> dict[str, dict[str, list]]:
+    """Runs (``run_metrics`` rows as dicts) per price book, column-wise: ``present`` columns (a non-finite
+    float as null), ``file``, ``date`` (hover text) and ``config`` (``report._point_config``)."""
     out: dict[str, dict[str, list]] = {}
-    for row in table.to_pylist():
+    for row in rows:
         cols = out.setdefault(row["price_book"], {c: [] for c in (*present, "file", "date", "config")})
         for c in present:
             value = row.get(c)
@@ -284,7 +273,7 @@ def _unofficial(table: pa.Table | None, present: Sequence[str], date, config) ->
     ``label`` (the run's side label); {} without any."""
     if table is None or table.num_rows == 0:
         return {}
-    out = _run_columns(table, [c for c in present if c in table.column_names], date, config)
+    out = _run_columns(table.to_pylist(), [c for c in present if c in table.column_names], date, config)
     disagg = _disagg_column(table).to_pylist()
     for i, row in enumerate(table.to_pylist()):
         cols = out[row["price_book"]]
@@ -380,7 +369,7 @@ def explorer_page(data: Mapping[str, Any], title: str = "Explorer", unofficial_n
         "<button type='button' id='download-csv'>Table as CSV</button>"
         "<button type='button' id='copy-link'>Link to this view</button><span id='link-text' class='hint'></span>"
         "</div>"
-        "<div class='chart'><canvas id='explorer-chart' role='img' aria-label='frontiers of the chosen sides'>"
+        "<div class='chart' id='explorer-chart-box'><canvas id='explorer-chart' role='img' aria-label='frontiers of the chosen sides'>"
         "</canvas></div>"
         "<p id='chart-note' class='hint'></p>"
         "<h2>Matched interactivity</h2>"
@@ -399,7 +388,7 @@ def explorer_page(data: Mapping[str, Any], title: str = "Explorer", unofficial_n
         "<h2>Trend over run dates</h2>"
         "<div class='controls'><label>Trend target <input id='trend-target' type='number' min='0' step='any'> "
         "tok/s/user</label></div>"
-        "<div class='chart'><canvas id='trend-chart' role='img' aria-label='trend of the chosen sides over run "
+        "<div class='chart' id='trend-chart-box'><canvas id='trend-chart' role='img' aria-label='trend of the chosen sides over run "
         "dates'></canvas></div>"
         "<p class='hint'>Each day's frontier (every line's latest sweep as of that day) read at the target inside "
         "its measured range; a day whose frontier does not reach the target is a gap, never clamped. Triangles "
