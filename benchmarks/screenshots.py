@@ -1,16 +1,16 @@
 """The explorer's screenshots in docs/ (docs/explorer.md says what each shows and from which data):
 
-    python benchmarks/screenshots.py                 # every step, in temporary folders
-    python benchmarks/screenshots.py --keep /tmp/shots   # keep the marts there, and reuse them on the next call
+    python benchmarks/screenshots.py --real-logs DIR                  # every step, in temporary folders
+    python benchmarks/screenshots.py --real-logs DIR --keep /tmp/shots  # keep the marts there, reuse them next time
 
 1. ``explorer_four_gpus.png``: the sample (``data/sample``) through the pipeline; its DSR1 1024/1024 workload has
    four GPUs (B200, H200, MI355X, GB200), one side of each overlaid.
-2. ``explorer_trend.png`` and ``explorer_error_bars.png``: neither the sample nor the real result files have
-   repeats or a side measured on many dates, so 5,000 runs from the performance harness's generator
-   (``benchmarks/generate.py``: 560 frontier groups swept once a day, 2 % repeats) go through the pipeline; the
-   trend shows the three sides of one workload with the most run dates, the error bars the two sides with the most
-   frontier points that average repeats.
-3. ``explorer_unofficial.png``: ``python -m pipeline overlay`` of the sample's H200 vLLM folder over the sample's
+2. ``explorer_trend.png``: the folder of real result files (``--real-logs``) through the pipeline; the three sides
+   of DSR1 1024/1024 measured on the most run dates, read at the middle of their common range.
+3. ``explorer_error_bars.png``: neither the sample nor the real result files have repeats, so 5,000 runs from the
+   performance harness's generator (``benchmarks/generate.py``: 2 % repeats) go through the pipeline; the two sides
+   of one workload with the most frontier points that average repeats, runs hidden.
+4. ``explorer_unofficial.png``: ``python -m pipeline overlay`` of the sample's H200 vLLM folder over the sample's
    marts: the folder's runs as unofficial crosses beside the published frontiers.
 
 Headless Chromium (Debian's ``chromium``) driven by Playwright, 1200 px wide.
@@ -28,6 +28,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: ``benchmarks`` importable as a package, as benchmarks/run.py does
 DOCS = REPO / "docs"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -47,7 +48,8 @@ def pipeline_paths(raw: Path, out: Path, db: Path):
 
 
 def marts_of(raw: Path, folder: Path) -> Path:
-    """The marts of ``raw`` through the whole pipeline in ``folder`` (reused when ``folder/marts`` exists)."""
+    """The marts of ``raw`` through the whole pipeline in ``folder`` (reused when ``folder/marts`` has a report),
+    with the report's scripts copied from this checkout."""
     import dagster as dg
 
     from pipeline.__main__ import materialize_all
@@ -59,6 +61,10 @@ def marts_of(raw: Path, folder: Path) -> Path:
                                      {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
         if not result.success:
             sys.exit(f"screenshots: the pipeline failed on {raw}")
+    from pipeline.comparisons.report import STATIC_DIR, STATIC_SCRIPTS
+
+    for name in STATIC_SCRIPTS:  # kept marts show the scripts of this checkout, not of the run that wrote them
+        shutil.copyfile(STATIC_DIR / name, out / "report" / "assets" / name)
     return out
 
 
@@ -90,6 +96,7 @@ def choose(page_path: Path, browser) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--real-logs", type=Path, required=True, help="folder of real result files (the trend)")
     parser.add_argument("--keep", type=Path, help="folder to keep (and reuse) the marts in; default: temporary")
     args = parser.parse_args()
     if CHROMIUM is None:
@@ -106,6 +113,7 @@ def main() -> int:
     if not raw.is_dir():
         generate(5000, raw)
     generated = marts_of(raw, work / "generated")
+    real = marts_of(args.real_logs.resolve(), work / "real")
     overlay = build_overlay(REPO / "data" / "sample" / "vllm" / "h200", sample, work / "overlay")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
@@ -119,23 +127,27 @@ def main() -> int:
                 best[s["hw"]] = s
         four = [best[hw] for hw in ("b200", "h200", "mi355x", "gb200")]
         shoot(browser, page, view(four, workload), DOCS / "explorer_four_gpus.png", "#explorer-chart-box")
-        # 2. the generated runs: a trend of the three sides with the most dates, error bars where repeats are
-        page = generated / "report" / "explorer.html"
+        # 2. the real result files: the three sides of DSR1 1024/1024 with the most run dates
+        page = real / "report" / "explorer.html"
         data = choose(page, browser)
         book = data["default_book"]
-        days = sorted(data["sides"], key=lambda s: -len(s["trend"].get(book, [])))
-        workload = days[0]["workload"]
-        trio = [s for s in days if s["workload"] == workload][:3]
+        workload = "dsr1|1024/1024"
+        trio = sorted((s for s in data["sides"] if s["workload"] == workload),
+                      key=lambda s: (-len(s["trend"].get(book, [])), s["id"]))[:3]
         lo = max(s["band"][0] for s in trio)
         hi = min(s["band"][1] for s in trio)
         shoot(browser, page, view(trio, workload, trend=f"{(lo + hi) / 2:.0f}"), DOCS / "explorer_trend.png",
               "#trend-chart-box")
+        # 3. the generated runs: the two sides with the most frontier points that average repeats
+        page = generated / "report" / "explorer.html"
+        data = choose(page, browser)
+        book = data["default_book"]
         repeats = sorted(data["sides"], key=lambda s: -sum((n or 1) > 1 for n in s["frontier"][book]["repeat_n"]))
         workload = repeats[0]["workload"]
         pair = [s for s in repeats if s["workload"] == workload][:2]
         shoot(browser, page, view(pair, workload, runs="0"), DOCS / "explorer_error_bars.png",
               "#explorer-chart-box")
-        # 3. the overlay: the sample's H200 vLLM runs as unofficial crosses over DSR1 1024/1024's frontiers
+        # 4. the overlay: the sample's H200 vLLM runs as unofficial crosses over DSR1 1024/1024's frontiers
         data = choose(overlay, browser)
         workload = "dsr1|1024/1024"
         sides = [s for s in data["sides"] if s["workload"] == workload and s["hw"] in ("b200", "mi355x")][:3]

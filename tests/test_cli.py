@@ -308,11 +308,12 @@ def test_csv_cells_never_start_a_formula(marts_with_formulas, capsys):
 
 
 def test_the_cli_and_the_report_page_escape_csv_by_one_rule():
-    """The report page's CSV download (comparison.js, csvField) and the CLI prefix the same first characters."""
+    """The report pages' CSV downloads (frontier-rules.js, csvField, which the comparison pages and the explorer
+    load) and the CLI prefix the same first characters."""
     from pipeline.cli.compare import FORMULA_STARTS as cli_starts
-    from pipeline.comparisons.report import STATIC_DIR
+    from pipeline.comparisons.report import RULES_JS, STATIC_DIR
 
-    script = (STATIC_DIR / "comparison.js").read_text(encoding="utf-8")
+    script = (STATIC_DIR / RULES_JS).read_text(encoding="utf-8")
     rule = re.search(r"/\^\[([^\]]+)\]/\.test\(text\)\) text = \"'\" \+ text", script).group(1)
     js_starts = rule.replace("\\-", "-").replace("\\t", "\t").replace("\\r", "\r")
     assert sorted(js_starts) == sorted(cli_starts) == sorted(FORMULA_STARTS)

@@ -181,15 +181,13 @@ def test_every_control_changes_what_it_should(explorer_site, browser):
     for side_id in shown(page, "e.state.sides"):
         s = sides[side_id]
         got = shown(page, f"e.trendChart.data.datasets.filter(d => d.sideId === {side_id!r})[0].data")
-        dates = shown(page, "e.trendChart.data.labels")
-        for date, value in zip(dates, got):
+        assert [p["x"] for p in got] == [d["date"] for d in s["trend"].get(DEFAULT_PRICE_BOOK, [])]  # its own dates
+        for date, value in ((p["x"], p["y"]) for p in got):
             row = next((r for r in trends if str(r["run_date"]) == date and r["hw"] == s["hw"]
                         and r["precision"] == s["precision"] and r["framework"] == s["framework"]
                         and r["spec_decoding"] == s["spec_decoding"] and r["model"] == s["workload"].split("|")[0]
                         and r["x_intvty_stat"] == s["x_intvty_stat"]), None)
-            if row is None:
-                assert value is None
-                continue
+            assert row is not None, (side_id, date)  # a date the side has is a date of the trends mart
             checked += 1
             if row["in_range"]:
                 assert value == pytest.approx(row["tput_per_gpu"], rel=1e-9)
@@ -197,7 +195,7 @@ def test_every_control_changes_what_it_should(explorer_site, browser):
                 assert value is None
     assert checked
     page.fill("#trend-target", "1000")  # beyond every frontier: a gap, never clamped
-    assert all(v is None for v in shown(page, "e.trendChart.data.datasets.flatMap(d => d.data)"))
+    assert all(v is None for v in shown(page, "e.trendChart.data.datasets.flatMap(d => d.data.map(p => p.y))"))
     assert log["errors"] == [] and log["off_host"] == []
 
 
@@ -325,12 +323,11 @@ def test_no_request_leaves_localhost(explorer_site, browser):
     assert log["off_host"] == ["https://example.com/x"]
 
 
-def python_side(s):
+def python_side(s, workloads):
     """The explorer side as the frontier stage's Side, and its disaggregated flag."""
-    model, lengths = s["workload"].split("|")
-    isl, osl = (int(v) for v in lengths.split("/")) if "/" in lengths else (None, None)
-    return Side(model, isl, osl, s["hw"], s["precision"], s["spec_decoding"], s["framework"],
-                "fixed_seq" if isl is not None else lengths), s["disagg"]
+    w = workloads[s["workload"]]
+    return Side(w["model"], w["isl"], w["osl"], s["hw"], s["precision"], s["spec_decoding"], s["framework"],
+                w["benchmark_type"]), s["disagg"]
 
 
 def test_table_cells_equal_python_compare_for_50_random_pairs(explorer_site, browser):
@@ -344,6 +341,7 @@ def test_table_cells_equal_python_compare_for_50_random_pairs(explorer_site, bro
     runs = runs.filter(pc.is_null(runs["superseded_by"]))
     disagg = pc.fill_null(runs["disagg"], False)
     rng = random.Random(39)
+    workloads_by_key = {w["key"]: w for w in d["workloads"]}
     by_workload = {}
     for s in d["sides"]:
         by_workload.setdefault(s["workload"], []).append(s)
@@ -357,7 +355,7 @@ def test_table_cells_equal_python_compare_for_50_random_pairs(explorer_site, bro
     frontiers_cache = {}
 
     def frontier_rows(s, book):
-        side, split = python_side(s)
+        side, split = python_side(s, workloads_by_key)
         key = (side, split)
         if key not in frontiers_cache:
             table = runs.filter(pc.equal(disagg, split)).select(FRONTIER_INPUT_COLUMNS)
@@ -367,7 +365,7 @@ def test_table_cells_equal_python_compare_for_50_random_pairs(explorer_site, bro
     pairs = 0
     while pairs < 50:
         a, b = rng.sample(by_workload[rng.choice(workloads)], 2)
-        if python_side(a)[0] == python_side(b)[0]:
+        if python_side(a, workloads_by_key)[0] == python_side(b, workloads_by_key)[0]:
             continue  # the same stack aggregated and disaggregated: one side id for compare()
         book = rng.choice(sorted(d["books"]))
         lo = min(a["band"][0], b["band"][0]) * 0.7
@@ -384,7 +382,7 @@ def test_table_cells_equal_python_compare_for_50_random_pairs(explorer_site, bro
         cells = shown(page, "e.cells")
         assert [c["target"] for c in cells] == targets
         by_side = frontiers_by_side(frontier_rows(a, book) + frontier_rows(b, book))
-        side_a, side_b = python_side(a)[0], python_side(b)[0]
+        side_a, side_b = python_side(a, workloads_by_key)[0], python_side(b, workloads_by_key)[0]
         rows = compare(Comparison("explorer", side_a, side_b, a["label"], b["label"]), by_side, targets=targets)
         assert len(rows) == 6
         for row in rows:

@@ -34,7 +34,13 @@ from pipeline.comparisons.confidence import TIERS
 from pipeline.comparisons.plots import x_axis_label
 from pipeline.comparisons.regressions import FRONTIER_GROUP
 from pipeline.comparisons.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, trend_frontiers
-from pipeline.frontiers.points import FRONTIER_INPUT_COLUMNS, OPTIONAL_METRICS, SPLINED_METRICS, build_frontiers
+from pipeline.frontiers.points import (
+    FRONTIER_INPUT_COLUMNS,
+    OPTIONAL_METRICS,
+    PREFERRED_X_STAT,
+    SPLINED_METRICS,
+    build_frontiers,
+)
 from pipeline.frontiers.sides import Side
 from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
 from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ
@@ -66,7 +72,9 @@ Y_METRICS: tuple[tuple[str, str], ...] = (
 X_AXES: tuple[tuple[str, str], ...] = (
     ("x_intvty", "Interactivity (tok/s/user, the frontier's axis)"),
     ("p90_intvty", "Interactivity p90 (tok/s/user, 1 / p90 TPOT)"),
-    ("e2e_norm_intvty_p90", "E2E-normalized interactivity (tok/s/user, 1 / p90(E2EL/OSL))"),
+    # each run's own value of the definition, null (not drawn) where a run has only the stand-in
+    ("e2e_norm_intvty_p90", "E2E-normalized interactivity per run (tok/s/user, 1 / p90(E2EL/OSL) where the run "
+                            "has it)"),
     ("conc", "Concurrency (requests in flight)"),
 )
 # Side keys beyond the workload, in the order a side's label names them.
@@ -131,7 +139,8 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
              "gap_ratio", "sparse_ratio", "repeat_spread_limit", "tie_ratio": float (compare.py's constants),
              "metrics": [splined metric names], "trend_metrics": [...], "trend_target": float,
              "y_metrics": [[column, label]], "x_axes": [[column, label]], "csv_columns": [...],
-             "workloads": [{"key", "model", "isl", "osl", "benchmark_type", "label", "x_label"}],
+             "workloads": [{"key", "model", "isl", "osl", "benchmark_type", "x_intvty_stat", "label",
+                            "x_label"}],
              "sides": [{"id", "workload", "hw", "precision", "framework", "spec_decoding", "disagg": bool,
                         "label", "side_id" (Side.side_id), "x_intvty_stat", "band": [min, max] (tok/s/user, every
                         current run of the side), "side_runs", "excluded_runs",
@@ -187,12 +196,15 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
                 continue  # every run of the side left off (lengths off nominal): no frontier
             first = next(iter(by_book.values()))[0]
             agentic = side.benchmark_type == AGENTIC_TRACES
-            workload = _workload_key(side.model, side.isl, side.osl, side.benchmark_type)
+            stat = first["x_intvty_stat"]
+            workload = _workload_key(side.model, side.isl, side.osl, side.benchmark_type, stat)
+            other_axis = "" if stat == PREFERRED_X_STAT[side.benchmark_type] else f" · on {stat}"
             workloads.setdefault(workload, {
                 "key": workload, "model": side.model, "isl": side.isl, "osl": side.osl,
-                "benchmark_type": side.benchmark_type,
-                "label": f"{side.model} · " + ("agentic traces" if agentic else f"ISL/OSL {side.isl}/{side.osl}"),
-                "x_label": x_axis_label(first["x_intvty_stat"], agentic)})
+                "benchmark_type": side.benchmark_type, "x_intvty_stat": stat,
+                "label": f"{side.model} · " + ("agentic traces" if agentic else f"ISL/OSL {side.isl}/{side.osl}")
+                         + other_axis,
+                "x_label": x_axis_label(stat, agentic)})
             frontier = {}
             for name, pts in sorted(by_book.items()):
                 pts = sorted(pts, key=lambda p: p["point_index"])
@@ -240,10 +252,15 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
     }
 
 
-def _workload_key(model: str, isl: int | None, osl: int | None, benchmark_type: str | None) -> str:
-    """A workload's key in the page: ``<model>|<isl>/<osl>`` or ``<model>|agentic_traces``."""
+def _workload_key(model: str, isl: int | None, osl: int | None, benchmark_type: str | None,
+                  stat: str | None) -> str:
+    """A workload's key in the page: ``<model>|<isl>/<osl>`` or ``<model>|agentic_traces``, followed by
+    ``|<x_intvty_stat>`` when the sides are drawn on another statistic than their benchmark type's own axis
+    (``points.PREFERRED_X_STAT``: an agentic run on the stand-in, an LLMPerf run on E2E-normalized interactivity),
+    so one chart never mixes two x-axis statistics (docs/metrics.md section 4a)."""
     kind = benchmark_type or FIXED_SEQ
-    return f"{model}|{isl}/{osl}" if kind == FIXED_SEQ else f"{model}|{kind}"
+    key = f"{model}|{isl}/{osl}" if kind == FIXED_SEQ else f"{model}|{kind}"
+    return key if stat == PREFERRED_X_STAT.get(kind) else f"{key}|{stat}"
 
 
 def _has_values(table: pa.Table, column: str) -> bool:
@@ -278,7 +295,7 @@ def _unofficial(table: pa.Table | None, present: Sequence[str], date, config) ->
     for i, row in enumerate(table.to_pylist()):
         cols = out[row["price_book"]]
         cols.setdefault("workload", []).append(_workload_key(row["model"], row["isl"], row["osl"],
-                                                             row.get("benchmark_type")))
+                                                             row.get("benchmark_type"), row.get("x_intvty_stat")))
         cols.setdefault("label", []).append(side_label(row["hw"], row["precision"], row["framework"],
                                                        row["spec_decoding"], bool(disagg[i])))
     return out
@@ -342,7 +359,8 @@ def explorer_page(data: Mapping[str, Any], title: str = "Explorer", unofficial_n
     quarantined = ""
     if data.get("quarantined"):
         items = "".join(f"<li><code>{html_text(q['file'])}</code>: {html_text(q['reason'])}"
-                        f"{' — ' + html_text(q['detail']) if q.get('detail') else ''}</li>" for q in data["quarantined"])
+                        f"{' — ' + html_text(q['detail']) if q.get('detail') else ''}</li>"
+                        for q in data["quarantined"])
         quarantined = (f"<section id='quarantined'><h2>Files not drawn ({len(data['quarantined'])})</h2>"
                        f"<p class='sub'>Quarantined by the pipeline's checks, with the reason</p><ul>{items}</ul>"
                        "</section>")
@@ -369,8 +387,8 @@ def explorer_page(data: Mapping[str, Any], title: str = "Explorer", unofficial_n
         "<button type='button' id='download-csv'>Table as CSV</button>"
         "<button type='button' id='copy-link'>Link to this view</button><span id='link-text' class='hint'></span>"
         "</div>"
-        "<div class='chart' id='explorer-chart-box'><canvas id='explorer-chart' role='img' aria-label='frontiers of the chosen sides'>"
-        "</canvas></div>"
+        "<div class='chart' id='explorer-chart-box'><canvas id='explorer-chart' role='img' "
+        "aria-label='frontiers of the chosen sides'></canvas></div>"
         "<p id='chart-note' class='hint'></p>"
         "<h2>Matched interactivity</h2>"
         "<div class='controls'><label>Side A <select id='pair-a'></select></label>"
@@ -388,8 +406,8 @@ def explorer_page(data: Mapping[str, Any], title: str = "Explorer", unofficial_n
         "<h2>Trend over run dates</h2>"
         "<div class='controls'><label>Trend target <input id='trend-target' type='number' min='0' step='any'> "
         "tok/s/user</label></div>"
-        "<div class='chart' id='trend-chart-box'><canvas id='trend-chart' role='img' aria-label='trend of the chosen sides over run "
-        "dates'></canvas></div>"
+        "<div class='chart' id='trend-chart-box'><canvas id='trend-chart' role='img' "
+        "aria-label='trend of the chosen sides over run dates'></canvas></div>"
         "<p class='hint'>Each day's frontier (every line's latest sweep as of that day) read at the target inside "
         "its measured range; a day whose frontier does not reach the target is a gap, never clamped. Triangles "
         "mark the regressions mart's changes (found at its own trend target).</p>"

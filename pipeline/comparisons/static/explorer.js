@@ -125,15 +125,13 @@
       var said = R.sentenceRule(names.a, names.b, c.a, c.b, "hyperscaler",
                                 [c.a.cell_note, c.b.cell_note].filter(function (n) { return n; }).join("; "));
       ["a", "b"].forEach(function (k) {
-        var side = SIDES[state[k]];
+        var side = SIDES[state[k]], w = DATA.workloads.filter(function (x) { return x.key === side.workload; })[0];
         var row = Object.assign({}, c[k], {
-          price_book: state.book, price_book_version: DATA.books[state.book], model: side.workload.split("|")[0],
-          isl: null, osl: null, side: k, side_label: side.label, side_id: side.side_id, hw: side.hw,
-          precision: side.precision, spec_decoding: side.spec_decoding, framework: side.framework,
+          price_book: state.book, price_book_version: DATA.books[state.book], model: w.model, isl: w.isl,
+          osl: w.osl, benchmark_type: w.benchmark_type, side: k, side_label: side.label, side_id: side.side_id,
+          hw: side.hw, precision: side.precision, spec_decoding: side.spec_decoding, framework: side.framework,
           disagg: side.disagg, target_index: i + 1, target_intvty: c.target,
           band_phrase: FR.bandPhrase(c.target, band.display), cost_sentence: said.cost, tput_sentence: said.tput});
-        var w = DATA.workloads.filter(function (x) { return x.key === side.workload; })[0];
-        row.model = w.model; row.isl = w.isl; row.osl = w.osl; row.benchmark_type = w.benchmark_type;
         lines.push(DATA.csv_columns.map(function (col) { return FR.csvField(row[col]); }).join(","));
       });
     });
@@ -172,7 +170,11 @@
   }
 
   // --- the frontier chart -----------------------------------------------------------------------------------------
-  function color(i) { return COLORS[i % COLORS.length]; }
+  // a chosen side's colour, by its place among the chosen sides (the same in both charts and the side list)
+  function colorOf(id) {
+    var i = state.sides.indexOf(id);
+    return i < 0 ? "#adb5bd" : COLORS[i % COLORS.length];
+  }
 
   // a point's 95 % interval on the chosen axes: tok/s/GPU and each tier's cost (its price over the tok/s/GPU
   // bounds, confidence.py) on y, median interactivity on the frontier's axis on x
@@ -193,8 +195,8 @@
     return out;
   }
 
-  function frontierSets(side, i) {
-    var f = side.frontier[state.book], sets = [], c = color(i);
+  function frontierSets(side) {
+    var f = side.frontier[state.book], sets = [], c = colorOf(side.id);
     if (!f) return sets;
     if (state.runs && side.runs[state.book]) {
       var r = side.runs[state.book], pts = [];
@@ -304,7 +306,7 @@
   function renderChart() {
     var sets = [];
     state.sides.forEach(function (id) {
-      sets = sets.concat(frontierSets(SIDES[id], DATA.sides.indexOf(SIDES[id])));
+      sets = sets.concat(frontierSets(SIDES[id]));
     });
     var u = unofficialSet();
     if (u) sets.push(u);
@@ -333,6 +335,8 @@
   // --- the trend chart (trends.py's rule through frontier-rules.js) ------------------------------------------------
   function trendMetric() { return DATA.trend_metrics.indexOf(state.y) >= 0 ? state.y : "tput_per_gpu"; }
 
+  // Each side's line holds its own run dates only ({x: date, y}): it joins consecutive dates the side ran on and
+  // breaks where a day's frontier does not reach the target (y null: the trend rule's gap).
   function renderTrend() {
     var metric = trendMetric(), dates = {};
     state.sides.forEach(function (id) {
@@ -340,23 +344,26 @@
     });
     var labelsX = Object.keys(dates).sort(), sets = [];
     state.sides.forEach(function (id) {
-      var side = SIDES[id], c = color(DATA.sides.indexOf(side)), byDate = {};
-      (side.trend[state.book] || []).forEach(function (d) { byDate[d.date] = R.trendValue(d, metric, state.trend); });
-      var values = labelsX.map(function (d) { return byDate[d] === undefined ? null : byDate[d]; });
-      sets.push({type: "line", label: side.label, data: values, borderColor: c, backgroundColor: c, spanGaps: false,
-                 pointRadius: 3, sideId: id});
-      var marks = labelsX.map(function () { return null; }), info = labelsX.map(function () { return null; });
-      side.regressions.filter(function (g) { return g.price_book === state.book; }).forEach(function (g) {
-        var at = labelsX.indexOf(g.first_bad_date);
-        if (at < 0) return;
-        marks[at] = values[at] !== null ? values[at] : 0;
-        info[at] = (info[at] ? info[at] + "; " : "") + g.direction + " (" + g.status + "): " + g.metric + " " +
-          g.change + " at " + fmtG(g.target_intvty) + " tok/s/user";
+      var side = SIDES[id], c = colorOf(id), byDate = {};
+      var days = side.trend[state.book] || [];
+      var values = days.map(function (d) {
+        byDate[d.date] = R.trendValue(d, metric, state.trend);
+        return {x: d.date, y: byDate[d.date]};
       });
-      if (marks.some(function (v) { return v !== null; })) {
+      sets.push({type: "line", label: side.label, data: values, borderColor: c, backgroundColor: c, spanGaps: false,
+                 pointRadius: 4, sideId: id});
+      var marks = [];
+      side.regressions.filter(function (g) { return g.price_book === state.book; }).forEach(function (g) {
+        if (labelsX.indexOf(g.first_bad_date) < 0) return;
+        var y = byDate[g.first_bad_date];
+        marks.push({x: g.first_bad_date, y: y === null || y === undefined ? 0 : y,
+                    info: g.direction + " (" + g.status + "): " + g.metric + " " + g.change + " at " +
+                          fmtG(g.target_intvty) + " tok/s/user"});
+      });
+      if (marks.length) {
         sets.push({type: "line", label: side.label + " regressions", data: marks, showLine: false,
                    pointStyle: "triangle", pointRadius: 9, borderColor: "#000", backgroundColor: c,
-                   regressionInfo: info, regressionMarks: true});
+                   regressionMarks: true});
       }
     });
     var canvas = document.getElementById("trend-chart");
@@ -368,10 +375,7 @@
         scales: {x: {type: "category", title: {display: true, text: "run date"}},
                  y: {type: state.ys, beginAtZero: state.ys === "linear",
                      title: {display: true, text: Y_LABELS[metric] + " at " + fmtG(state.trend) + " tok/s/user"}}},
-        plugins: {tooltip: {callbacks: {afterLabel: function (ctx) {
-          var info = ctx.dataset.regressionInfo;
-          return info && info[ctx.dataIndex] ? info[ctx.dataIndex] : "";
-        }}}},
+        plugins: {tooltip: {callbacks: {afterLabel: function (ctx) { return ctx.raw.info || ""; }}}},
       },
     });
   }
@@ -404,7 +408,7 @@
       box.checked = state.sides.indexOf(s.id) >= 0;
       var label = el("label", null, {"class": "side-choice"});
       var swatch = el("span", "■ ", {"class": "swatch"});
-      swatch.style.color = color(DATA.sides.indexOf(s));
+      swatch.style.color = colorOf(s.id);
       label.append(box, swatch, document.createTextNode(s.label + " (" + s.side_runs + " runs)"));
       return label;
     }));

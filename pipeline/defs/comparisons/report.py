@@ -167,12 +167,14 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
     pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The index lists the
     open regressions and improvements of ``comparisons/regressions`` (status new or ongoing) in a section of its
-    own.
+    own, and links ``report/explorer.html``: every fully specified side's frontier overlaid on any metric, any two
+    compared at typed targets, trends with the regressions marked (``comparisons.explorer``, docs/explorer.md).
 
     Runs with per-request data get ``report/requests/<run_id>.png`` (TTFT and TPOT CDFs, 640×240) and
     ``report/requests/index.html`` listing them with their SLO outcomes (``comparisons.report.build_request_pages``).
 
-    UI metadata: ``index`` (path), ``pages`` (count), ``runs_with_latency_cdfs`` and ``frontier_charts``: every
+    UI metadata: ``index`` (path), ``pages`` (count: the comparison pages and the explorer),
+    ``runs_with_latency_cdfs`` and ``frontier_charts``: every
     comparison's chart (price book ``inferencex-seed``; the first ``MAX_CHARTS_IN_UI`` = 24 when there are more, the
     Markdown says so) under its full title, in the index's order (headlines first), as inline PNGs (matplotlib,
     drawn for this metadata only)."""
