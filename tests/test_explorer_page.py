@@ -397,3 +397,40 @@ def test_table_cells_equal_python_compare_for_50_random_pairs(explorer_site, bro
         assert page.locator("#sentence-3").inner_text() == headline(middle) + "."
         pairs += 1
     assert log["errors"] == []
+
+
+def test_regressions_mart_rows_mark_their_sides_trend(explorer_site, browser, tmp_path):
+    """A frontier series' row of the regressions mart is a triangle on its side's trend at its first bad date, in
+    its price book only, its change in the tooltip text (``regressions.change_text``); the sample has no
+    regression, so the row is made for one side's group and date."""
+    import datetime as dt
+
+    from pipeline.comparisons.explorer import explorer_data, write_explorer
+    from pipeline.comparisons.regressions import change_text
+
+    _, marts = explorer_site
+    runs = read_mart(marts, "runs")
+    trend = next(r for r in read_mart(marts, "trends").to_pylist()
+                 if r["hw"] == "b200" and r["framework"] == "sglang" and r["precision"] == "fp4"
+                 and r["price_book"] == DEFAULT_PRICE_BOOK)
+    row = {"series_kind": "frontier", **{k: trend[k] for k in ("model", "isl", "osl", "hw", "framework", "precision",
+                                                                 "spec_decoding", "benchmark_type", "x_intvty_stat")},
+           "price_book": DEFAULT_PRICE_BOOK, "metric": "tput_per_gpu", "direction": "regression", "status": "new",
+           "first_bad_date": trend["run_date"], "mean_before": 1000.0, "mean_after": 800.0, "magnitude_pct": -20.0,
+           "target_intvty": 35.0}
+    elsewhere = {**row, "price_book": OTHER_BOOK, "first_bad_date": dt.date(2020, 1, 1)}
+    data_ = explorer_data(runs, DEFAULT_PRICE_BOOK, [row, elsewhere])
+    side = next(s for s in data_["sides"] if s["hw"] == "b200" and s["framework"] == "sglang"
+                and s["precision"] == "fp4" and s["spec_decoding"] == trend["spec_decoding"])
+    page_path = write_explorer(data_, tmp_path / "report")
+    page = browser.new_page()
+    page.goto(page_path.as_uri() + f"#w={side['workload']}&s={side['id']}".replace("|", "%7C").replace("/", "%2F"))
+    page.wait_for_function("window.__explorer !== undefined")
+    marks = shown(page, "e.trendChart.data.datasets.filter(d => d.regressionMarks).map(d => d.data)")
+    line = shown(page, "e.trendChart.data.datasets.filter(d => d.sideId)[0].data")
+    on_day = next(p["y"] for p in line if p["x"] == str(trend["run_date"]))
+    # at the day's value, or at the axis's foot where the day's frontier does not reach the target
+    assert marks == [[{"x": str(trend["run_date"]), "y": 0 if on_day is None else on_day,
+                       "info": f"regression (new): tput_per_gpu {change_text(row)} at 35 tok/s/user"}]]
+    page.select_option("#price-book", OTHER_BOOK)  # the other book's row names a date the side has no trend on
+    assert shown(page, "e.trendChart.data.datasets.filter(d => d.regressionMarks).length") == 0
