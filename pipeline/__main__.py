@@ -46,7 +46,7 @@ def _progress(done: int, total: int, label: str, seconds: float) -> str:
     return f"[{'#' * filled}{'-' * (width - filled)}] {done:>2}/{total} {label:<60} {seconds:5.1f} s"
 
 
-def materialize_all(instance, run_config: dict | None = None, on_step=None, on_failure=None):
+def materialize_all(instance, run_config: dict | None = None, on_step=None, on_failure=None, asset_selection=None):
     """Materialize every asset and run every check as one Dagster run of the job ``refresh_all``, over every
     run-date partition of PIPELINE_RAW_DIR.
 
@@ -63,6 +63,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
             failed step), ``seconds`` the wall time since the previous step ended.
         on_failure: called with the Dagster event of each failed step (``STEP_FAILURE``) and each failed blocking
             check (``ASSET_CHECK_EVALUATION``) as it happens, before ``on_step`` for that step.
+        asset_selection: the asset keys to materialize (with their checks), e.g. the stages up to the metrics
+            (``python -m pipeline overlay``); None = every asset. A subset never reaches
+            ``comparisons/published_marts``, so it publishes nothing.
     Returns:
         The run's ``ExecuteInProcessResult``.
     Raises:
@@ -105,6 +108,7 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
     generation = cli_generation_id()
     result = job.execute_in_process(
         instance=instance, run_config=run_config or {}, raise_on_error=False, run_id=run_id,
+        **({"asset_selection": list(asset_selection)} if asset_selection is not None else {}),
         # the ingest reads the folder as the discovery just scanned it, from the parse cache (no second scan)
         tags={GENERATION_TAG: generation, **all_partitions_tags(instance),
               **({SNAPSHOT_TAG: snapshot} if snapshot else {})},

@@ -164,7 +164,8 @@ def test_every_command_and_option_has_help():
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     helps = {c.dest: c.help for c in subparsers._choices_actions}
-    assert set(helps) == {"run", "compare", "report", "regressions", "partitions", "docs", "sample"} and all(helps.values())
+    assert set(helps) == {"run", "compare", "report", "regressions", "overlay", "partitions", "docs",
+                          "sample"} and all(helps.values())
     for name, sub in subparsers.choices.items():
         assert sub.description, name
         for action in sub._actions:

@@ -2,8 +2,9 @@
 pipeline, drawn as unofficial points on the explorer page over the published marts, without writing the published
 marts or the warehouse.
 
-The folder goes through the whole pipeline (``materialize_all``: the same ingest, validation and metric rules, the
-same quarantine) against a temporary warehouse and mart folder that are deleted afterwards; its accepted runs
+The folder goes through the pipeline's ingest, validate and metrics stages (``materialize_all`` with those assets:
+the same parsing, validation and metric rules, the same quarantine) against a temporary warehouse and mart folder
+that are deleted afterwards; its accepted runs
 (``run_metrics``) and its quarantine rows are read from that temporary warehouse. The explorer page
 (``pipeline.comparisons.explorer``) is built from the published ``runs/`` and ``regressions`` marts of
 ``PIPELINE_OUT_DIR`` (read only) with those runs as unofficial points: a marker and a legend entry of their own,
@@ -25,6 +26,8 @@ import pyarrow as pa
 
 # The environment the pipeline reads its paths from, pointed at the temporary folders for the overlay's run.
 _PATH_VARIABLES = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH")
+# The stages the overlay runs on the user's folder: what reads, checks and measures runs (docs/architecture.md).
+CHECKING_GROUPS = ("ingest", "validate", "metrics")
 
 
 @contextmanager
@@ -42,8 +45,18 @@ def _paths(raw_dir: Path, out_dir: Path, db_path: Path):
                 os.environ[name] = value
 
 
+def checking_assets() -> list:
+    """The asset keys of the stages that read and check a folder (``CHECKING_GROUPS``: ingest, validate,
+    metrics): the overlay's run stops there (no frontier, comparison, report or publish of its own)."""
+    from pipeline.definitions import defs
+
+    return [key for assets in defs().resolve_asset_graph().assets_defs for key in assets.keys
+            if assets.group_names_by_key.get(key) in CHECKING_GROUPS]
+
+
 def check_folder(raw_dir: Path) -> tuple[pa.Table, list[dict]]:
-    """Run ``raw_dir`` through the pipeline against a temporary warehouse and mart folder (deleted on return).
+    """Run ``raw_dir`` through the pipeline's checking stages (``checking_assets``) against a temporary warehouse
+    and mart folder (deleted on return).
 
     Args:
         raw_dir: a folder of result files, sidecars and ``runs.csv`` (searched recursively, as ``PIPELINE_RAW_DIR``).
@@ -69,7 +82,8 @@ def check_folder(raw_dir: Path) -> tuple[pa.Table, list[dict]]:
             causes: list[str] = []
             result = materialize_all(
                 dg.DagsterInstance.ephemeral(), {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
-                on_failure=lambda event: causes.append(failure_line(event) or event.event_type_value))
+                on_failure=lambda event: causes.append(failure_line(event) or event.event_type_value),
+                asset_selection=checking_assets())
         if not db_path.is_file():
             raise RuntimeError(f"overlay: {raw_dir} was not read: {'; '.join(causes) or 'the run stopped'}")
         with duckdb.connect(str(db_path), read_only=True) as conn:
