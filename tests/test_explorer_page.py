@@ -122,6 +122,18 @@ def test_every_control_changes_what_it_should(explorer_site, browser):
     assert first not in frontier_labels(page) and len(frontier_labels(page)) == 3
     page.locator(f"#side-list input[value='{extra}']").check()
     assert frontier_labels(page)[-1] == extra and len(frontier_labels(page)) == 4
+    # the filter narrows the list to the sides whose label holds every word; untick all empties the chart
+    page.fill("#side-filter", "b200 FP4")
+    visible = page.locator("#side-list label:visible").all_inner_texts()
+    assert visible and all("B200 FP4" in text for text in visible)
+    assert len(visible) < page.locator("#side-list label").count()
+    page.fill("#side-filter", "")
+    chosen_now = shown(page, "e.state.sides")
+    page.click("#clear-sides")
+    assert frontier_labels(page) == [] and shown(page, "e.cells") == []
+    for side_id in chosen_now:
+        page.locator(f"#side-list input[value='{side_id}']").check()
+    assert frontier_labels(page) == chosen_now
     # y metric: the frontier points are the side's cost points; the axis says so
     page.select_option("#y-metric", "cost_per_mtok_rental")
     points = shown(page, "e.chart.data.datasets.filter(d => d.errorBars)[0].data.map(p => p.y)")
@@ -259,7 +271,9 @@ def test_a_copied_link_reopens_the_same_view(explorer_site, browser):
     page.uncheck("#show-runs")
     page.fill("#target-1", "21.25")
     page.fill("#trend-target", "40")
-    state, csv_text, link = shown(page, "e.state"), shown(page, "e.csv"), page.url
+    page.click("#copy-link")  # the link shown (and offered to the clipboard) is the page's address with the view
+    state, csv_text, link = shown(page, "e.state"), shown(page, "e.csv"), page.locator("#link-text").inner_text()
+    assert link == page.url and link.split("#", 1)[1] == shown(page, "e.hash")[1:]
     assert state["workload"] == workload and ids[0] not in state["sides"]
     again, log = open_explorer(browser, base, hash_="#" + link.split("#", 1)[1])
     assert shown(again, "e.state") == state

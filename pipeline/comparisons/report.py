@@ -57,7 +57,7 @@ font-size:.9rem}.chart{position:relative;height:480px;border:1px solid #dee2e6;m
 #comparison-list li{margin:.35rem 0}.kind{display:inline-block;min-width:11rem;color:#6c757d}
 .headline-tag{background:#1c7ed6;color:#fff;border-radius:3px;padding:0 .3rem;font-size:.8rem}
 .scroll{overflow-x:auto;max-width:100%}.scroll table{width:auto;min-width:100%}fieldset.controls{display:block}
-.side-choice{display:inline-block;margin:.15rem .8rem .15rem 0}.swatch{font-size:1.1rem}
+.side-choice{display:inline-block;margin:.15rem .8rem .15rem 0}.side-choice[hidden]{display:none}.swatch{font-size:1.1rem}
 @media (max-width:600px){body{margin:1rem auto;padding:0 .5rem}.chart{height:360px}.controls select{max-width:100%}}
 """
 

@@ -412,11 +412,21 @@
       label.append(box, swatch, document.createTextNode(s.label + " (" + s.side_runs + " runs)"));
       return label;
     }));
+    filterSides();
     var chosen = state.sides.map(function (id) { return [id, SIDES[id].label]; });
     fillSelect(document.getElementById("pair-a"), chosen, state.a);
     fillSelect(document.getElementById("pair-b"), chosen, state.b);
     var trend = document.getElementById("trend-target");
     if (document.activeElement !== trend) trend.value = String(state.trend);
+  }
+
+  // the side list narrowed to the labels holding every word typed in the filter (the chosen sides stay chosen)
+  function filterSides() {
+    var words = document.getElementById("side-filter").value.toLowerCase().split(/\s+/).filter(Boolean);
+    document.querySelectorAll("#side-list label").forEach(function (label) {
+      var text = label.textContent.toLowerCase();
+      label.hidden = !words.every(function (w) { return text.indexOf(w) >= 0; });
+    });
   }
 
   function render() {
@@ -459,6 +469,8 @@
         .map(function (b) { return b.value; });
       update({sides: chosen});
     });
+    on("side-filter", "input", filterSides);
+    on("clear-sides", "click", function () { update({sides: []}); });
     on("pair-a", "change", function (e) { update({a: e.target.value, targets: null}); });
     on("pair-b", "change", function (e) { update({b: e.target.value, targets: null}); });
     [1, 2, 3].forEach(function (i) {
