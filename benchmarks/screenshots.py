@@ -49,7 +49,7 @@ def pipeline_paths(raw: Path, out: Path, db: Path):
 
 def marts_of(raw: Path, folder: Path) -> Path:
     """The marts of ``raw`` through the whole pipeline in ``folder`` (reused when ``folder/marts`` has a report),
-    with the report's scripts copied from this checkout."""
+    with the explorer page written again from the warehouse by this checkout's code."""
     import dagster as dg
 
     from pipeline.__main__ import materialize_all
@@ -61,10 +61,16 @@ def marts_of(raw: Path, folder: Path) -> Path:
                                      {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
         if not result.success:
             sys.exit(f"screenshots: the pipeline failed on {raw}")
-    from pipeline.comparisons.report import STATIC_DIR, STATIC_SCRIPTS
+    # kept marts show the explorer of this checkout, not of the run that wrote them: rebuilt from the warehouse
+    import duckdb
 
-    for name in STATIC_SCRIPTS:  # kept marts show the scripts of this checkout, not of the run that wrote them
-        shutil.copyfile(STATIC_DIR / name, out / "report" / "assets" / name)
+    from pipeline.comparisons.explorer import explorer_data, write_explorer
+    from pipeline.comparisons.report import REPORT_PRICE_BOOK
+    from pipeline.defs.comparisons.report import explorer_runs
+
+    with duckdb.connect(str(folder / "warehouse.duckdb"), read_only=True) as conn:
+        changes = conn.sql("select * from regressions").to_arrow_table().to_pylist()
+        write_explorer(explorer_data(explorer_runs(conn), REPORT_PRICE_BOOK, changes), out / "report")
     return out
 
 

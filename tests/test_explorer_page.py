@@ -7,6 +7,7 @@ not recomputed here)."""
 
 import base64
 import csv
+import datetime as dt
 import functools
 import http.server
 import io
@@ -193,8 +194,10 @@ def test_every_control_changes_what_it_should(explorer_site, browser):
     for side_id in shown(page, "e.state.sides"):
         s = sides[side_id]
         got = shown(page, f"e.trendChart.data.datasets.filter(d => d.sideId === {side_id!r})[0].data")
-        assert [p["x"] for p in got] == [d["date"] for d in s["trend"].get(DEFAULT_PRICE_BOOK, [])]  # its own dates
-        for date, value in ((p["x"], p["y"]) for p in got):
+        assert [p["date"] for p in got] == [d["date"] for d in s["trend"].get(DEFAULT_PRICE_BOOK, [])]  # its dates
+        # x is the date's day number: dates are as far apart on the axis as in time
+        assert [p["x"] for p in got] == [(dt.date.fromisoformat(p["date"]) - dt.date(1970, 1, 1)).days for p in got]
+        for date, value in ((p["date"], p["y"]) for p in got):
             row = next((r for r in trends if str(r["run_date"]) == date and r["hw"] == s["hw"]
                         and r["precision"] == s["precision"] and r["framework"] == s["framework"]
                         and r["spec_decoding"] == s["spec_decoding"] and r["model"] == s["workload"].split("|")[0]
@@ -417,8 +420,6 @@ def test_regressions_mart_rows_mark_their_sides_trend(explorer_site, browser, tm
     """A frontier series' row of the regressions mart is a triangle on its side's trend at its first bad date, in
     its price book only, its change in the tooltip text (``regressions.change_text``); the sample has no
     regression, so the row is made for one side's group and date."""
-    import datetime as dt
-
     from pipeline.comparisons.explorer import explorer_data, write_explorer
     from pipeline.comparisons.regressions import change_text
 
@@ -442,9 +443,10 @@ def test_regressions_mart_rows_mark_their_sides_trend(explorer_site, browser, tm
     page.wait_for_function("window.__explorer !== undefined")
     marks = shown(page, "e.trendChart.data.datasets.filter(d => d.regressionMarks).map(d => d.data)")
     line = shown(page, "e.trendChart.data.datasets.filter(d => d.sideId)[0].data")
-    on_day = next(p["y"] for p in line if p["x"] == str(trend["run_date"]))
+    on_day = next(p["y"] for p in line if p["date"] == str(trend["run_date"]))
     # at the day's value, or at the axis's foot where the day's frontier does not reach the target
-    assert marks == [[{"x": str(trend["run_date"]), "y": 0 if on_day is None else on_day,
+    assert marks == [[{"x": (trend["run_date"] - dt.date(1970, 1, 1)).days, "date": str(trend["run_date"]),
+                       "y": 0 if on_day is None else on_day,
                        "info": f"regression (new): tput_per_gpu {change_text(row)} at 35 tok/s/user"}]]
     page.select_option("#price-book", OTHER_BOOK)  # the other book's row names a date the side has no trend on
     assert shown(page, "e.trendChart.data.datasets.filter(d => d.regressionMarks).length") == 0

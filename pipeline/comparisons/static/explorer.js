@@ -335,28 +335,28 @@
   // --- the trend chart (trends.py's rule through frontier-rules.js) ------------------------------------------------
   function trendMetric() { return DATA.trend_metrics.indexOf(state.y) >= 0 ? state.y : "tput_per_gpu"; }
 
-  // Each side's line holds its own run dates only ({x: date, y}): it joins consecutive dates the side ran on and
-  // breaks where a day's frontier does not reach the target (y null: the trend rule's gap).
+  // a run date as a day number (days since 1970-01-01, UTC) and back: the trend's x-axis is linear in time, so
+  // dates months apart are drawn months apart
+  function dayNumber(iso) { var p = iso.split("-"); return Date.UTC(+p[0], +p[1] - 1, +p[2]) / 864e5; }
+  function isoDate(day) { return new Date(Math.round(day) * 864e5).toISOString().slice(0, 10); }
+
+  // Each side's line holds its own run dates only ({x: day number, y, date}): it joins consecutive dates the side
+  // ran on and breaks where a day's frontier does not reach the target (y null: the trend rule's gap).
   function renderTrend() {
-    var metric = trendMetric(), dates = {};
-    state.sides.forEach(function (id) {
-      (SIDES[id].trend[state.book] || []).forEach(function (d) { dates[d.date] = true; });
-    });
-    var labelsX = Object.keys(dates).sort(), sets = [];
+    var metric = trendMetric(), sets = [];
     state.sides.forEach(function (id) {
       var side = SIDES[id], c = colorOf(id), byDate = {};
-      var days = side.trend[state.book] || [];
-      var values = days.map(function (d) {
+      var values = (side.trend[state.book] || []).map(function (d) {
         byDate[d.date] = R.trendValue(d, metric, state.trend);
-        return {x: d.date, y: byDate[d.date]};
+        return {x: dayNumber(d.date), y: byDate[d.date], date: d.date};
       });
       sets.push({type: "line", label: side.label, data: values, borderColor: c, backgroundColor: c, spanGaps: false,
                  pointRadius: 4, sideId: id});
       var marks = [];
       side.regressions.filter(function (g) { return g.price_book === state.book; }).forEach(function (g) {
-        if (labelsX.indexOf(g.first_bad_date) < 0) return;
+        if (!(g.first_bad_date in byDate)) return;  // a change is marked on a date of the side's trend
         var y = byDate[g.first_bad_date];
-        marks.push({x: g.first_bad_date, y: y === null || y === undefined ? 0 : y,
+        marks.push({x: dayNumber(g.first_bad_date), y: y === null ? 0 : y, date: g.first_bad_date,
                     info: g.direction + " (" + g.status + "): " + g.metric + " " + g.change + " at " +
                           fmtG(g.target_intvty) + " tok/s/user"});
       });
@@ -369,13 +369,15 @@
     var canvas = document.getElementById("trend-chart");
     if (trendChart) trendChart.destroy();
     trendChart = new Chart(canvas, {
-      data: {labels: labelsX, datasets: sets}, plugins: [backgroundPlugin],
+      data: {datasets: sets}, plugins: [backgroundPlugin],
       options: {
-        animation: false, responsive: true, maintainAspectRatio: false,
-        scales: {x: {type: "category", title: {display: true, text: "run date"}},
+        animation: false, responsive: true, maintainAspectRatio: false, parsing: false,
+        scales: {x: {type: "linear", title: {display: true, text: "run date"},
+                     ticks: {callback: function (v) { return isoDate(v); }, maxRotation: 0, autoSkipPadding: 12}},
                  y: {type: state.ys, beginAtZero: state.ys === "linear",
                      title: {display: true, text: Y_LABELS[metric] + " at " + fmtG(state.trend) + " tok/s/user"}}},
-        plugins: {tooltip: {callbacks: {afterLabel: function (ctx) { return ctx.raw.info || ""; }}}},
+        plugins: {tooltip: {callbacks: {title: function (items) { return items.length ? items[0].raw.date : ""; },
+                                        afterLabel: function (ctx) { return ctx.raw.info || ""; }}}},
       },
     });
   }
