@@ -145,12 +145,17 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
                         "label", "side_id" (Side.side_id), "x_intvty_stat", "band": [min, max] (tok/s/user, every
                         current run of the side), "side_runs", "excluded_runs",
                         "frontier": {book: report.frontier_data(...) plus "axes": {column: [per point]} (the
-                                     point's run's values of RUN_COLUMNS) and "point_ci": {column: [per point]}},
+                                     point's run's values of RUN_COLUMNS; x_intvty, conc and the splined metrics
+                                     the frontier's own), "point_ci": {tput_per_gpu_ci_lo/hi,
+                                     median_intvty_ci_lo/hi: [per point, null without repeats]} and "repeat_n":
+                                     [per point]},
                         "runs": {book: {column: [per run]} (RUN_COLUMNS, "file", "date", "config")},
-                        "trend": {book: [{"date": "YYYY-MM-DD", "x": [...], "metrics": {m: [...]}}]},
+                        "trend": {book: [{"date": "YYYY-MM-DD", "x": [tok/s/user], "metrics": {TREND_METRICS
+                                  name: [per point]}}]} (the day's frontier, trends.trend_frontiers),
                         "regressions": [{"price_book", "metric", "direction", "status", "first_bad_date",
                                          "change", "target_intvty"}]}],
-             "unofficial": {book: {column: [per run], "workload": [...], "label": [...]}},
+             "unofficial": {book: {column: [per run] (RUN_COLUMNS, "file", "date", "config"), "workload": [...],
+                                   "label": [...]}},
              "quarantined": [{"file", "reason", "detail"}]}
 
         Floats as the marts hold them (JSON keeps every bit); a missing value is null.
