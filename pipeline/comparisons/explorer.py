@@ -119,19 +119,24 @@ def _disagg_column(table: pa.Table) -> pa.ChunkedArray | pa.Array:
 
 def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mapping[str, Any]] = (),
                   unofficial: pa.Table | None = None, quarantined: Sequence[Mapping[str, Any]] = (),
-                  trend_target: float = DEFAULT_TARGET_INTVTY) -> dict[str, Any]:
+                  trend_target: float = DEFAULT_TARGET_INTVTY,
+                  trends: Mapping[bool, pa.Table] | None = None) -> dict[str, Any]:
     """What the explorer page's script reads (embedded as JSON, ``report.json_script``).
 
     Args:
         runs: ``run_metrics`` rows (the ``runs/`` mart's columns), every price book, superseded runs included (the
-            trend needs the history): ``FRONTIER_INPUT_COLUMNS``, ``run_date`` (date or null), ``superseded_by``,
-            ``disagg`` (bool, null = aggregated, optional) and of ``RUN_COLUMNS`` those the runs have.
+            trend needs the history, unless ``trends`` is given): ``FRONTIER_INPUT_COLUMNS``, ``run_date`` (date
+            or null), ``superseded_by``, ``disagg`` (bool, null = aggregated, optional) and of ``RUN_COLUMNS`` those
+            the runs have.
         default_book: the price book the page opens with (the first book in name order when no run has it).
         regressions: ``regressions`` mart rows (``REGRESSION_SCHEMA``); those of frontier series are drawn on the
             trend of the side of their frontier group (``FRONTIER_GROUP``), in their price book.
         unofficial: runs of the same shape to draw as unofficial points (``python -m pipeline overlay``), or None.
         quarantined: the unofficial files' quarantine rows (``source_file``, ``reason_code``, ``detail``), listed.
         trend_target: the trend chart's first target (tok/s/user).
+        trends: ``trend_points`` of the history, when the caller built them (the report asset, from slices of the
+            warehouse as the trends asset reads it, so ``runs`` need only hold the current runs); None builds them
+            from ``runs``.
     Returns:
         A JSON-ready dict::
 
@@ -190,7 +195,7 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
         table = current.filter(pc.equal(disagg, split))
         for row in build_frontiers(table.select(FRONTIER_INPUT_COLUMNS), sides).to_pylist():
             frontier_rows[(row["side_id"], split)][row["price_book"]].append(row)
-    trends = _side_trends(runs)
+    trends = _side_trends(trend_points(runs) if trends is None else trends)
     changes = _frontier_changes(regressions, change_text)
     workloads: dict[str, dict[str, Any]] = {}
     out_sides = []
@@ -306,24 +311,40 @@ def _unofficial(table: pa.Table | None, present: Sequence[str], date, config) ->
     return out
 
 
-def _side_trends(runs: pa.Table) -> dict[tuple[tuple, bool], dict[str, list[dict[str, Any]]]]:
-    """Each frontier group's frontiers day by day (``trends.trend_frontiers`` over the dated runs that are not
-    off nominal, as the trends asset reads them), split by ``disagg``: {(group key ``GROUP_KEYS`` values,
-    disagg): {price_book: [{"date", "x", "metrics"}]}} in date order."""
+# The run_metrics columns the day-by-day frontiers read (trends.trend_frontiers), as the trends asset reads them.
+TREND_COLUMNS = ("price_book", "run_date", "run_id", "line_id", "sweep_id", "x_intvty", "median_intvty", "conc",
+                 *GROUP_KEYS, *(m for m in TREND_METRICS if m != "concurrency"))
+
+
+def trend_points(runs: pa.Table) -> dict[bool, pa.Table]:
+    """Each frontier group's frontier day by day, split by ``disagg``: {disagg: ``trends.trend_frontiers`` of the
+    runs that are dated and not off nominal (as the trends asset reads them) with that ``disagg``}, each table's
+    columns ``trend_frontiers``' (a split with no run is absent).
+
+    Args:
+        runs: ``run_metrics`` rows with ``TREND_COLUMNS``, ``length_off_nominal`` and optionally ``disagg``
+            (null = aggregated), the history included.
+    """
     if runs.num_rows == 0 or "run_date" not in runs.column_names:
         return {}
-    dated = runs.filter(pc.and_(pc.is_valid(runs["run_date"]),
-                                pc.invert(pc.fill_null(runs["length_off_nominal"], False))))
+    # as the trends asset's SQL reads them: a null length_off_nominal keeps a run off, as `not null` does
+    dated = runs.filter(pc.and_(pc.is_valid(runs["run_date"]), pc.invert(runs["length_off_nominal"])))
     disagg = _disagg_column(dated)
-    columns = ["price_book", "run_date", "run_id", "line_id", "sweep_id", "x_intvty", "median_intvty", "conc",
-               *GROUP_KEYS, *(m for m in TREND_METRICS if m != "concurrency")]
-    out: dict[tuple[tuple, bool], dict[str, list[dict[str, Any]]]] = {}
+    out = {}
     for split in (False, True):
-        part = dated.filter(pc.equal(disagg, split)).select(columns)
-        if part.num_rows == 0:
-            continue
+        part = dated.filter(pc.equal(disagg, split)).select(list(TREND_COLUMNS))
+        if part.num_rows:
+            out[split] = trend_frontiers(part)
+    return out
+
+
+def _side_trends(points: Mapping[bool, pa.Table]) -> dict[tuple[tuple, bool], dict[str, list[dict[str, Any]]]]:
+    """``trend_points``' tables as the page reads them: {(group key ``GROUP_KEYS`` values, disagg): {price_book:
+    [{"date", "x", "metrics"}]}}, dates in order."""
+    out: dict[tuple[tuple, bool], dict[str, list[dict[str, Any]]]] = {}
+    for split, table in points.items():
         days: dict[tuple, dict[str, Any]] = {}
-        for row in trend_frontiers(part).to_pylist():
+        for row in table.to_pylist():
             group = tuple(row[k] for k in GROUP_KEYS)
             day = str(row["run_date"])
             entry = days.get((group, row["price_book"], day))

@@ -11,7 +11,8 @@ import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.comparisons.explorer import INPUT_COLUMNS as EXPLORER_INPUT_COLUMNS
-from pipeline.comparisons.explorer import explorer_data
+from pipeline.comparisons.explorer import TREND_COLUMNS as EXPLORER_TREND_COLUMNS
+from pipeline.comparisons.explorer import explorer_data, trend_points
 from pipeline.comparisons.report import (
     MAX_CHARTS_IN_UI,
     REPORT_PRICE_BOOK,
@@ -142,19 +143,47 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
                     params={"book": price_book}).to_arrow_table().to_pylist()
 
 
-def explorer_runs(conn: duckdb.DuckDBPyConnection) -> pa.Table:
-    """The ``run_metrics`` rows the explorer page is built from (``explorer.explorer_data``): every price book and
-    run, superseded ones included (its trend reads the history), with the columns of ``explorer.INPUT_COLUMNS``
-    the table has (the frontier stage's inputs, ``run_date``, ``superseded_by``, ``disagg``, the hover text's
-    configuration, and the page's axes and metrics in their mart units: tok/s/user, tok/s/GPU, $/M tokens,
-    tok/s/MW, J/token, s).
+def explorer_runs(conn: duckdb.DuckDBPyConnection, current_only: bool = False) -> pa.Table:
+    """The ``run_metrics`` rows the explorer page is built from (``explorer.explorer_data``): every price book, with
+    the columns of ``explorer.INPUT_COLUMNS`` the table has (the frontier stage's inputs, ``run_date``,
+    ``superseded_by``, ``disagg``, the hover text's configuration, and the page's axes and metrics in their mart
+    units: tok/s/user, tok/s/GPU, $/M tokens, tok/s/MW, J/token, s); every run, or with ``current_only`` the runs
+    no later sweep superseded (``superseded_by`` null: all the frontiers read).
 
     Raises:
         duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
     """
     names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
+    where = "where superseded_by is null" if current_only else ""
     return conn.sql(f"select {', '.join(c for c in EXPLORER_INPUT_COLUMNS if c in names)} from run_metrics "
-                    "order by price_book, run_id").to_arrow_table()
+                    f"{where} order by price_book, run_id").to_arrow_table()
+
+
+def explorer_trends(conn: duckdb.DuckDBPyConnection) -> dict[bool, pa.Table]:
+    """``explorer.trend_points`` of every run of ``run_metrics`` (the day-by-day frontiers, split by
+    ``disagg``), read as the ``trends`` asset reads its runs: only ``explorer.TREND_COLUMNS``, in slices of
+    whole frontier groups and lines of at most about ``TRENDS_CHUNK_ROWS`` runs (``TREND_SLICE``), each slice let
+    go of once its frontiers are drawn, the slices' frontiers merged (``trends.merge_trend_frontiers``).
+
+    Raises:
+        duckdb.CatalogException: no ``run_metrics`` table yet.
+    """
+    names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
+    disagg = "coalesce(disagg, false)" if "disagg" in names else "false"
+    where = "run_date is not null and not length_off_nominal"  # the trends asset's runs
+    rows = conn.execute(f"select count(*) from run_metrics where {where}").fetchall()[0][0]
+    parts = max(1, -(-rows // TRENDS_CHUNK_ROWS))
+    out = {}
+    for split in (False, True):
+        tables = [trend_points(conn.sql(
+            f"select {', '.join(EXPLORER_TREND_COLUMNS)}, {disagg} as disagg, false as length_off_nominal "
+            f"from run_metrics where {where} and {disagg} = $split and {TREND_SLICE} % $parts = $part",
+            params={"split": split, "parts": parts, "part": part}).to_arrow_table()).get(split)
+            for part in range(parts)]
+        tables = [t for t in tables if t is not None]
+        if tables:
+            out[split] = merge_trend_frontiers(tables)
+    return out
 
 
 @dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
@@ -187,7 +216,8 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         # the open regressions and improvements, listed on the index (docs/regressions.md)
         every_change = (conn.sql("select * from regressions order by first_bad_date desc, series_id, metric")
                         .to_arrow_table().to_pylist() if "regressions" in table_names(conn) else [])
-        explorer = explorer_data(explorer_runs(conn), REPORT_PRICE_BOOK, every_change)
+        explorer = explorer_data(explorer_runs(conn, current_only=True), REPORT_PRICE_BOOK, every_change,
+                                 trends=explorer_trends(conn))
     changes = [row for row in every_change if row["status"] != "recovered"]
     out = paths.staging(context) / "report"
     pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out,
