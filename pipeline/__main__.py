@@ -5,6 +5,7 @@
     python -m pipeline compare …           print one comparison table for two sides and chosen targets
     python -m pipeline report              rebuild the static HTML report from the warehouse
     python -m pipeline regressions         the regressions found in the history, before → after
+    python -m pipeline overlay RAW_DIR     your own result files as unofficial points on the explorer page
     python -m pipeline partitions          register the raw logs' run dates on DAGSTER_HOME (before a backfill)
     python -m pipeline docs                regenerate docs/marts.md from pipeline/io/columns.py
     python -m pipeline sample              regenerate data/sample from its fixed seed
@@ -45,7 +46,7 @@ def _progress(done: int, total: int, label: str, seconds: float) -> str:
     return f"[{'#' * filled}{'-' * (width - filled)}] {done:>2}/{total} {label:<60} {seconds:5.1f} s"
 
 
-def materialize_all(instance, run_config: dict | None = None, on_step=None, on_failure=None):
+def materialize_all(instance, run_config: dict | None = None, on_step=None, on_failure=None, asset_selection=None):
     """Materialize every asset and run every check as one Dagster run of the job ``refresh_all``, over every
     run-date partition of PIPELINE_RAW_DIR.
 
@@ -62,6 +63,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
             failed step), ``seconds`` the wall time since the previous step ended.
         on_failure: called with the Dagster event of each failed step (``STEP_FAILURE``) and each failed blocking
             check (``ASSET_CHECK_EVALUATION``) as it happens, before ``on_step`` for that step.
+        asset_selection: the asset keys to materialize (with their checks), e.g. the stages up to the metrics
+            (``python -m pipeline overlay``); None = every asset. A subset never reaches
+            ``comparisons/published_marts``, so it publishes nothing.
     Returns:
         The run's ``ExecuteInProcessResult``.
     Raises:
@@ -104,6 +108,7 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
     generation = cli_generation_id()
     result = job.execute_in_process(
         instance=instance, run_config=run_config or {}, raise_on_error=False, run_id=run_id,
+        **({"asset_selection": list(asset_selection)} if asset_selection is not None else {}),
         # the ingest reads the folder as the discovery just scanned it, from the parse cache (no second scan)
         tags={GENERATION_TAG: generation, **all_partitions_tags(instance),
               **({SNAPSHOT_TAG: snapshot} if snapshot else {})},
@@ -260,6 +265,13 @@ def _regressions(args: argparse.Namespace) -> int:
     from pipeline.io.paths import env_path
 
     return run_regressions(args, Path(env_path("PIPELINE_OUT_DIR")))
+
+
+def _overlay(args: argparse.Namespace) -> int:
+    from pipeline.cli.overlay import run_overlay
+    from pipeline.io.paths import env_path
+
+    return run_overlay(args, Path(env_path("PIPELINE_OUT_DIR")))
 
 
 def summary(out_dir: Path, raw_dir: Path) -> str:
@@ -425,6 +437,21 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--recovered", action="store_true", help="list recovered changes too")
     reg.add_argument("--json", action="store_true", help="print the mart rows as JSON")
     reg.set_defaults(func=_regressions)
+    ovl = sub.add_parser(
+        "overlay", help="draw your own result files as unofficial points on the explorer page",
+        formatter_class=raw,
+        description="Check a folder of your own result files with the pipeline's rules, against a temporary "
+                    "warehouse (the published marts and PIPELINE_DB_PATH are not written), and write an explorer "
+                    "page over the published marts of PIPELINE_OUT_DIR with those runs as unofficial points and the "
+                    "files it quarantined listed with their reasons:\n\n"
+                    "  python -m pipeline overlay ~/my-results --out /tmp/overlay --no-open\n\n"
+                    "Prints the page's path. Exit 0 written; 1 the folder or the published marts are missing, or no "
+                    "run of the folder could be read; 2 a malformed command line.")
+    ovl.add_argument("raw_dir", metavar="RAW_DIR", help="folder of result files, sidecars and runs.csv (recursive)")
+    ovl.add_argument("--out", metavar="DIR", help="folder to write explorer.html and its assets/ into "
+                                                 "(default: a new temporary folder)")
+    ovl.add_argument("--no-open", action="store_true", help="do not open the page in the default browser")
+    ovl.set_defaults(func=_overlay)
     sub.add_parser("partitions", help="register the raw logs' run dates as partitions on DAGSTER_HOME",
                    description="Add every run date found under PIPELINE_RAW_DIR (plus `undated`) to the run_date "
                                "partitions of DAGSTER_HOME's instance, so a partition backfill (UI or `dagster "

@@ -164,7 +164,8 @@ def test_every_command_and_option_has_help():
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     helps = {c.dest: c.help for c in subparsers._choices_actions}
-    assert set(helps) == {"run", "compare", "report", "regressions", "partitions", "docs", "sample"} and all(helps.values())
+    assert set(helps) == {"run", "compare", "report", "regressions", "overlay", "partitions", "docs",
+                          "sample"} and all(helps.values())
     for name, sub in subparsers.choices.items():
         assert sub.description, name
         for action in sub._actions:
@@ -308,11 +309,12 @@ def test_csv_cells_never_start_a_formula(marts_with_formulas, capsys):
 
 
 def test_the_cli_and_the_report_page_escape_csv_by_one_rule():
-    """The report page's CSV download (comparison.js, csvField) and the CLI prefix the same first characters."""
+    """The report pages' CSV downloads (frontier-rules.js, csvField, which the comparison pages and the explorer
+    load) and the CLI prefix the same first characters."""
     from pipeline.cli.compare import FORMULA_STARTS as cli_starts
-    from pipeline.comparisons.report import STATIC_DIR
+    from pipeline.comparisons.report import RULES_JS, STATIC_DIR
 
-    script = (STATIC_DIR / "comparison.js").read_text(encoding="utf-8")
+    script = (STATIC_DIR / RULES_JS).read_text(encoding="utf-8")
     rule = re.search(r"/\^\[([^\]]+)\]/\.test\(text\)\) text = \"'\" \+ text", script).group(1)
     js_starts = rule.replace("\\-", "-").replace("\\t", "\t").replace("\\r", "\r")
     assert sorted(js_starts) == sorted(cli_starts) == sorted(FORMULA_STARTS)

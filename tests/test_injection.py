@@ -49,8 +49,10 @@ HOSTILE = SHOWN + REFUSED
 # framework and spec-decoding of their runs, whose model is model-<i>.
 MODEL = {name: name if "/" not in name and "\\" not in name else f"model-{i}" for i, name in enumerate(SHOWN)}
 BASE = "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc{}.json"
-# A comparison page's scripts, in order: its data (JSON, not run), the vendored Chart.js, the page script.
-SCRIPTS = [["application/json", None], ["", "assets/chart.umd.min.js"], ["", "assets/comparison.js"]]
+# A comparison page's scripts, in order: its data (JSON, not run), the vendored Chart.js, the shared reading rules,
+# the page script.
+SCRIPTS = [["application/json", None], ["", "assets/chart.umd.min.js"], ["", "assets/frontier-rules.js"],
+           ["", "assets/comparison.js"]]
 
 
 def norm(text: str) -> str:
@@ -197,7 +199,8 @@ def test_pipeline_runs_to_the_report_on_hostile_names(hostile_run):
         assert f"MI355X FP8: {name} vs vLLM" in titles
         assert f"MI355X FP4: {name.upper()} vs Off" in titles
     assert len({r["comparison_id"] for r in comparisons if r["kind"] == "precision"}) == len(HOSTILE)
-    assert len(list((out / "report").glob("*.html"))) == 1 + 3 * len(SHOWN) + len(REFUSED)
+    # the index, the explorer and the comparison pages
+    assert len(list((out / "report").glob("*.html"))) == 2 + 3 * len(SHOWN) + len(REFUSED)
     assert not (out / "report" / "img").exists()  # charts are drawn in the page (canvas), no PNG files
     # refused names: each one's two framework runs and two spec runs, and the run whose model is 300 characters
     reasons = Counter((r["source_file"].split("_")[0], r["source_file"].split("_")[1], r["reason_code"])
@@ -235,6 +238,8 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
             page.wait_for_load_state("networkidle")
             assert (dialogs, errors) == ([], []), "index.html"
             hrefs = [a.get_attribute("href") for a in page.locator("a").all()]
+            assert hrefs.count("explorer.html") == 1  # the explorer, read at the end
+            hrefs = [h for h in hrefs if h != "explorer.html"]
             assert sorted(hrefs) == sorted(by_page)
             index_text = norm(page.locator("body").inner_text())
             for row in by_page.values():
@@ -272,10 +277,28 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
                 assert page.locator("svg, img").count() == 0, href
                 assert page.locator("script").count() == len(SCRIPTS), href
                 edited[href] = norm(page.locator("body").inner_text())
+            # the explorer: its data as JSON, Chart.js, the shared rules, its script; every workload's side list,
+            # chart legend and table hold the hostile labels as text
+            page.goto(f"{base}/explorer.html")
+            page.wait_for_function("window.__explorer !== undefined")
+            assert page.locator("script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])") == [
+                ["application/json", None], ["", "assets/chart.umd.min.js"], ["", "assets/frontier-rules.js"],
+                ["", "assets/explorer.js"]]
+            explorer_texts = []
+            for workload in page.locator("#workload option").evaluate_all("os => os.map(o => o.value)"):
+                page.select_option("#workload", workload)
+                explorer_texts.append(norm(page.locator("body").inner_text()))
+                explorer_texts.append(norm(" ".join(page.evaluate(
+                    "window.__explorer.chart.legend.legendItems.map(i => i.text)"))))
+                assert (dialogs, errors) == ([], []), workload
+                assert page.locator("svg, img").count() == 0, workload
+            explorer_text = " ".join(explorer_texts)
             browser.close()
     finally:
         server.shutdown()
     for name in SHOWN:
+        assert f"MI355X FP8 {norm(name)} spec Off" in explorer_text, name  # its framework's side
+        assert f"MI355X FP4 vLLM spec {norm(name.upper())}" in explorer_text, name  # its spec decoding's side
         framework_pages = [t for t in texts.values() if f"MI355X FP8: {norm(name)} vs vLLM Framework" in t]
         spec_pages = [t for t in texts.values() if f"MI355X FP4: {norm(name.upper())} vs Off Speculative" in t]
         assert len(framework_pages) == len(spec_pages) == 1, name

@@ -41,8 +41,9 @@ def test_report_pages_load_cleanly_and_show_table_and_chart(report_server):
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(f"{base}/index.html")
-        links = page.locator("a").all()
+        links = page.locator("#comparison-list a").all()
         assert len(links) == 16  # every comparison of the sample is listed
+        assert page.locator("#explorer-link a").get_attribute("href") == "explorer.html"
         page.get_by_text("MI355X FP4: MTP vs Off Speculative Decoding").click()
         page.wait_for_load_state("networkidle")
         assert page.locator("h1").inner_text() == "MI355X FP4: MTP vs Off Speculative Decoding"
@@ -61,7 +62,7 @@ def test_report_pages_load_cleanly_and_show_table_and_chart(report_server):
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 20_000
         page.goto(f"{base}/index.html")
-        for href in [a.get_attribute("href") for a in page.locator("a").all()]:
+        for href in [a.get_attribute("href") for a in page.locator("#comparison-list a").all()]:
             page.goto(f"{base}/{href}")
             assert page.locator("#frontier-chart").evaluate("c => Chart.getChart(c) !== undefined"), href
         browser.close()

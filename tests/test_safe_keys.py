@@ -291,7 +291,7 @@ def _pages(report: Path) -> dict[str, str]:
     """Each comparison page's file name -> the comparison id its embedded data names."""
     pages = {}
     for page in report.glob("*.html"):
-        if page.name == "index.html":
+        if page.name in ("index.html", "explorer.html"):
             continue
         found = re.search(r'<script type="application/json" id="[^"]*">(.*?)</script>',
                           page.read_text(encoding="utf-8"), re.S)

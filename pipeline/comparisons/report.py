@@ -50,12 +50,15 @@ color:#212529}h1{font-size:1.6rem;margin-bottom:.2rem}.sub{color:#6c757d;margin-
 margin:1rem 0;width:100%}th,td{border:1px solid #dee2e6;padding:.35rem .6rem;text-align:right}th:first-child,
 td:first-child{text-align:left}thead th{background:#f1f3f5}.caveat{background:#fff4e6;border-left:4px solid #fd7e14;
 padding:.6rem 1rem}.headline p{margin:.3rem 0}a{color:#1c7ed6}.controls{display:flex;flex-wrap:wrap;gap:.5rem 1rem;
-align-items:center;margin:1rem 0;padding:.6rem;background:#f8f9fa;border:1px solid #dee2e6}.controls input{width:6rem}
+align-items:center;margin:1rem 0;padding:.6rem;background:#f8f9fa;border:1px solid #dee2e6}.controls input{width:6rem}.controls input[type=checkbox]{width:auto}
 .controls input[aria-invalid=true]{outline:2px solid #e03131}td.noted{background:#fff4e6}td.noted::after{content:" †";
 color:#d9480f}.notes{background:#fff4e6;padding:.4rem .8rem}.notes::before{content:"† "}.hint,.scope{color:#6c757d;
 font-size:.9rem}.chart{position:relative;height:480px;border:1px solid #dee2e6;margin:1rem 0}#summary{width:auto}
 #comparison-list li{margin:.35rem 0}.kind{display:inline-block;min-width:11rem;color:#6c757d}
 .headline-tag{background:#1c7ed6;color:#fff;border-radius:3px;padding:0 .3rem;font-size:.8rem}
+.scroll{overflow-x:auto;max-width:100%}.scroll table{width:auto;min-width:100%}fieldset.controls{display:block}
+.side-choice{display:inline-block;margin:.15rem .8rem .15rem 0}.side-choice[hidden]{display:none}.swatch{font-size:1.1rem}
+@media (max-width:600px){body{margin:1rem auto;padding:0 .5rem}.chart{height:360px}.controls select{max-width:100%}}
 """
 
 
@@ -63,6 +66,10 @@ font-size:.9rem}.chart{position:relative;height:480px;border:1px solid #dee2e6;m
 STATIC_DIR = Path(__file__).parent / "static"
 VENDOR_DIR = Path(__file__).parent / "vendor"
 CHART_JS = "chart.umd.min.js"
+# The pipeline's reading rules in JavaScript (spline, cell rule, band, sentences, number formats), one script that
+# the comparison pages and the explorer both load before their own.
+RULES_JS = "frontier-rules.js"
+STATIC_SCRIPTS = (RULES_JS, "comparison.js", "index.js", "explorer.js")
 # The price book the report pages and the UI's comparison tables show (every book is in the marts).
 REPORT_PRICE_BOOK = DEFAULT_PRICE_BOOK
 MAX_TABLES_IN_UI = 60
@@ -208,7 +215,8 @@ def _not_measured(row: Mapping[str, Any]) -> str:
 
 def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[Mapping[str, Any]],
                  runs: Sequence[Mapping[str, Any]], out_dir: Path,
-                 default_book: str = REPORT_PRICE_BOOK, regressions: Sequence[Mapping[str, Any]] = ()) -> list[Path]:
+                 default_book: str = REPORT_PRICE_BOOK, regressions: Sequence[Mapping[str, Any]] = (),
+                 explorer: Mapping[str, Any] | None = None) -> list[Path]:
     """Write the interactive report: ``index.html`` (summary, headline comparisons first, filters) and one
     self-contained page per comparison with every price book (named by ``page_names``), plus ``assets/`` (the page
     scripts and the vendored Chart.js), and remove every other page of ``out_dir`` (a comparison gone, or a page
@@ -223,8 +231,10 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         out_dir: the report folder (``<marts>/report``).
         default_book: the price book a page opens with (the first book in name order when it has no rows).
         regressions: ``regressions`` mart rows to list on the index (``regressions_section``).
+        explorer: ``explorer.explorer_data``'s dict: written as ``explorer.html`` (``explorer.write_explorer``)
+            and linked from the index; None writes no explorer.
     Returns:
-        Paths of the pages written, index first.
+        Paths of the pages written, index first (the explorer last, when written).
     Raises:
         ValueError: two comparisons would share a page name (``page_names``); nothing is written.
     """
@@ -236,7 +246,7 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
     shutil.rmtree(out_dir / "img", ignore_errors=True)  # PNG charts of earlier versions of the report
     assets = out_dir / "assets"
     assets.mkdir(exist_ok=True)
-    for source in (VENDOR_DIR / CHART_JS, STATIC_DIR / "comparison.js", STATIC_DIR / "index.js"):
+    for source in (VENDOR_DIR / CHART_JS, *(STATIC_DIR / name for name in STATIC_SCRIPTS)):
         shutil.copyfile(source, assets / source.name)
     points: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for row in frontiers:
@@ -253,8 +263,12 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
         page.write_text(_comparison_page(shown, data), encoding="utf-8")
         pages.append(page)
         entries.append((name, shown))
+    if explorer is not None:
+        from pipeline.comparisons.explorer import write_explorer
+
+        pages.append(write_explorer(explorer, out_dir))
     index = out_dir / "index.html"
-    index.write_text(_index_page(entries, books, book, regressions), encoding="utf-8")
+    index.write_text(_index_page(entries, books, book, regressions, explorer is not None), encoding="utf-8")
     for stale in set(out_dir.glob("*.html")) - {index, *pages}:  # a page of a comparison gone, or of an old name
         stale.unlink()
     return [index, *pages]
@@ -315,19 +329,8 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         at = {r["side"]: r for r in rows if r["price_book"] == book and r["target_index"] == 1}
         sides = {}
         for key in ("a", "b"):
-            pts = sorted(points[(book, at[key]["side_id"])], key=lambda p: p["point_index"])
-            metrics = {m: [float(p[m]) for p in pts] for m in SPLINED_METRICS + OPTIONAL_METRICS
-                       if all(p[m] is not None and math.isfinite(p[m]) for p in pts)}
-            sides[key] = {
-                "x": [float(p["x_intvty"]) for p in pts], "metrics": metrics,
-                "price_per_mtok": price_per_mtok(pts),
-                # the intervals the points have (every point, else none: never bridged), splined like a metric
-                "ci": {c: [float(p[c]) for p in pts] for c in whole_interval_columns(pts)},
-                "prices_per_mtok": {t: price_per_mtok(pts, t) for t in TIERS},
-                "repeat_spread": [p.get("repeat_spread") for p in pts],
-                "points": [{"file": p["source_file"], "config": _point_config(p),
-                            "date": _date(dates.get(p["source_file"]))} for p in pts],
-            }
+            sides[key] = frontier_data(sorted(points[(book, at[key]["side_id"])], key=lambda p: p["point_index"]),
+                                       dates)
         books[book] = {"version": at["a"]["price_book_version"], "sides": sides}
     default = sorted({r["target_index"]: r["target_intvty"] for r in rows if r["price_book"] == default_book}.items())
     agentic = first["a"].get("benchmark_type") == AGENTIC_TRACES
@@ -343,6 +346,32 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         "csv_columns": list(CSV_COLUMNS), "csv_name": csv_name,
         "band_display": [first["a"]["band_display_min"], first["a"]["band_display_max"]], "tie_ratio": TIE_RATIO,
         "gap_ratio": GAP_RATIO, "repeat_spread_limit": REPEAT_SPREAD_LIMIT,
+    }
+
+
+def frontier_data(pts: Sequence[Mapping[str, Any]], dates: Mapping[Any, Any]) -> dict[str, Any]:
+    """One side's frontier in one price book as the pages' script (``static/frontier-rules.js``) reads it.
+
+    Args:
+        pts: the side's ``frontiers`` rows (``FRONTIER_SCHEMA``) of one price book, in point order, at least one.
+        dates: run date by ``source_file`` (hover text).
+    Returns:
+        ``x`` (tok/s/user, the frontier's ``x_intvty``), ``metrics`` ({metric: values}, every splined or optional
+        metric all points have as finite numbers), ``price_per_mtok`` and ``prices_per_mtok`` (per tier: $/GPU-h /
+        0.0036, ``confidence.price_per_mtok``), ``ci`` (the 95 % interval columns every point has,
+        ``whole_interval_columns``), ``repeat_spread`` (per point, or null) and ``points`` ({file, config, date}).
+    """
+    metrics = {m: [float(p[m]) for p in pts] for m in SPLINED_METRICS + OPTIONAL_METRICS
+               if all(p[m] is not None and math.isfinite(p[m]) for p in pts)}
+    return {
+        "x": [float(p["x_intvty"]) for p in pts], "metrics": metrics,
+        "price_per_mtok": price_per_mtok(pts),
+        # the intervals the points have (every point, else none: never bridged), splined like a metric
+        "ci": {c: [float(p[c]) for p in pts] for c in whole_interval_columns(pts)},
+        "prices_per_mtok": {t: price_per_mtok(pts, t) for t in TIERS},
+        "repeat_spread": [p.get("repeat_spread") for p in pts],
+        "points": [{"file": p["source_file"], "config": _point_config(p),
+                    "date": _date(dates.get(p["source_file"]))} for p in pts],
     }
 
 
@@ -609,7 +638,8 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
         f"{excluded}<div class='chart'><canvas id='frontier-chart' role='img' "
         "aria-label='frontier chart: throughput vs interactivity, every run and both frontiers'></canvas></div>"
         f"{caveat}{json_script('page-data', data)}"
-        f"<script src='assets/{CHART_JS}'></script><script src='assets/comparison.js'></script>"
+        f"<script src='assets/{CHART_JS}'></script><script src='assets/{RULES_JS}'></script>"
+        "<script src='assets/comparison.js'></script>"
     )
     return _document(page_title(first), body)
 
@@ -632,9 +662,10 @@ def headline_comparisons(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]
 
 
 def _index_page(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], books: Sequence[str],
-                default_book: str, regressions: Sequence[Mapping[str, Any]] = ()) -> str:
+                default_book: str, regressions: Sequence[Mapping[str, Any]] = (), explorer: bool = False) -> str:
     """The index: counts per kind, the headline comparisons (with their sentence at the middle target) first, then
-    every comparison by kind; filters by model, GPU, precision and kind (``assets/index.js``)."""
+    every comparison by kind; filters by model, GPU, precision and kind (``assets/index.js``); a link to the
+    explorer page when ``explorer``."""
     counts = defaultdict(int)
     for _, rows in entries:
         counts[rows[0]["kind"]] += 1
@@ -668,6 +699,9 @@ def _index_page(entries: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], book
     book_text = ", ".join(books) or "—"
     body = (f"<h1>inference-frontier comparisons</h1><p class='sub'>{len(entries)} comparisons · price books "
             f"{html_text(book_text)} (pages open with {html_text(default_book)})</p>")
+    if explorer:
+        body += ("<p id='explorer-link'><a href='explorer.html'>Explorer</a>: overlay any sides' frontiers, compare "
+                 "any two, trends over run dates</p>")
     body += regressions_section(regressions)
     if entries:
         body += (f"<table id='summary'><thead><tr><th>Kind</th><th>Comparisons</th></tr></thead><tbody>{summary}"

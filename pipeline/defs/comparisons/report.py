@@ -7,8 +7,12 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
+from pipeline.comparisons.explorer import INPUT_COLUMNS as EXPLORER_INPUT_COLUMNS
+from pipeline.comparisons.explorer import TREND_COLUMNS as EXPLORER_TREND_COLUMNS
+from pipeline.comparisons.explorer import explorer_data, trend_points
 from pipeline.comparisons.report import (
     MAX_CHARTS_IN_UI,
     REPORT_PRICE_BOOK,
@@ -139,6 +143,49 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
                     params={"book": price_book}).to_arrow_table().to_pylist()
 
 
+def explorer_runs(conn: duckdb.DuckDBPyConnection, current_only: bool = False) -> pa.Table:
+    """The ``run_metrics`` rows the explorer page is built from (``explorer.explorer_data``): every price book, with
+    the columns of ``explorer.INPUT_COLUMNS`` the table has (the frontier stage's inputs, ``run_date``,
+    ``superseded_by``, ``disagg``, the hover text's configuration, and the page's axes and metrics in their mart
+    units: tok/s/user, tok/s/GPU, $/M tokens, tok/s/MW, J/token, s); every run, or with ``current_only`` the runs
+    no later sweep superseded (``superseded_by`` null: all the frontiers read).
+
+    Raises:
+        duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
+    """
+    names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
+    where = "where superseded_by is null" if current_only else ""
+    return conn.sql(f"select {', '.join(c for c in EXPLORER_INPUT_COLUMNS if c in names)} from run_metrics "
+                    f"{where} order by price_book, run_id").to_arrow_table()
+
+
+def explorer_trends(conn: duckdb.DuckDBPyConnection) -> dict[bool, pa.Table]:
+    """``explorer.trend_points`` of every run of ``run_metrics`` (the day-by-day frontiers, split by
+    ``disagg``), read as the ``trends`` asset reads its runs: only ``explorer.TREND_COLUMNS``, in slices of
+    whole frontier groups and lines of at most about ``TRENDS_CHUNK_ROWS`` runs (``TREND_SLICE``), each slice let
+    go of once its frontiers are drawn, the slices' frontiers merged (``trends.merge_trend_frontiers``).
+
+    Raises:
+        duckdb.CatalogException: no ``run_metrics`` table yet.
+    """
+    names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
+    disagg = "coalesce(disagg, false)" if "disagg" in names else "false"
+    where = "run_date is not null and not length_off_nominal"  # the trends asset's runs
+    rows = conn.execute(f"select count(*) from run_metrics where {where}").fetchall()[0][0]
+    parts = max(1, -(-rows // TRENDS_CHUNK_ROWS))
+    out = {}
+    for split in (False, True):
+        tables = [trend_points(conn.sql(
+            f"select {', '.join(EXPLORER_TREND_COLUMNS)}, {disagg} as disagg, false as length_off_nominal "
+            f"from run_metrics where {where} and {disagg} = $split and {TREND_SLICE} % $parts = $part",
+            params={"split": split, "parts": parts, "part": part}).to_arrow_table()).get(split)
+            for part in range(parts)]
+        tables = [t for t in tables if t is not None]
+        if tables:
+            out[split] = merge_trend_frontiers(tables)
+    return out
+
+
 @dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
           deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY, dg.AssetKey(["metrics", "run_slo"]), REGRESSIONS_KEY])
 def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
@@ -149,12 +196,14 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
     pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The index lists the
     open regressions and improvements of ``comparisons/regressions`` (status new or ongoing) in a section of its
-    own.
+    own, and links ``report/explorer.html``: every fully specified side's frontier overlaid on any metric, any two
+    compared at typed targets, trends with the regressions marked (``comparisons.explorer``, docs/explorer.md).
 
     Runs with per-request data get ``report/requests/<run_id>.png`` (TTFT and TPOT CDFs, 640×240) and
     ``report/requests/index.html`` listing them with their SLO outcomes (``comparisons.report.build_request_pages``).
 
-    UI metadata: ``index`` (path), ``pages`` (count), ``runs_with_latency_cdfs`` and ``frontier_charts``: every
+    UI metadata: ``index`` (path), ``pages`` (count: the comparison pages and the explorer),
+    ``runs_with_latency_cdfs`` and ``frontier_charts``: every
     comparison's chart (price book ``inferencex-seed``; the first ``MAX_CHARTS_IN_UI`` = 24 when there are more, the
     Markdown says so) under its full title, in the index's order (headlines first), as inline PNGs (matplotlib,
     drawn for this metadata only)."""
@@ -165,12 +214,14 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         runs = chart_runs(conn)
         request_runs, requests = _per_request_data(conn)
         # the open regressions and improvements, listed on the index (docs/regressions.md)
-        changes = (conn.sql("select * from regressions where status <> 'recovered' order by first_bad_date desc, "
-                            "series_id, metric").to_arrow_table().to_pylist()
-                   if "regressions" in table_names(conn) else [])
+        every_change = (conn.sql("select * from regressions order by first_bad_date desc, series_id, metric")
+                        .to_arrow_table().to_pylist() if "regressions" in table_names(conn) else [])
+        explorer = explorer_data(explorer_runs(conn, current_only=True), REPORT_PRICE_BOOK, every_change,
+                                 trends=explorer_trends(conn))
+    changes = [row for row in every_change if row["status"] != "recovered"]
     out = paths.staging(context) / "report"
     pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out,
-                                                                     regressions=changes)]
+                                                                     regressions=changes, explorer=explorer)]
     cdf_pages = build_request_pages(request_runs, requests, out)
     paths.publish_unless_later(context, warehouse)
     metadata = {"index": dg.MetadataValue.path(str(pages[0])), "pages": len(pages) - 1,
