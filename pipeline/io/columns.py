@@ -80,7 +80,7 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "output_cost_per_mtok_neocloud", "output_cost_per_mtok_rental", "input_cost_per_mtok_hyperscaler",
         "input_cost_per_mtok_neocloud", "input_cost_per_mtok_rental", "line_id", "sweep_id", "repeat_group",
         "repeat_n", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi",
-        "repeat_spread", "repeats_disagree", "slo")),
+        "repeat_spread", "repeats_disagree")),
     "comparisons": ("comparisons.parquet", "one (comparison, price book, target, side)", (
         "comparison_id", "price_book", "price_book_version", "kind", "title", "model", "isl", "osl", "side",
         "side_label", "side_id", "hw", "precision", "spec_decoding", "framework", "benchmark_type", "x_intvty_stat",
@@ -98,7 +98,11 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "tput_sentence", "sentence_caveat", "repeat_points", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi",
         "median_intvty_ci_lo", "median_intvty_ci_hi", "cost_per_mtok_hyperscaler_ci_lo",
         "cost_per_mtok_hyperscaler_ci_hi", "cost_per_mtok_neocloud_ci_lo", "cost_per_mtok_neocloud_ci_hi",
-        "cost_per_mtok_rental_ci_lo", "cost_per_mtok_rental_ci_hi", "difference_significant", "slo")),
+        "cost_per_mtok_rental_ci_lo", "cost_per_mtok_rental_ci_hi", "difference_significant")),
+    # the same rows restricted to the runs meeting each SLO of slos.csv, keyed by slo (pipeline.frontiers.points.
+    # split_by_slo): kept out of frontiers.parquet and comparisons.parquet so that each of those has one grain
+    "frontiers_slo": ("frontiers_slo.parquet", "one (SLO, side, price book, frontier point)", ()),
+    "comparisons_slo": ("comparisons_slo.parquet", "one (SLO, comparison, price book, target, side)", ()),
     "trends": ("trends/<model>/<run_date|undated>/part-0.parquet", "one (price book, frontier group, run date)", (
         "price_book", "model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
         "x_intvty_stat", "run_date", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
@@ -120,6 +124,9 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "slo_attainment", "slo_met", "goodput_tok_s_per_gpu", "slo_ttft_s", "slo_tpot_s", "slo_e2el_s",
         "slo_min_attainment")),
 }
+
+for _name in ("frontiers", "comparisons"):
+    MARTS[f"{_name}_slo"] = (*MARTS[f"{_name}_slo"][:2], (*MARTS[_name][2], "slo"))
 
 # Files a generation writes about itself (names starting with "_", which readers skip): name -> (file, grain,
 # columns, what the Parquet footer holds).
@@ -436,8 +443,9 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "input_tokens": ("tokens", "the request's prompt length"),
     "output_tokens": ("tokens", "the request's generated tokens"),
     "error": ("", "the harness's error text for a failed request (at most 300 characters); null on success"),
-    "slo": ("", "the SLO of data/reference/slos.csv the row is restricted to (runs meeting it); 'none' = every run, "
-                "the unrestricted rows"),
+    "slo": ("", "the SLO of data/reference/slos.csv the row is about: the runs meeting it (frontiers_slo, "
+                "comparisons_slo: the frontiers and comparisons of only those runs; in the warehouse tables 'none' "
+                "marks the rows of every run, which the files frontiers.parquet and comparisons.parquet hold)"),
     "slo_basis": ("", "per_request: judged request by request from the requests mart; p99_summary: the run's "
                       "summary p99 TTFT/TPOT/E2EL against the bounds (no per-request data)"),
     "requests": ("requests", "requests of the run, errored included (per_request basis; null on p99_summary)"),
