@@ -494,6 +494,20 @@ def describe(name: str, mart: str | None = None) -> str | None:
     return f"{text}{'; ' + note if note else ''}{f' [{unit}]' if unit else ''}"
 
 
+def field_metadata(name: str, mart: str | None = None) -> dict[str, str]:
+    """The Parquet field metadata of column ``name`` in mart ``mart`` (a ``MARTS`` key; other names get no
+    mart note): ``{"description": describe(name, mart)}`` plus ``{"unit": <unit>}`` where ``DESCRIPTIONS`` gives
+    the column a unit (``"tok/s/GPU"``, ``"s"``, ``"$/M tok"``, …); ``{}`` for a column this module does not
+    know. ``pipeline.io.storage`` attaches it to every column of every mart file it writes, so a reader of one
+    file (``pyarrow.parquet.read_schema(f).field("tput_per_gpu").metadata``) finds the same text as
+    docs/marts.md. Raises nothing."""
+    text = describe(name, mart)
+    if text is None:
+        return {}
+    unit = DESCRIPTIONS[name][0]
+    return {"description": text, **({"unit": unit} if unit else {})}
+
+
 def marts_markdown() -> str:
     """The text of ``docs/marts.md``: the glossary, then per mart its path, grain and a column / unit / meaning
     table, in ``MARTS`` order, then the same for ``GENERATION_FILES``."""
@@ -507,6 +521,10 @@ def marts_markdown() -> str:
         "Marts live under `PIPELINE_OUT_DIR` (default `data/marts/`). Units: latencies in s, throughput in tok/s",
         "(per GPU: tok/s/GPU), interactivity in tok/s/user, cost in $ per million tokens, all-in power in kW per GPU,",
         "measured power in W per GPU, energy in J. Formulas: [metrics.md](metrics.md).",
+        "",
+        "Each Parquet file of a mart carries the same text in its schema: every column's field metadata holds",
+        "`description` (the meaning, the mart's note and the unit in brackets) and, where the column has one, `unit`",
+        "(`pyarrow.parquet.read_schema(f).field(\"tput_per_gpu\").metadata`).",
         "",
         "A mart with a folder is read as the folder: `runs/` and `trends/` have one file per (model, run date);",
         "`quarantine/` and `ingest_ledger/` are the rows of `base.parquet` and `recent.parquet` together (the rows",
