@@ -103,9 +103,11 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     # split_by_slo): kept out of frontiers.parquet and comparisons.parquet so that each of those has one grain
     "frontiers_slo": ("frontiers_slo.parquet", "one (SLO, side, price book, frontier point)", ()),
     "comparisons_slo": ("comparisons_slo.parquet", "one (SLO, comparison, price book, target, side)", ()),
-    "trends": ("trends/<model>/<run_date|undated>/part-0.parquet", "one (price book, frontier group, run date)", (
+    "trends": ("trends/<model>/<run_date|undated>/part-0.parquet",
+               "one (price book, frontier group, run date, comparison, target) for each comparison a side of which "
+               "holds the group", (
         "price_book", "model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
-        "x_intvty_stat", "run_date", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
+        "x_intvty_stat", "run_date", "comparison_id", "side", "target_index", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
         "in_range", "tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
         "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")),
     "regressions": ("regressions.parquet", "one change point of one series and metric", (
@@ -475,7 +477,11 @@ MART_NOTES: dict[tuple[str, str], str] = {
     ("comparisons", "tput_per_gpu"): "splined along the side's frontier at evaluated_intvty",
     ("comparisons", "cost_per_mtok_hyperscaler"): "splined at evaluated_intvty",
     ("trends", "tput_per_gpu"): "the day's frontier splined at target_intvty",
-    ("trends", "target_intvty"): "default 35 tok/s/user",
+    ("trends", "target_intvty"): "the comparison's target_index-th default target (25/50/75 % of its band, as "
+                                 "in comparisons.parquet)",
+    ("trends", "comparison_id"): "a comparison one of whose sides holds the frontier group (its pooled keys take "
+                                 "any value)",
+    ("trends", "side"): "the side of the comparison that holds the frontier group",
     ("regressions", "target_intvty"): "the trend target a frontier series is read at; null for a line",
     ("regressions", "conc"): "a line series' concurrency; null for a frontier",
     ("regressions", "price_book"): "a frontier series' price book; null for a line",
