@@ -92,9 +92,13 @@ def test_trends_built_in_slices_equal_trends_built_whole(sample_run_two_books, s
             merged = trends_at_target(merge_trend_frontiers([trend_frontiers(s) for s in slices]))
             assert merged.equals(whole), parts
 
-    # the asset, every date again over a copy of the sample run, its runs read in slices of at most ~10
+    # the asset, every date again over a copy of the sample run, its runs read in slices of at most ~10: the same
+    # table and the same mart (tests/test_nightly_batches.py reads and writes the dates in groups too)
+    from pipeline.io.storage import content_hash, read_mart
+
     with duckdb.connect(str(sample_run_copy.db_path), read_only=True) as conn:
         expected = conn.sql("select * from trends").to_arrow_table()
+    mart = content_hash(read_mart(sample_run_copy.out_dir, "trends"))
     monkeypatch.setattr(report, "TRENDS_CHUNK_ROWS", 10)
     reads = []
     real = report.trend_frontiers
@@ -103,6 +107,7 @@ def test_trends_built_in_slices_equal_trends_built_whole(sample_run_two_books, s
     assert again.result.success and len(reads) > 2 and max(reads) < sum(reads), reads
     with duckdb.connect(str(sample_run_copy.db_path), read_only=True) as conn:
         assert conn.sql("select * from trends").to_arrow_table().equals(expected)
+    assert content_hash(read_mart(again.out_dir, "trends")) == mart
 
 
 def _target(comparison_id, side, index, target, book="seed", hw="mi355x", precision="fp4", spec="all",

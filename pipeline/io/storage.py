@@ -170,14 +170,15 @@ def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tab
             conn.unregister("_incoming")
 
 
-def date_groups(conn: duckdb.DuckDBPyConnection, name: str, keys: Sequence[str], max_rows: int) -> list[list[str]]:
-    """The run-date partition keys of ``keys`` that hold rows of warehouse table ``name`` (column
-    ``run_date_partition``), in order, cut into groups of whole dates of at most ``max_rows`` rows (a date with
-    more alone): how a step reads a large table a bounded group at a time."""
+def date_groups(conn: duckdb.DuckDBPyConnection, name: str, keys: Sequence[str], max_rows: int,
+                key_column: str = "run_date_partition") -> list[list[str]]:
+    """The run-date partition keys of ``keys`` that hold rows of warehouse table ``name`` (their key: column or
+    SQL expression ``key_column``, default ``run_date_partition``), in order, cut into groups of whole dates of at
+    most ``max_rows`` rows (a date with more alone): how a step reads a large table a bounded group at a time."""
     groups: list[list[str]] = []
     in_group = 0  # rows in the last group
     for key, count in conn.execute(
-            f"select run_date_partition, count(*) from {name} where list_contains($keys, run_date_partition) "
+            f"select {key_column}, count(*) from {name} where list_contains($keys, {key_column}) "
             "group by all order by 1", {"keys": list(keys)}).fetchall():
         if not groups or in_group + count > max_rows:
             groups.append([])

@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
 from pipeline.comparisons.report import (
@@ -21,6 +22,7 @@ from pipeline.comparisons.report import (
 from pipeline.comparisons.trends import (
     COMPARISON_TARGET_SCHEMA,
     GROUP_KEYS,
+    TREND_SCHEMA,
     TREND_METRICS,
     comparison_targets,
     merge_trend_frontiers,
@@ -33,11 +35,14 @@ from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths, generation_id
 from pipeline.defs.ui import table_metadata
 from pipeline.io.storage import (
+    date_groups,
+    keep_openable,
+    prune_mart_partitions,
     read_table,
-    replace_mart_partitions,
     replace_partitions,
     restaged_dates,
     table_names,
+    write_mart_partitions,
     write_table,
 )
 
@@ -59,6 +64,11 @@ FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 # of the comparisons' targets re-reads every date without rebuilding its frontier; and the targets the trend rows
 # were last read at (``comparison_targets``).
 TREND_POINTS_TABLE = "trend_frontier_points"
+# The stored frontiers are read at the targets this many points at a time (whole dates), and the mart written this
+# many trend rows at a time: a point gives a row per target of its group (tens), so a bound keeps a full re-read's
+# memory that of one group of dates, not of the history.
+TRENDS_READ_POINTS = 50_000
+TRENDS_MART_ROWS = 250_000
 TREND_TARGETS_TABLE = "trend_targets"
 _DAY = "strftime(run_date, '%Y-%m-%d')"
 
@@ -128,33 +138,43 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         # every date is read again when the targets moved, else the dates whose frontiers were rebuilt
         reread = [r[0] for r in conn.execute(f"select distinct {_DAY} from {TREND_POINTS_TABLE} order by 1")
                   .fetchall()] if moved else build
-        frontiers = merge_trend_frontiers([conn.sql(
-            f"select * from {TREND_POINTS_TABLE} where list_contains($dates, {_DAY}) "
-            f"order by {', '.join(points.column_names[:len(GROUP_KEYS) + 2])}, x_intvty",
-            params={"dates": reread}).to_arrow_table().cast(points.schema)])
-        fresh = trends_at_targets(frontiers, targets)
-        replace_partitions(conn, "trends", fresh, reread, key_column=_DAY)
+        # the dates are read, and their mart files written, a group of whole dates at a time: a frontier holds
+        # tens of targets, so one read of every date would hold that many rows per frontier point at once
+        replace_partitions(conn, "trends", TREND_SCHEMA.empty_table(), reread, key_column=_DAY)
+        fresh_rows = 0
+        for group in date_groups(conn, TREND_POINTS_TABLE, reread, TRENDS_READ_POINTS, key_column=_DAY):
+            fresh = trends_at_targets(merge_trend_frontiers([conn.sql(
+                f"select * from {TREND_POINTS_TABLE} where list_contains($dates, {_DAY}) "
+                f"order by {', '.join(points.column_names[:len(GROUP_KEYS) + 2])}, x_intvty",
+                params={"dates": group}).to_arrow_table().cast(points.schema)]), targets)
+            replace_partitions(conn, "trends", fresh, group, key_column=_DAY)
+            fresh_rows += fresh.num_rows
+            del fresh
         write_table(conn, TREND_TARGETS_TABLE, targets)
         emptied = conn.execute(f"delete from trends where {_DAY} not in "
                                f"(select run_date_partition from run_metrics) returning {_DAY}").fetchall()
         folder = paths.mart_folder(context, "trends")
         dates = restaged_dates(conn, folder, set(reread) | {row[0] for row in emptied}, generation_id(context),
                                f"select distinct {_DAY} from trends")
-        table = conn.sql(f"select * from trends where list_contains($dates, {_DAY}) "
-                         "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding, "
-                         "x_intvty_stat, comparison_id, target_index",
-                         params={"dates": dates}).to_arrow_table()
-    replace_mart_partitions(table, folder, dates)
+        written, first, rows, in_range = [], None, 0, 0
+        for group in date_groups(conn, "trends", dates, TRENDS_MART_ROWS, key_column=_DAY):
+            table = conn.sql(f"select * from trends where list_contains($dates, {_DAY}) "
+                             "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding, "
+                             "x_intvty_stat, comparison_id, target_index", params={"dates": group}).to_arrow_table()
+            written += write_mart_partitions(table, folder)
+            first = table if first is None else first
+            rows, in_range = rows + table.num_rows, in_range + (pc.sum(table["in_range"]).as_py() or 0)
+    prune_mart_partitions(folder, dates, written)
+    keep_openable(folder, TREND_SCHEMA)
     paths.publish_unless_later(context, warehouse)
     folder = paths.published(context, folder)
-    in_range = sum(table.column("in_range").to_pylist())
     why = "targets unchanged" if not moved else "no stored targets" if stored is None else "targets moved"
-    context.log.info(f"trends: {fresh.num_rows} (group, date, target) rows for {len(reread)} dates ({why}) -> {folder}")
+    context.log.info(f"trends: {fresh_rows} (group, date, target) rows for {len(reread)} dates ({why}) -> {folder}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=folder, mart="trends", preview_columns=["run_date", "hw", "framework", "precision",
-                                                              "spec_decoding", "target_intvty", "in_range",
-                                                              "tput_per_gpu"]),
-        "comparison_targets": targets.num_rows, "dates_read_again": len(reread),
+        **table_metadata(first if first is not None else TREND_SCHEMA.empty_table(), path=folder, mart="trends",
+                         preview_columns=["run_date", "hw", "framework", "precision", "spec_decoding",
+                                          "target_intvty", "in_range", "tput_per_gpu"]),
+        "dagster/row_count": rows, "comparison_targets": targets.num_rows, "dates_read_again": len(reread),
         "rows_in_range_in_these_dates": in_range})
 
 
