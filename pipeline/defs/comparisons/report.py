@@ -64,12 +64,12 @@ FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 # of the comparisons' targets re-reads every date without rebuilding its frontier; and the targets the trend rows
 # were last read at (``comparison_targets``).
 TREND_POINTS_TABLE = "trend_frontier_points"
+TREND_TARGETS_TABLE = "trend_targets"
 # The stored frontiers are read at the targets this many points at a time (whole dates), and the mart written this
 # many trend rows at a time: a point gives a row per target of its group (tens), so a bound keeps a full re-read's
 # memory that of one group of dates, not of the history.
 TRENDS_READ_POINTS = 50_000
 TRENDS_MART_ROWS = 250_000
-TREND_TARGETS_TABLE = "trend_targets"
 _DAY = "strftime(run_date, '%Y-%m-%d')"
 
 
