@@ -22,7 +22,7 @@ from benchmarks.memory import PeakMemory  # noqa: E402
 from pipeline.defs.automation import FILES_KEY, SNAPSHOT_KEY, raw_dir_state  # noqa: E402
 from pipeline.defs.comparisons.assets import comparisons  # noqa: E402
 from pipeline.defs.comparisons.publish import PublishConfig, published_marts  # noqa: E402
-from pipeline.defs.comparisons.report import TrendConfig, trends  # noqa: E402
+from pipeline.defs.comparisons.report import trends  # noqa: E402
 from pipeline.defs.frontiers.assets import FrontierConfig, frontiers  # noqa: E402
 from pipeline.defs.frontiers.checks import frontier_strictly_monotone  # noqa: E402
 from pipeline.defs.ingest.assets import IngestConfig, raw_runs  # noqa: E402
@@ -98,7 +98,7 @@ def materialize(table: Table, label: str, instance: dg.DagsterInstance, keys: li
         ("metrics/run_metrics (SQL) + runs/ mart", lambda: run_metrics(partitioned, **res)),
         ("frontiers/pareto_frontiers", lambda: frontiers(whole, config=FrontierConfig(), **res)),
         ("comparisons/matched_comparisons", lambda: comparisons(whole, **res)),
-        ("comparisons/trends + trends/ mart", lambda: trends(partitioned, config=TrendConfig(), **res)),
+        ("comparisons/trends + trends/ mart", lambda: trends(partitioned, **res)),
         ("comparisons/published_marts", lambda: published_marts(whole, config=PublishConfig(), **res)),
     ]
     return sum(table.timed(f"{label}{name}", fn, _rows) for name, fn in steps)

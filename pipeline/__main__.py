@@ -29,7 +29,6 @@ from collections import Counter
 from pathlib import Path
 
 import duckdb
-import pyarrow.compute as pc
 
 from pipeline.io.storage import read_mart
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
@@ -277,26 +276,21 @@ def _overlay(args: argparse.Namespace) -> int:
 def summary(out_dir: Path, raw_dir: Path) -> str:
     """Counts from the marts and one comparison table, as printed after ``run``."""
     runs, quarantine, comparisons = (read_mart(out_dir, name) for name in ("runs", "quarantine", "comparisons"))
-    slo_rows = comparisons.num_rows
-    if "slo" in comparisons.column_names:  # the SLO-restricted rows are counted on their own line
-        slo_rows = comparisons.filter(pc.not_equal(comparisons["slo"], "none")).num_rows
-        comparisons = comparisons.filter(pc.equal(comparisons["slo"], "none"))
-        slo_rows = f"{slo_rows} rows restricted to runs meeting an SLO (column slo)"
+    slo_rows = read_mart(out_dir, "comparisons_slo").num_rows
     ids = comparisons.column("comparison_id").to_pylist()
     reasons = Counter(quarantine.column("reason_code").to_pylist())
     not_runs = {code: n for code, n in reasons.items() if code.startswith("not_a_run_log:")}
     rejected = {code: n for code, n in reasons.items() if code not in not_runs}
     lines = [
         f"raw logs:        {raw_dir}",
-        f"marts:           {out_dir}/{{quarantine,frontiers,comparisons,ingest_ledger}}.parquet, "
+        f"marts:           {out_dir}/{{frontiers,comparisons}}{{,_slo}}.parquet, quarantine/, ingest_ledger/, "
         f"runs/, trends/, requests/, run_slo/ (<model>/<run_date>/)",
         f"runs accepted:   {_runs_line(runs)}",
         f"quarantined:     {sum(rejected.values())} rows {_by_reason(rejected)}",
         f"not run logs:    {sum(not_runs.values())} files recorded in quarantine {_by_reason(not_runs)}",
         f"comparisons:     {len(set(ids))} ({comparisons.num_rows} rows)",
     ]
-    if isinstance(slo_rows, str):
-        lines.append(f"with SLOs:       {slo_rows}")
+    lines.append(f"with SLOs:       {slo_rows} rows restricted to runs meeting an SLO (comparisons_slo.parquet)")
     books = sorted(set(comparisons.column("price_book").to_pylist()))
     lines.append(f"price books:     {', '.join(books)}")
     default_rows = [r for r in comparisons.to_pylist() if r["price_book"] == DEFAULT_PRICE_BOOK]

@@ -63,6 +63,36 @@ def test_every_mart_column_is_described_and_the_ui_shows_it(sample_run):
     assert "not_a_run_log:" in rows[len(rejected)]
 
 
+def test_every_column_of_every_mart_file_carries_its_meaning_and_unit(sample_run):
+    """Issue 39: a reader of one Parquet file finds each column's meaning and unit in the file itself (field
+    metadata ``description`` and ``unit``), in every file of every mart, partition files and file marts too."""
+    import pyarrow.parquet as pq
+
+    from pipeline.io.generations import published_dir
+
+    root = published_dir(sample_run.out_dir)
+    seen = {}
+    for mart, (path, _, _) in MARTS.items():
+        files = [root / path] if path.endswith(".parquet") and "/" not in path else \
+            sorted((root / mart).rglob("*.parquet"))
+        assert files and all(f.is_file() for f in files), mart
+        for file in files:
+            for field in pq.read_schema(file):
+                meta = {k.decode(): v.decode() for k, v in (field.metadata or {}).items()}
+                assert meta.get("description"), f"{file}: {field.name} has no description"
+                assert meta.get("unit", "") == DESCRIPTIONS[field.name][0], f"{file}: {field.name}"
+                seen[(mart, field.name)] = meta
+    # by hand: units a reader needs, and a mart's own note
+    assert seen[("runs", "tput_per_gpu")]["unit"] == "tok/s/GPU"
+    assert seen[("runs", "median_ttft_s")]["unit"] == "s"
+    assert seen[("comparisons", "cost_per_mtok_hyperscaler")]["unit"] == "$/M tok"
+    assert seen[("trends", "target_intvty")]["unit"] == "tok/s/user"
+    assert "splined" in seen[("comparisons", "tput_per_gpu")]["description"]
+    assert "measured value of the frontier run" in seen[("frontiers", "tput_per_gpu")]["description"]
+    assert "unit" not in seen[("quarantine", "reason_code")]
+    assert ("requests", "ttft_s") in seen  # the sample's empty requests/ (empty.parquet) is documented too
+
+
 def test_schedule_and_sensor_have_descriptions():
     from pipeline.defs.automation import nightly_refresh, raw_logs_sensor
 

@@ -13,6 +13,7 @@ from pipeline.comparisons.band import (
 )
 from pipeline.frontiers.pareto import grouped_pareto_frontiers, pareto_frontier
 from pipeline.frontiers.spline import (
+    frontiers_at,
     grouped_steffen_tangents,
     interpolate,
     interpolate_frontiers,
@@ -180,6 +181,24 @@ def test_frontiers_read_together_match_each_frontier_read_alone(target):
         np.testing.assert_allclose(row, alone, rtol=1e-9, atol=1e-9)  # NaN where alone is NaN
         start += n
     assert np.isfinite(together).any() and np.isnan(together).any()  # both kinds of frontier were drawn
+
+
+def test_several_targets_per_frontier_in_one_spline_match_each_frontier_read_alone():
+    """``frontiers_at`` (the trends' reader: each frontier at each of its comparisons' targets, one spline per
+    date): read i is frontier[i] at targets[i], the one-frontier value, NaN outside the frontier."""
+    rng = np.random.default_rng(7)
+    x, v, sizes = _random_frontiers(rng, 200)
+    frontier = np.repeat(np.arange(len(sizes)), 3)
+    targets = rng.uniform(0.0, 300.0, frontier.size)
+    out = frontiers_at(x, v, sizes, frontier, targets)
+    starts = np.cumsum(sizes) - sizes
+    for row, g, t in zip(out, frontier, targets):
+        alone = interpolate(x[starts[g]:starts[g] + sizes[g]], v[starts[g]:starts[g] + sizes[g]], [t], clamp=False)[0]
+        np.testing.assert_allclose(row, alone, rtol=1e-9, atol=1e-9)  # NaN where alone is NaN
+    assert np.isfinite(out).any() and np.isnan(out).any()
+    # one target per frontier: exactly interpolate_frontiers
+    assert np.array_equal(frontiers_at(x, v, sizes, np.arange(len(sizes)), np.full(len(sizes), 35.0)),
+                          interpolate_frontiers(x, v, sizes, 35.0), equal_nan=True)
 
 
 def test_frontier_endpoints_read_exactly_and_single_points_only_at_their_x():

@@ -16,7 +16,8 @@ from pipeline.io.storage import content_hash, read_mart
 sys.path.insert(0, str(REPO))
 from benchmarks.generate import generate  # noqa: E402
 
-MARTS = ("runs", "trends", "quarantine", "frontiers", "comparisons", "ingest_ledger")
+MARTS = ("runs", "trends", "quarantine", "frontiers", "comparisons", "ingest_ledger", "frontiers_slo",
+         "comparisons_slo")
 NIGHTS = ("2026-03-01", "2026-03-02", "2026-03-03")
 
 
@@ -92,6 +93,13 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
         return written
     for module in (ledger_asset, validate_assets):
         monkeypatch.setattr(module, "write_file_mart", recording)
+    # the nights read the stored trend frontiers and write the trend mart a few dates at a time (groups of whole
+    # dates, ~40 frontier points / ~400 rows each); the full refresh below reads them all at once
+    import pipeline.defs.comparisons.report as trend_asset
+
+    chunks = (trend_asset.TRENDS_READ_POINTS, trend_asset.TRENDS_MART_ROWS)
+    monkeypatch.setattr(trend_asset, "TRENDS_READ_POINTS", 40)
+    monkeypatch.setattr(trend_asset, "TRENDS_MART_ROWS", 400)
     instance = dg.DagsterInstance.ephemeral()
     job = defs().resolve_job_def("refresh_all")
     paths = PipelinePaths(raw_dir=str(raw), out_dir=str(out), cache_dir=f"{db}.parse_cache")
@@ -144,6 +152,8 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     batches = _marts(out)
 
     # one full refresh over the final folder
+    monkeypatch.setattr(trend_asset, "TRENDS_READ_POINTS", chunks[0])
+    monkeypatch.setattr(trend_asset, "TRENDS_MART_ROWS", chunks[1])
     final = raw
     raw, out, db = _env(monkeypatch, tmp_path, "full")
     shutil.rmtree(raw)
@@ -157,3 +167,5 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     resent = [r for r in read_mart(out, "quarantine").to_pylist() if r["source_file"].endswith("resent.json")]
     assert [r["reason_code"] for r in resent] == ["duplicate_run"]
     assert {name for name in MARTS if batches[name] != full[name]} == set()
+    trends = read_mart(out, "trends")
+    assert len(set(trends.column("run_date").to_pylist())) == 3 and trends.num_rows > 400  # more than one group

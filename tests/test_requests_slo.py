@@ -285,8 +285,13 @@ def test_run_slo_of_the_failing_run_equals_a_hand_computation(slo_run):
 def test_slo_restricted_comparison_differs_where_runs_fail_and_equals_where_none_do(slo_run):
     import pyarrow.parquet as pq
 
-    comparisons = pq.read_table(slo_run / "comparisons.parquet")
-    frontiers = pq.read_table(slo_run / "frontiers.parquet")
+    # every run's rows alone in <name>.parquet (no slo column), the SLO-restricted rows in <name>_slo.parquet
+    marts = {name: pq.read_table(slo_run / f"{name}.parquet") for name in ("comparisons", "frontiers")}
+    assert all("slo" not in table.column_names for table in marts.values())
+    comparisons, frontiers = (pa.concat_tables([
+        marts[name].append_column("slo", pa.array(["none"] * marts[name].num_rows, pa.string())),
+        pq.read_table(slo_run / f"{name}_slo.parquet")]) for name in ("comparisons", "frontiers"))
+    assert "none" not in pq.read_table(slo_run / "comparisons_slo.parquet").column("slo").to_pylist()
 
     def rows(table, slo):
         part = table.filter(pc.equal(table["slo"], slo)).drop_columns(["slo"])

@@ -92,9 +92,13 @@ def test_trends_built_in_slices_equal_trends_built_whole(sample_run_two_books, s
             merged = trends_at_target(merge_trend_frontiers([trend_frontiers(s) for s in slices]))
             assert merged.equals(whole), parts
 
-    # the asset, every date again over a copy of the sample run, its runs read in slices of at most ~10
+    # the asset, every date again over a copy of the sample run, its runs read in slices of at most ~10: the same
+    # table and the same mart (tests/test_nightly_batches.py reads and writes the dates in groups too)
+    from pipeline.io.storage import content_hash, read_mart
+
     with duckdb.connect(str(sample_run_copy.db_path), read_only=True) as conn:
         expected = conn.sql("select * from trends").to_arrow_table()
+    mart = content_hash(read_mart(sample_run_copy.out_dir, "trends"))
     monkeypatch.setattr(report, "TRENDS_CHUNK_ROWS", 10)
     reads = []
     real = report.trend_frontiers
@@ -103,3 +107,75 @@ def test_trends_built_in_slices_equal_trends_built_whole(sample_run_two_books, s
     assert again.result.success and len(reads) > 2 and max(reads) < sum(reads), reads
     with duckdb.connect(str(sample_run_copy.db_path), read_only=True) as conn:
         assert conn.sql("select * from trends").to_arrow_table().equals(expected)
+    assert content_hash(read_mart(again.out_dir, "trends")) == mart
+
+
+def _target(comparison_id, side, index, target, book="seed", hw="mi355x", precision="fp4", spec="all",
+            framework="all"):
+    """One comparison target as the comparisons mart gives it (a side's keys, ``all`` where pooled)."""
+    return {"price_book": book, "comparison_id": comparison_id, "side": side, "target_index": index,
+            "target_intvty": float(target), "model": "dsr1", "isl": 1024, "osl": 1024, "hw": hw,
+            "framework": framework, "precision": precision, "spec_decoding": spec, "benchmark_type": "fixed_seq",
+            "x_intvty_stat": "median_intvty"}
+
+
+def test_each_group_is_read_at_the_targets_of_the_comparisons_holding_it():
+    """Issue 39: a group is read at each target of every comparison one of whose sides holds it (pooled keys take
+    any value), null outside the day's frontier; a group no side holds has no row."""
+    import pyarrow as pa
+
+    from pipeline.comparisons.trends import COMPARISON_TARGET_SCHEMA, trend_frontiers, trends_at_targets
+
+    runs = [*RUNS, _run(D1, 30, 700, 16, framework="trt")]  # trt: a group of its own, in the framework pair below
+    for run in runs[-1:]:
+        run["hw"] = "h100"  # on another GPU: no comparison below has a side on h100
+    targets = pa.Table.from_pylist([
+        *(_target("fw", side, i + 1, t, framework=fw) for side, fw in (("a", "sglang"), ("b", "vllm"))
+          for i, t in enumerate((20, 30, 40))),
+        _target("prec", "a", 2, 60),  # fp4 with spec and framework pooled: holds both mi355x groups
+        _target("prec", "b", 2, 60, precision="fp8"),  # no fp8 run: holds nothing
+        _target("spec", "a", 1, 20, spec="mtp"),  # no mtp run: holds nothing
+        _target("fw", "a", 1, 20, book="other", framework="sglang"),  # another price book's: not this one's
+    ], schema=COMPARISON_TARGET_SCHEMA)
+    rows = trends_at_targets(trend_frontiers(runs), targets).to_pylist()
+    got = {(r["run_date"], r["framework"], r["comparison_id"], r["side"], r["target_index"]):
+           (r["target_intvty"], r["in_range"], r["tput_per_gpu"]) for r in rows}
+    assert got == {
+        # 2026-07-01 sglang: frontier (20, 1200), (40, 900), (60, 300); at 30 the Steffen value of the test above
+        (D1, "sglang", "fw", "a", 1): (20.0, True, 1200.0),
+        (D1, "sglang", "fw", "a", 2): (30.0, True, pytest.approx(1078.125)),
+        (D1, "sglang", "fw", "a", 3): (40.0, True, 900.0),
+        (D1, "sglang", "prec", "a", 2): (60.0, True, 300.0),
+        # 2026-07-02 sglang: frontier (40, 800), (60, 350) only: 20 and 30 lie outside, null, not clamped
+        (D2, "sglang", "fw", "a", 1): (20.0, False, None),
+        (D2, "sglang", "fw", "a", 2): (30.0, False, None),
+        (D2, "sglang", "fw", "a", 3): (40.0, True, 800.0),
+        (D2, "sglang", "prec", "a", 2): (60.0, True, 350.0),
+        # vllm: one point at 30
+        (D1, "vllm", "fw", "b", 1): (20.0, False, None),
+        (D1, "vllm", "fw", "b", 2): (30.0, True, 100.0),
+        (D1, "vllm", "fw", "b", 3): (40.0, False, None),
+        (D1, "vllm", "prec", "a", 2): (60.0, False, None),
+    }
+    # rows in key order: date-less keys first, then the comparison and its target
+    assert [(r["run_date"], r["framework"], r["comparison_id"], r["target_index"]) for r in rows][:4] == [
+        (D1, "sglang", "fw", 1), (D1, "sglang", "fw", 2), (D1, "sglang", "fw", 3), (D1, "sglang", "prec", 2)]
+
+
+def test_the_sample_trends_are_read_at_the_comparisons_targets(sample_run):
+    """Every trend row's target is the one comparisons.parquet gives its comparison, price book, side and target
+    index; the sample's comparisons' targets keep most rows in range (the old global 35 tok/s/user did not)."""
+    from pipeline.comparisons.trends import build_trends
+
+    trends = sample_run.mart("trends").to_pylist()
+    cells = {(r["comparison_id"], r["price_book"], r["side"], r["target_index"]): r["target_intvty"]
+             for r in sample_run.mart("comparisons").to_pylist()}
+    assert trends and all(cells[(r["comparison_id"], r["price_book"], r["side"], r["target_index"])]
+                          == r["target_intvty"] for r in trends)
+    assert {r["target_index"] for r in trends} == {1, 2, 3}
+    in_range = sum(r["in_range"] for r in trends) / len(trends)
+    import duckdb
+    with duckdb.connect(str(sample_run.db_path), read_only=True) as conn:
+        runs = conn.sql("select * from run_metrics where not length_off_nominal").to_arrow_table()
+    at_35 = build_trends(runs).to_pylist()
+    assert in_range > 0.9 > sum(r["in_range"] for r in at_35) / len(at_35)

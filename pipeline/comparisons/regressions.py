@@ -468,7 +468,8 @@ def failure_runs(raw_runs: pa.Table) -> pa.Table:
 
 def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     """Per (price book, frontier group, target) and metric of the ``trends`` table, one point per date whose
-    frontier reaches the target (``Series``, kind ``frontier``; dates without a value are gaps, not points).
+    frontier reaches the target (``Series``, kind ``frontier``; dates without a value are gaps, not points). A
+    target two comparisons of the group share (trend rows alike but for ``comparison_id``) is one series.
 
     Args:
         trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``).
@@ -488,6 +489,8 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
             if value is None or not math.isfinite(value):
                 continue
             s = series.get((sid, metric))
+            if s is not None and s.dates[-1] == row["run_date"]:
+                continue  # the same target of another comparison of the group: the same value, one point
             if s is None:
                 keys = {k: row[k] for k in ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding",
                                             "benchmark_type")}

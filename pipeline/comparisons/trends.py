@@ -1,4 +1,5 @@
-"""Historical trends: for each frontier group and run date, the frontier's metrics at one target interactivity.
+"""Historical trends: for each frontier group and run date, the frontier's metrics at the targets of the comparisons
+the group belongs to (``trends_at_targets``), or at any one target interactivity (``trends_at_target``).
 
 A frontier group is (model, isl, osl, hw, framework, precision, spec_decoding, benchmark_type, x_intvty_stat) — one
 serving stack on one kind of load, read on one x-axis statistic — and one ``run_date``; its Pareto frontier is
@@ -7,11 +8,18 @@ built from the group's lines as they stood that day: each line's latest sweep da
 "Trends"): monotone cubic interpolation inside the frontier's interactivity range, **null outside it** (no clamping, no
 extrapolation), so a date whose runs never reached the target shows a gap, not a made-up number. Interactivity is
 the frontier x-axis ``x_intvty`` (E2E-normalized for agentic-trace groups).
+
+The trend mart reads each group at the three default targets (25/50/75 % of the band, ``pipeline.comparisons.band``)
+of every comparison one of whose sides holds the group (``comparison_targets``: the side's fixed keys equal the
+group's, its pooled keys take any value, ``pipeline.frontiers.sides.Side.matches``), so a group is read where its
+comparisons are read, not at one interactivity its frontier may never reach. A group in no comparison has no trend
+row.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -20,7 +28,8 @@ import pyarrow.compute as pc
 
 from pipeline.frontiers.latest import average_repeats
 from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers
-from pipeline.frontiers.spline import interpolate_frontiers, slices
+from pipeline.frontiers.sides import Side, run_fixed_key
+from pipeline.frontiers.spline import frontiers_at, slices
 from pipeline.validate.lines import current_sweeps_by_date, first_rows, row_codes
 
 DEFAULT_TARGET_INTVTY = 35.0
@@ -36,12 +45,22 @@ GROUP_KEYS = (*(name for name, _ in GROUP_FIELDS), "x_intvty_stat")
 TREND_METRICS = ("tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
                  "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")
 
+# Which comparison target a trend row is read at: the comparison, the side of it holding the group, and which of its
+# three default targets (1, 2, 3); null for a target given by hand (``trends_at_target``).
+TARGET_FIELDS = [("comparison_id", pa.string()), ("side", pa.string()), ("target_index", pa.int32())]
+# A comparison's targets as the trend reads them (``comparison_targets``): one row per (price book, comparison,
+# side, target), with the side's keys as the comparisons mart writes them (``all`` where pooled).
+COMPARISON_TARGET_SCHEMA = pa.schema([
+    ("price_book", pa.string()), *TARGET_FIELDS, ("target_intvty", pa.float64()),
+    *GROUP_FIELDS, ("x_intvty_stat", pa.string())])
+
 TREND_SCHEMA = pa.schema(
     [
         ("price_book", pa.string()),
         *GROUP_FIELDS,
         ("x_intvty_stat", pa.string()),
         ("run_date", pa.date32()),
+        *TARGET_FIELDS,
         ("target_intvty", pa.float64()),
         ("runs", pa.int32()),
         ("frontier_points", pa.int32()),
@@ -64,10 +83,10 @@ _FRONTIER_SCHEMA = pa.schema([
 
 def build_trends(runs: pa.Table | Iterable[Mapping[str, Any]],
                  target_intvty: float = DEFAULT_TARGET_INTVTY, dates: Iterable[Any] | None = None) -> pa.Table:
-    """The trend mart (``TREND_SCHEMA``): one row per (price_book, frontier group, run_date) where the group has
-    runs that day, in key order. The day's frontier is built from the group's lines as of that day (each line's
-    latest sweep dated that day or earlier, ``current_sweeps_by_date``; concurrencies of older sweeps not
-    stitched in), repeats averaged (``average_repeats``); ``runs`` counts the runs behind it.
+    """Trend rows at one target (``TREND_SCHEMA``, comparison columns null): one row per (price_book, frontier
+    group, run_date) where the group has runs that day, in key order. The day's frontier is built from the
+    group's lines as of that day (each line's latest sweep dated that day or earlier, ``current_sweeps_by_date``;
+    concurrencies of older sweeps not stitched in), repeats averaged (``average_repeats``); ``runs`` counts the runs behind it.
 
     Two steps, ``trend_frontiers`` (the day's frontiers) then ``trends_at_target`` (each read at the target): a
     caller with more runs than it wants to hold at once gives the first step slices of whole groups and lines,
@@ -134,47 +153,146 @@ def _in_key_order(table: pa.Table) -> pa.Table:
 
 
 def trends_at_target(frontiers: pa.Table, target_intvty: float = DEFAULT_TARGET_INTVTY) -> pa.Table:
-    """The trend mart (``TREND_SCHEMA``) from ``trend_frontiers``' points: each frontier read at
-    ``target_intvty`` (tok/s/user) by monotone cubic interpolation, null with ``in_range`` false outside its
-    interactivity range (the trend rule: no clamping, no extrapolation), a metric some point lacks null.
-
-    The frontiers holding the target are read by one spline per date (``interpolate_frontiers``: the trend
-    rule's numbers to about 1e-12 relative, and to the last bit the same for the same frontiers of a date in the
-    same order: a date's rows are the same whether it is computed alone, in a nightly batch, with every other
-    date, or from slices of the runs).
+    """The trend rows (``TREND_SCHEMA``) from ``trend_frontiers``' points: each frontier read at
+    ``target_intvty`` (tok/s/user), ``comparison_id``, ``side`` and ``target_index`` null. The reading rule is
+    ``_read_at``'s (null with ``in_range`` false outside a frontier's range: no clamping, no extrapolation); any
+    target can be asked for (a page reading a day's frontiers at a typed target).
     """
+    groups = _frontier_groups(frontiers)
+    return _read_at(frontiers, groups, np.arange(groups.size, dtype=np.int64),
+                    np.full(groups.size, float(target_intvty)),
+                    *(pa.nulls(groups.size, kind) for _, kind in TARGET_FIELDS))
+
+
+def trends_at_targets(frontiers: pa.Table, targets: pa.Table) -> pa.Table:
+    """The trend mart (``TREND_SCHEMA``): each of ``trend_frontiers``' frontiers read at every target of
+    ``targets`` (``COMPARISON_TARGET_SCHEMA``, ``comparison_targets``) whose side holds its group in its price book
+    (``Side.matches`` on the group's keys, the same ``x_intvty_stat``). One row per (price book, frontier group,
+    run date, comparison, target index), in that order; a frontier group no target's side holds has none.
+    Values as ``_read_at`` (tok/s/GPU, $/M tok, tok/s/MW, concurrency; null outside the day's frontier).
+
+    Which targets hold a group is decided once per (price book, group), whatever its dates.
+
+    Raises:
+        KeyError: ``targets`` lacks a column of ``COMPARISON_TARGET_SCHEMA``.
+    """
+    groups = _frontier_groups(frontiers)
+    targets = targets.sort_by([(name, "ascending") for name in ("comparison_id", "side", "target_index")])
+    firsts = frontiers.take(pa.array(groups.first_point, pa.int64())).select(["price_book", *GROUP_KEYS])
+    book_group = row_codes(firsts, firsts.column_names)  # the same (book, group) on every date: one code
+    keys = firsts.take(pa.array(first_rows(book_group, int(book_group.max(initial=-1)) + 1), pa.int64())).to_pylist()
+    by_fixed_key: dict[tuple, list[tuple[Side, int]]] = {}
+    for row, target in enumerate(targets.select(["price_book", "x_intvty_stat", *(n for n, _ in GROUP_FIELDS)])
+                                 .to_pylist()):
+        side = Side(**{name: target[name] for name, _ in GROUP_FIELDS})
+        by_fixed_key.setdefault((target["price_book"], target["x_intvty_stat"], side.fixed_key), []).append(
+            (side, row))
+    held = [[row for side, row in by_fixed_key.get((key["price_book"], key["x_intvty_stat"], run_fixed_key(key)), ())
+             if side.matches(key)] for key in keys]  # per (book, group) code: its targets' rows
+    count = np.array([len(rows) for rows in held], dtype=np.int64)
+    start = np.cumsum(count) - count
+    flat = np.array([row for rows in held for row in rows], dtype=np.int64)
+    per_group = count[book_group]
+    pair_group = np.repeat(np.arange(groups.size, dtype=np.int64), per_group)
+    pair_row = flat[slices(start[book_group], per_group)] if flat.size else np.zeros(0, dtype=np.int64)
+    chosen = targets.take(pa.array(pair_row, pa.int64()))
+    return _read_at(frontiers, groups, pair_group, chosen["target_intvty"].to_numpy(zero_copy_only=False),
+                    *(chosen[name].combine_chunks() for name, _ in TARGET_FIELDS))
+
+
+def comparison_targets(comparisons: pa.Table) -> pa.Table:
+    """The targets the trend mart reads each frontier group at (``COMPARISON_TARGET_SCHEMA``), from ``comparisons``
+    rows of every run (the ``comparisons`` table's ``slo = 'none'`` rows, ``pipeline.comparisons.compare``: each
+    comparison's band and its three default targets, the same in each of its rows): one row per (price book,
+    comparison, side, target index), sorted, so that two tables of the same targets are equal.
+
+    Raises:
+        KeyError: ``comparisons`` lacks a column of ``COMPARISON_TARGET_SCHEMA``.
+    """
+    table = comparisons.select(COMPARISON_TARGET_SCHEMA.names).cast(COMPARISON_TARGET_SCHEMA)
+    table = table.group_by(COMPARISON_TARGET_SCHEMA.names, use_threads=False).aggregate([])
+    return table.select(COMPARISON_TARGET_SCHEMA.names).sort_by(
+        [(name, "ascending") for name in ("price_book", "comparison_id", "side", "target_index")])
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """``trend_frontiers``' frontiers, each (price book, frontier group, run date) a group: its first point's row,
+    its points, interactivity range and the metrics, as arrays (``_frontier_groups``)."""
+
+    first_point: np.ndarray  # int64, (groups,)
+    points: np.ndarray  # int64, (groups,)
+    x: np.ndarray  # float64, (rows,): every point's x_intvty, tok/s/user
+    metric_values: np.ndarray  # float64, (rows, len(TREND_METRICS))
+    complete: np.ndarray  # bool, (groups, len(TREND_METRICS)): no point of the group lacks the metric
+
+    @property
+    def size(self) -> int:
+        """How many frontiers."""
+        return int(self.first_point.size)
+
+
+def _frontier_groups(frontiers: pa.Table) -> _Groups:
+    """``frontiers`` (``trend_frontiers``' points, in key order) split into its frontiers."""
     if frontiers.num_rows == 0:
-        return TREND_SCHEMA.empty_table()
+        empty = np.zeros(0, dtype=np.int64)
+        return _Groups(empty, empty, np.zeros(0), np.zeros((0, len(TREND_METRICS))),
+                       np.zeros((0, len(TREND_METRICS)), dtype=bool))
     codes = row_codes(frontiers, _KEY_NAMES)  # sorted by the keys: a new code starts a new group
     new_group = np.concatenate(([True], codes[1:] != codes[:-1]))
     group = np.cumsum(new_group) - 1
-    x = float_values(frontiers["x_intvty"])
     points_per_group = np.bincount(group)
-    first_point = np.flatnonzero(new_group)
-    x_min, x_max = x[first_point], x[first_point + points_per_group - 1]
-    in_range = (x_min <= target_intvty) & (target_intvty <= x_max)
     metric_columns = [frontiers[m] for m in TREND_METRICS]
-    metric_values = np.column_stack([float_values(column) for column in metric_columns])
     metric_present = np.column_stack([column.is_valid().to_numpy(zero_copy_only=False) for column in metric_columns])
     # a metric some frontier point lacks (e.g. output tok/s in an export row) is null, not bridged
     gaps = np.zeros((points_per_group.size, len(TREND_METRICS)))
     np.add.at(gaps, group, ~metric_present)
-    known = in_range[:, None] & (gaps == 0)
-    values = np.full(known.shape, np.nan)
-    firsts = frontiers.take(pa.array(first_point))
-    day_of_group = firsts["run_date"].to_numpy(zero_copy_only=False)
-    for day in np.unique(day_of_group[in_range]):  # one spline per date: a batch re-reads whole dates
-        chosen = np.flatnonzero(in_range & (day_of_group == day))
-        on_frontier = slices(first_point[chosen], points_per_group[chosen])
-        values[chosen] = interpolate_frontiers(x[on_frontier], metric_values[on_frontier],
-                                               points_per_group[chosen], target_intvty)
+    return _Groups(np.flatnonzero(new_group), points_per_group, float_values(frontiers["x_intvty"]),
+                   np.column_stack([float_values(column) for column in metric_columns]), gaps == 0)
+
+
+def _read_at(frontiers: pa.Table, groups: _Groups, pair_group: np.ndarray, pair_target: np.ndarray,
+             comparison_id: pa.Array, side: pa.Array, target_index: pa.Array) -> pa.Table:
+    """The trend rule, once for every reader: row i of the result (``TREND_SCHEMA``) is frontier
+    ``pair_group[i]`` read at ``pair_target[i]`` (tok/s/user) by monotone cubic interpolation, null with
+    ``in_range`` false outside its interactivity range (no clamping, no extrapolation), a metric some point lacks
+    null; ``comparison_id``, ``side``, ``target_index`` are the row's target columns.
+
+    A (frontier, target) pair asked for twice is read once. The frontiers of one date are read by one spline at
+    every target (``frontiers_at``: the trend rule's numbers to about 1e-12 relative, and to the last bit the same
+    for the same frontiers and targets of a date: a date's rows are the same whether it is computed alone, in a
+    nightly batch, with every other date, or from slices of the runs).
+    """
+    if pair_group.size == 0:
+        return TREND_SCHEMA.empty_table()
+    first_point, points_per_group, x = groups.first_point, groups.points, groups.x
+    x_min, x_max = x[first_point], x[first_point + points_per_group - 1]
+    day_of_group = frontiers["run_date"].take(pa.array(first_point, pa.int64())).cast(pa.int32()).to_numpy(
+        zero_copy_only=False)
+    target_values, target_code = np.unique(pair_target, return_inverse=True)
+    unique, inverse = np.unique(pair_group * target_values.size + target_code.reshape(-1), return_inverse=True)
+    u_group, u_target = unique // target_values.size, target_values[unique % target_values.size]
+    inverse = inverse.reshape(-1)
+    in_range = (x_min[u_group] <= u_target) & (u_target <= x_max[u_group])
+    values = np.full((u_group.size, len(TREND_METRICS)), np.nan)
+    u_day = day_of_group[u_group]
+    for day in np.unique(u_day[in_range]):  # one spline per date: a batch re-reads whole dates
+        reads = np.flatnonzero(in_range & (u_day == day))  # by group (key order), then target
+        read_groups, local = np.unique(u_group[reads], return_inverse=True)
+        on_frontier = slices(first_point[read_groups], points_per_group[read_groups])
+        values[reads] = frontiers_at(x[on_frontier], groups.metric_values[on_frontier],
+                                     points_per_group[read_groups], local.reshape(-1), u_target[reads])
+    known = in_range[:, None] & groups.complete[u_group]
+    firsts = frontiers.take(pa.array(first_point[pair_group], pa.int64()))
     return pa.table({
         **{name: firsts[name] for name in _KEY_NAMES},
-        "target_intvty": np.full(points_per_group.size, float(target_intvty)),
+        "comparison_id": comparison_id, "side": side, "target_index": target_index,
+        "target_intvty": np.asarray(pair_target, dtype=float),
         "runs": firsts["runs"],
-        "frontier_points": points_per_group,
-        "frontier_intvty_min": x_min, "frontier_intvty_max": x_max, "in_range": in_range,
-        **{m: pa.array(values[:, i], mask=~known[:, i]) for i, m in enumerate(TREND_METRICS)},
+        "frontier_points": points_per_group[pair_group],
+        "frontier_intvty_min": x_min[pair_group], "frontier_intvty_max": x_max[pair_group],
+        "in_range": in_range[inverse],
+        **{m: pa.array(values[inverse, i], mask=~known[inverse, i]) for i, m in enumerate(TREND_METRICS)},
     }).select(TREND_SCHEMA.names).cast(TREND_SCHEMA)
 
 

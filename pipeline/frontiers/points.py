@@ -20,7 +20,7 @@ from pipeline.frontiers.latest import CI_COLUMNS, LINEAGE_INPUT_COLUMNS, SPREAD_
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
 from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, SIDE_KEY, SIDE_KEY_FIELDS, X_STAT_E2E_NORM, X_STAT_MEDIAN
-from pipeline.metrics.slo import NO_SLO  # noqa: F401  (the default ``slo`` value, for the stages after this one)
+from pipeline.metrics.slo import NO_SLO  # the default ``slo`` value, also for the stages after this one
 
 # Metrics splined along each frontier, each on its own values at the frontier points (docs/metrics.md).
 SPLINED_METRICS = (
@@ -242,6 +242,19 @@ def with_slo(table: pa.Table, slo: str) -> pa.Table:
     """``table`` (frontier or comparison rows) with a last column ``slo`` (string) set to ``slo`` on every row:
     ``none`` for rows built from every run, else the SLO whose runs built them."""
     return table.append_column(pa.field("slo", pa.string()), pa.array([slo] * table.num_rows, pa.string()))
+
+
+def split_by_slo(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The two file marts of a ``frontiers`` or ``comparisons`` warehouse table (rows of every ``slo``, last
+    column ``slo``): (the rows of every run, ``slo = 'none'``, without the ``slo`` column: ``<name>.parquet``,
+    one grain), (the SLO-restricted rows, ``slo`` kept as their key: ``<name>_slo.parquet``). Rows keep their
+    order. A reader of the first file never sees a row twice, whatever ``slos.csv`` lists (docs/marts.md).
+
+    Raises:
+        KeyError: ``table`` has no ``slo`` column.
+    """
+    every_run = pc.equal(table["slo"], NO_SLO)
+    return table.filter(every_run).drop_columns(["slo"]), table.filter(pc.invert(every_run))
 
 
 def frontiers_by_side(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

@@ -131,16 +131,8 @@ def monotone_spline(x: Sequence[float], v: Sequence[float],
 
 def interpolate_frontiers(x: Sequence[float], v: Sequence[float], sizes: Sequence[int], target: float) -> np.ndarray:
     """Every frontier's metrics at one target interactivity, trend rule (``interpolate(..., clamp=False)``: NaN
-    outside a frontier's [x0, x_last]), with one scipy ``CubicHermiteSpline`` for all of them.
-
-    The frontiers are laid end to end on one axis, each shifted past the one before (x + offset, the target
-    shifted with it), and splined with their own Steffen tangents (``grouped_steffen_tangents``); the piece that
-    joins two frontiers is never evaluated, because a target outside a frontier's range is NaN. The shift rounds
-    x to the spacing of the shifted axis, so a value can differ from a one-frontier ``interpolate`` in its last
-    digits (about 1e-12 relative for frontiers spanning hundreds of tok/s/user); a frontier whose points the shift
-    would bring closer than that spacing gets its own spline instead. A frontier's value therefore depends on
-    which frontiers share the call at that rounding level only: callers that must reproduce a value exactly (a
-    nightly batch and a full refresh) pass the same frontiers in the same order.
+    outside a frontier's [x0, x_last]), with one scipy ``CubicHermiteSpline`` for all of them: ``frontiers_at``
+    with every frontier read once at ``target``.
 
     Args:
         x: the frontiers' interactivities (tok/s/user) concatenated, shape (n,); strictly increasing within each.
@@ -153,17 +145,47 @@ def interpolate_frontiers(x: Sequence[float], v: Sequence[float], sizes: Sequenc
     Raises:
         ValueError: sizes do not add up to n, or x not strictly increasing within a frontier.
     """
+    counts = np.asarray(sizes, dtype=np.int64)
+    return frontiers_at(x, v, counts, np.arange(counts.size, dtype=np.int64), np.full(counts.size, float(target)))
+
+
+def frontiers_at(x: Sequence[float], v: Sequence[float], sizes: Sequence[int], frontier: Sequence[int],
+                 targets: Sequence[float]) -> np.ndarray:
+    """Frontier ``frontier[i]``'s metrics at ``targets[i]`` (tok/s/user) for every i, trend rule
+    (``interpolate(..., clamp=False)``: NaN outside the frontier's [x0, x_last]), with one scipy
+    ``CubicHermiteSpline`` for all the frontiers some target of which lies in their range.
+
+    The frontiers are laid end to end on one axis, each shifted past the one before (x + offset, its targets
+    shifted with it), and splined with their own Steffen tangents (``grouped_steffen_tangents``); the piece that
+    joins two frontiers is never evaluated, because a target outside a frontier's range is NaN. The shift rounds
+    x to the spacing of the shifted axis, so a value can differ from a one-frontier ``interpolate`` in its last
+    digits (about 1e-12 relative for frontiers spanning hundreds of tok/s/user); a frontier whose points the shift
+    would bring closer than that spacing gets its own spline instead. A frontier's value therefore depends on
+    which frontiers share the call at that rounding level only: callers that must reproduce a value exactly (a
+    nightly batch and a full refresh) pass the same frontiers and targets in the same order.
+
+    Args:
+        x, v, sizes: as ``interpolate_frontiers``.
+        frontier: which frontier each read is of, int, shape (reads,), each in [0, frontiers).
+        targets: the interactivity of each read (tok/s/user), shape (reads,).
+    Returns:
+        float64 array, shape (reads, k): NaN where the frontier's range does not hold the target.
+    Raises:
+        ValueError: sizes do not add up to n, or x not strictly increasing within a frontier.
+    """
     xs = np.asarray(x, dtype=float)
     vs = np.nan_to_num(np.asarray(v, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
     counts = np.asarray(sizes, dtype=np.int64)
+    reads, ts = np.asarray(frontier, dtype=np.int64), np.asarray(targets, dtype=float)
     tangents = grouped_steffen_tangents(xs, vs, counts)
     first = np.cumsum(counts) - counts
     last = first + counts - 1
-    out = np.full((counts.size, vs.shape[1]), np.nan)
-    inside = (xs[first] <= target) & (target <= xs[last])
-    single = inside & (counts == 1)  # target equals the one point
-    out[single] = vs[first[single]]
-    splined = np.flatnonzero(inside & (counts >= 2))
+    out = np.full((reads.size, vs.shape[1]), np.nan)
+    inside = (xs[first[reads]] <= ts) & (ts <= xs[last[reads]])
+    single = inside & (counts[reads] == 1)  # the target equals the one point
+    out[single] = vs[first[reads[single]]]
+    splined_reads = inside & (counts[reads] >= 2)
+    splined = np.unique(reads[splined_reads])  # the frontiers read inside their range, in frontier order
     if splined.size == 0:
         return out
     # each frontier starts one tok/s/user past the end of the one before, on an axis starting at 0
@@ -179,13 +201,16 @@ def interpolate_frontiers(x: Sequence[float], v: Sequence[float], sizes: Sequenc
     collapsed[joins] = False
     alone = np.zeros(splined.size, dtype=bool)
     alone[np.unique(owner[np.flatnonzero(collapsed)])] = True
+    position = np.searchsorted(splined, reads)  # a splined read's frontier's place among ``splined``
+    shared = np.flatnonzero(splined_reads)
+    shared = shared[~alone[position[shared]]]
     if not alone.all():
         keep = ~alone[owner]
         spline = CubicHermiteSpline(shifted[keep], vs[rows[keep]], tangents[rows[keep]], extrapolate=False)
-        together = splined[~alone]
-        out[together] = spline(target + offset[~alone])
-    for g in splined[alone]:  # too close to share the shifted axis: the one-frontier spline
-        out[g] = interpolate(xs[first[g]:last[g] + 1], vs[first[g]:last[g] + 1], [target], clamp=False)[0]
+        out[shared] = spline(ts[shared] + offset[position[shared]])
+    for i in np.flatnonzero(splined_reads & alone[np.minimum(position, splined.size - 1)]):
+        g = reads[i]  # too close to share the shifted axis: the one-frontier spline
+        out[i] = interpolate(xs[first[g]:last[g] + 1], vs[first[g]:last[g] + 1], [ts[i]], clamp=False)[0]
     return out
 
 

@@ -83,7 +83,7 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "output_cost_per_mtok_neocloud", "output_cost_per_mtok_rental", "input_cost_per_mtok_hyperscaler",
         "input_cost_per_mtok_neocloud", "input_cost_per_mtok_rental", "line_id", "sweep_id", "repeat_group",
         "repeat_n", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi",
-        "repeat_spread", "repeats_disagree", "slo")),
+        "repeat_spread", "repeats_disagree")),
     "comparisons": ("comparisons.parquet", "one (comparison, price book, target, side)", (
         "comparison_id", "price_book", "price_book_version", "kind", "title", "side", "side_label", "side_id",
         *SIDE_KEY, "x_intvty_stat", "side_runs",
@@ -100,10 +100,16 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "tput_sentence", "sentence_caveat", "repeat_points", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi",
         "median_intvty_ci_lo", "median_intvty_ci_hi", "cost_per_mtok_hyperscaler_ci_lo",
         "cost_per_mtok_hyperscaler_ci_hi", "cost_per_mtok_neocloud_ci_lo", "cost_per_mtok_neocloud_ci_hi",
-        "cost_per_mtok_rental_ci_lo", "cost_per_mtok_rental_ci_hi", "difference_significant", "slo")),
-    "trends": ("trends/<model>/<run_date|undated>/part-0.parquet", "one (price book, frontier group, run date)", (
+        "cost_per_mtok_rental_ci_lo", "cost_per_mtok_rental_ci_hi", "difference_significant")),
+    # the same rows restricted to the runs meeting each SLO of slos.csv, keyed by slo (pipeline.frontiers.points.
+    # split_by_slo): kept out of frontiers.parquet and comparisons.parquet so that each of those has one grain
+    "frontiers_slo": ("frontiers_slo.parquet", "one (SLO, side, price book, frontier point)", ()),
+    "comparisons_slo": ("comparisons_slo.parquet", "one (SLO, comparison, price book, target, side)", ()),
+    "trends": ("trends/<model>/<run_date|undated>/part-0.parquet",
+               "one (price book, frontier group, run date, comparison, target) for each comparison a side of which "
+               "holds the group", (
         "price_book", "model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
-        "x_intvty_stat", "run_date", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
+        "x_intvty_stat", "run_date", "comparison_id", "side", "target_index", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
         "in_range", "tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
         "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")),
     "regressions": ("regressions.parquet", "one change point of one series and metric", (
@@ -122,6 +128,9 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "slo_attainment", "slo_met", "goodput_tok_s_per_gpu", "slo_ttft_s", "slo_tpot_s", "slo_e2el_s",
         "slo_min_attainment")),
 }
+
+for _name in ("frontiers", "comparisons"):
+    MARTS[f"{_name}_slo"] = (*MARTS[f"{_name}_slo"][:2], (*MARTS[_name][2], "slo"))
 
 # Files a generation writes about itself (names starting with "_", which readers skip): name -> (file, grain,
 # columns, what the Parquet footer holds).
@@ -438,8 +447,9 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "input_tokens": ("tokens", "the request's prompt length"),
     "output_tokens": ("tokens", "the request's generated tokens"),
     "error": ("", "the harness's error text for a failed request (at most 300 characters); null on success"),
-    "slo": ("", "the SLO of data/reference/slos.csv the row is restricted to (runs meeting it); 'none' = every run, "
-                "the unrestricted rows"),
+    "slo": ("", "the SLO of data/reference/slos.csv the row is about: the runs meeting it (frontiers_slo, "
+                "comparisons_slo: the frontiers and comparisons of only those runs; in the warehouse tables 'none' "
+                "marks the rows of every run, which the files frontiers.parquet and comparisons.parquet hold)"),
     "slo_basis": ("", "per_request: judged request by request from the requests mart; p99_summary: the run's "
                       "summary p99 TTFT/TPOT/E2EL against the bounds (no per-request data)"),
     "requests": ("requests", "requests of the run, errored included (per_request basis; null on p99_summary)"),
@@ -469,7 +479,11 @@ MART_NOTES: dict[tuple[str, str], str] = {
     ("comparisons", "tput_per_gpu"): "splined along the side's frontier at evaluated_intvty",
     ("comparisons", "cost_per_mtok_hyperscaler"): "splined at evaluated_intvty",
     ("trends", "tput_per_gpu"): "the day's frontier splined at target_intvty",
-    ("trends", "target_intvty"): "default 35 tok/s/user",
+    ("trends", "target_intvty"): "the comparison's target_index-th default target (25/50/75 % of its band, as "
+                                 "in comparisons.parquet)",
+    ("trends", "comparison_id"): "a comparison one of whose sides holds the frontier group (its pooled keys take "
+                                 "any value)",
+    ("trends", "side"): "the side of the comparison that holds the frontier group",
     ("regressions", "target_intvty"): "the trend target a frontier series is read at; null for a line",
     ("regressions", "conc"): "a line series' concurrency; null for a frontier",
     ("regressions", "price_book"): "a frontier series' price book; null for a line",
@@ -488,6 +502,20 @@ def describe(name: str, mart: str | None = None) -> str | None:
     return f"{text}{'; ' + note if note else ''}{f' [{unit}]' if unit else ''}"
 
 
+def field_metadata(name: str, mart: str | None = None) -> dict[str, str]:
+    """The Parquet field metadata of column ``name`` in mart ``mart`` (a ``MARTS`` key; other names get no
+    mart note): ``{"description": describe(name, mart)}`` plus ``{"unit": <unit>}`` where ``DESCRIPTIONS`` gives
+    the column a unit (``"tok/s/GPU"``, ``"s"``, ``"$/M tok"``, …); ``{}`` for a column this module does not
+    know. ``pipeline.io.storage`` attaches it to every column of every mart file it writes, so a reader of one
+    file (``pyarrow.parquet.read_schema(f).field("tput_per_gpu").metadata``) finds the same text as
+    docs/marts.md. Raises nothing."""
+    text = describe(name, mart)
+    if text is None:
+        return {}
+    unit = DESCRIPTIONS[name][0]
+    return {"description": text, **({"unit": unit} if unit else {})}
+
+
 def marts_markdown() -> str:
     """The text of ``docs/marts.md``: the glossary, then per mart its path, grain and a column / unit / meaning
     table, in ``MARTS`` order, then the same for ``GENERATION_FILES``."""
@@ -501,6 +529,10 @@ def marts_markdown() -> str:
         "Marts live under `PIPELINE_OUT_DIR` (default `data/marts/`). Units: latencies in s, throughput in tok/s",
         "(per GPU: tok/s/GPU), interactivity in tok/s/user, cost in $ per million tokens, all-in power in kW per GPU,",
         "measured power in W per GPU, energy in J. Formulas: [metrics.md](metrics.md).",
+        "",
+        "Each Parquet file of a mart carries the same text in its schema: every column's field metadata holds",
+        "`description` (the meaning, the mart's note and the unit in brackets) and, where the column has one, `unit`",
+        "(`pyarrow.parquet.read_schema(f).field(\"tput_per_gpu\").metadata`).",
         "",
         "A mart with a folder is read as the folder: `runs/` and `trends/` have one file per (model, run date);",
         "`quarantine/` and `ingest_ledger/` are the rows of `base.parquet` and `recent.parquet` together (the rows",

@@ -128,7 +128,8 @@ def _write(conn: duckdb.DuckDBPyConnection, query: str, path: Path, state: str, 
     if rows.num_rows == 0 and path.name == RECENT:
         path.unlink(missing_ok=True)
         return 0
-    write_parquet_atomic(rows.replace_schema_metadata({_STATE_KEY: orjson.dumps({"state": state})}), path)
+    write_parquet_atomic(rows.replace_schema_metadata({_STATE_KEY: orjson.dumps({"state": state})}), path,
+                         mart=path.parent.name)  # the mart is named by its folder (quarantine/, ingest_ledger/)
     return rows.num_rows
 
 

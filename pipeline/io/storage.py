@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pipeline.io.columns import field_metadata
 from pipeline.io.generations import published_dir
 
 _PYARROW_TYPE_NAMES = {pa.string(): "string", pa.float64(): "double", pa.int32(): "int32", pa.int64(): "int64",
@@ -169,14 +170,15 @@ def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tab
             conn.unregister("_incoming")
 
 
-def date_groups(conn: duckdb.DuckDBPyConnection, name: str, keys: Sequence[str], max_rows: int) -> list[list[str]]:
-    """The run-date partition keys of ``keys`` that hold rows of warehouse table ``name`` (column
-    ``run_date_partition``), in order, cut into groups of whole dates of at most ``max_rows`` rows (a date with
-    more alone): how a step reads a large table a bounded group at a time."""
+def date_groups(conn: duckdb.DuckDBPyConnection, name: str, keys: Sequence[str], max_rows: int,
+                key_column: str = "run_date_partition") -> list[list[str]]:
+    """The run-date partition keys of ``keys`` that hold rows of warehouse table ``name`` (their key: column or
+    SQL expression ``key_column``, default ``run_date_partition``), in order, cut into groups of whole dates of at
+    most ``max_rows`` rows (a date with more alone): how a step reads a large table a bounded group at a time."""
     groups: list[list[str]] = []
     in_group = 0  # rows in the last group
     for key, count in conn.execute(
-            f"select run_date_partition, count(*) from {name} where list_contains($keys, run_date_partition) "
+            f"select {key_column}, count(*) from {name} where list_contains($keys, {key_column}) "
             "group by all order by 1", {"keys": list(keys)}).fetchall():
         if not groups or in_group + count > max_rows:
             groups.append([])
@@ -227,9 +229,23 @@ def read_table(conn: duckdb.DuckDBPyConnection, name: str) -> pa.Table:
     return conn.sql(f"select * from {name}").to_arrow_table()
 
 
-def write_parquet_atomic(table: pa.Table, path: Path) -> Path:
+def documented(table: pa.Table, mart: str | None) -> pa.Table:
+    """``table`` with every column's description and unit as its field metadata
+    (``pipeline.io.columns.field_metadata`` for mart ``mart``; a column the module does not know keeps none),
+    the columns and the schema-level metadata unchanged. Zero-copy: the same buffers under the new schema.
+    Every mart writer of this module calls it, so each Parquet mart file carries its columns' meaning."""
+    fields = [field.with_metadata(docs) if (docs := field_metadata(field.name, mart)) else field
+              for field in table.schema]
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return pa.Table.from_arrays(table.columns, schema=schema)
+
+
+def write_parquet_atomic(table: pa.Table, path: Path, mart: str | None = None) -> Path:
     """Write ``table`` to ``path`` via a temporary file in the same folder and an atomic rename, so a reader
-    never sees a half-written mart and a crash leaves the previous file whole."""
+    never sees a half-written mart and a crash leaves the previous file whole. Each column carries its
+    description and unit (``documented``) read for mart ``mart``, by default the file's name without
+    ``.parquet`` (``frontiers``, ``comparisons``, …; a file mart's writer names its folder's mart)."""
+    table = documented(table, path.stem if mart is None else mart)
     return _write_atomic(path, lambda tmp: pq.write_table(table, tmp))
 
 
@@ -354,7 +370,8 @@ def write_mart_partitions(table: pa.Table, base_dir: Path) -> list[Path]:
     at the end, ``prune_mart_partitions``).
 
     ``table`` needs ``model`` (string) and ``run_date`` (date32, null = undated); both stay columns of the files
-    and also name the folders (the model key by ``partition_folder``). Each (model, date) slice is written into a
+    and also name the folders (the model key by ``partition_folder``). Every column carries its description and
+    unit as field metadata (``documented``, for the mart named by ``base_dir``). Each (model, date) slice is written into a
     staging folder beside ``base_dir``, then renamed into place (atomic per file: a reader sees a partition old
     or new, never half-written). Staging folders of killed writers, and the layouts of earlier versions
     (``<base_dir>.parquet``, Hive ``model=…`` folders), which readers would otherwise find stale beside the new
@@ -374,6 +391,7 @@ def write_mart_partitions(table: pa.Table, base_dir: Path) -> list[Path]:
         shutil.rmtree(legacy, ignore_errors=True)
     staging = base_dir.with_name(f".{base_dir.name}.staging-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
+    table = documented(table, base_dir.name)  # the mart is named by its folder (runs/, trends/, …)
     order = pc.sort_indices(table, sort_keys=[("model", "ascending"), ("run_date", "ascending")]).to_numpy()
     if (order != np.arange(order.size)).any():  # a caller's table in this order already is not copied (~1M rows)
         table = table.take(order)
@@ -457,7 +475,7 @@ def keep_openable(base_dir: Path, schema: pa.Schema) -> None:
         marker.unlink(missing_ok=True)
     else:
         base_dir.mkdir(parents=True, exist_ok=True)
-        write_parquet_atomic(schema.empty_table(), marker)
+        write_parquet_atomic(schema.empty_table(), marker, mart=base_dir.name)
 
 
 def prune_mart_partitions(base_dir: Path, dates: list[str], written: list[Path]) -> None:

@@ -15,6 +15,7 @@ from pipeline.comparisons.report import (
 )
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
+from pipeline.frontiers.points import split_by_slo
 from pipeline.io.storage import read_table, write_parquet_atomic, write_table
 
 COMPARISONS_KEY = dg.AssetKey(["comparisons", "matched_comparisons"])
@@ -46,10 +47,12 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
     ``compare.sentences``: the ratio form at N ≥ 100, "within run-to-run noise" where the intervals overlap),
     ending with the cells' notes when there are any
     (docs/metrics.md).
-    Column ``slo``: ``none`` for comparisons of every run's frontiers (the default rows), else the SLO whose
-    frontiers (``frontiers.slo``) the row compares; a comparison whose side has no frontier under an SLO has no
-    rows for it.
-    Mart: ``comparisons.parquet``.
+    Warehouse table ``comparisons``, column ``slo``: ``none`` for comparisons of every run's frontiers (the
+    default rows), else the SLO whose frontiers (``frontiers.slo``) the row compares; a comparison whose side has
+    no frontier under an SLO has no rows for it.
+    Marts (``pipeline.frontiers.points.split_by_slo``): ``comparisons.parquet``, the ``none`` rows without the
+    ``slo`` column (one row per comparison, price book, target and side), and ``comparisons_slo.parquet``, the
+    SLO-restricted rows keyed by ``slo``.
 
     UI metadata: ``headlines``, each kind's headline comparison (the report index's choice: most runs, both
     middle-target cells measured) under its full title with its sentences at the middle target (their charts
@@ -66,7 +69,9 @@ def comparisons(context: dg.AssetExecutionContext, warehouse: DuckDBResource, pa
         rows = [r for r in table.to_pylist() if r["slo"] == NO_SLO]
         default_rows = [r for r in rows if r["price_book"] == REPORT_PRICE_BOOK]
         headlines = headline_comparison_ids(default_rows)
-    path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "comparisons")))
+    every_run, restricted = split_by_slo(table)
+    path = paths.published(context, write_parquet_atomic(every_run, paths.mart(context, "comparisons")))
+    write_parquet_atomic(restricted, paths.mart(context, "comparisons_slo"))
     paths.publish_unless_later(context, warehouse)
     n_comparisons = len(set(table.column("comparison_id").to_pylist()))
     context.log.info(f"{n_comparisons} comparisons, {table.num_rows} rows -> {path}")

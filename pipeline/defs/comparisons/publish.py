@@ -50,7 +50,8 @@ def published_marts(context: dg.AssetExecutionContext, config: PublishConfig, wa
                     paths: PipelinePaths) -> dg.MaterializeResult:
     """Publish this run's marts together (``pipeline.io.generations.publish``): the run's staging folder becomes
     ``<PIPELINE_OUT_DIR>/.generations/<UTC time>-<run id>`` and ``current`` (and through it ``runs/``,
-    ``quarantine/``, ``frontiers.parquet``, ``comparisons.parquet``, ``ingest_ledger/``, ``trends/``,
+    ``quarantine/``, ``frontiers.parquet``, ``frontiers_slo.parquet``, ``comparisons.parquet``,
+    ``comparisons_slo.parquet``, ``ingest_ledger/``, ``trends/``,
     ``run_slo/``, ``requests/``, ``regressions.parquet``, ``report/``) switches to it in one rename. Runs only when every mart asset of the run succeeded and no
     blocking check failed, so a failed or killed run leaves the previous generation in place.
 

@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 
 from pipeline.comparisons.explorer import INPUT_COLUMNS as EXPLORER_INPUT_COLUMNS
@@ -22,19 +23,31 @@ from pipeline.comparisons.report import (
     index_order,
 )
 from pipeline.comparisons.trends import (
-    DEFAULT_TARGET_INTVTY,
+    COMPARISON_TARGET_SCHEMA,
     GROUP_KEYS,
+    TREND_SCHEMA,
     TREND_METRICS,
+    comparison_targets,
     merge_trend_frontiers,
     trend_frontiers,
-    trends_at_target,
+    trends_at_targets,
 )
 from pipeline.defs.comparisons.assets import COMPARISONS_KEY
 from pipeline.defs.comparisons.regressions import REGRESSIONS_KEY
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths, generation_id
 from pipeline.defs.ui import table_metadata
-from pipeline.io.storage import replace_mart_partitions, replace_partitions, restaged_dates, table_names
+from pipeline.io.storage import (
+    date_groups,
+    keep_openable,
+    prune_mart_partitions,
+    read_table,
+    replace_partitions,
+    restaged_dates,
+    table_names,
+    write_mart_partitions,
+    write_table,
+)
 
 RUN_METRICS_KEY = dg.AssetKey(["metrics", "run_metrics"])
 
@@ -50,39 +63,52 @@ TREND_SLICE = ("hash(" + ", ".join(f"coalesce({name}::varchar, 'None')" for name
 FRONTIERS_KEY = dg.AssetKey(["frontiers", "pareto_frontiers"])
 
 
-class TrendConfig(dg.Config):
-    """Run config of ``comparisons/trends``."""
-
-    target_intvty: float = DEFAULT_TARGET_INTVTY
+# Warehouse tables of the trends asset: every date's frontier points (``trend_frontiers``' rows), so that a change
+# of the comparisons' targets re-reads every date without rebuilding its frontier; and the targets the trend rows
+# were last read at (``comparison_targets``).
+TREND_POINTS_TABLE = "trend_frontier_points"
+TREND_TARGETS_TABLE = "trend_targets"
+# The stored frontiers are read at the targets this many points at a time (whole dates), and the mart written this
+# many trend rows at a time: a point gives a row per target of its group (tens), so a bound keeps a full re-read's
+# memory that of one group of dates, not of the history.
+TRENDS_READ_POINTS = 50_000
+TRENDS_MART_ROWS = 250_000
+_DAY = "strftime(run_date, '%Y-%m-%d')"
 
 
 @dg.asset(key=["comparisons", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
-          deps=[RUN_METRICS_KEY], pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS,
+          deps=[RUN_METRICS_KEY, COMPARISONS_KEY], pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS,
           backfill_policy=SINGLE_RUN)
-def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: DuckDBResource,
-           paths: PipelinePaths) -> dg.MaterializeResult:
+def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
     """Historical trend: for each frontier group (model, isl, osl, hw, framework, precision, spec_decoding,
-    benchmark_type), price
-    book and ``run_date``, that day's frontier read at ``target_intvty`` (default 35 tok/s/user, run config):
-    ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens), ``tok_s_per_mw``,
-    ``concurrency``; null with ``in_range`` false when the target lies outside that day's frontier
-    (docs/metrics.md trend rule: no clamping, no extrapolation). Mart: ``trends/``, partitioned
-    ``<model>/<run_date>/``.
+    benchmark_type, x_intvty_stat), price book and ``run_date``, that day's frontier read at the three default
+    targets (25/50/75 % of the band, tok/s/user) of every comparison one of whose sides holds the group
+    (``pipeline.comparisons.trends.trends_at_targets``; the targets are the ``comparisons`` table's, rows of every
+    run): ``tput_per_gpu``, ``output_tput_per_gpu`` (tok/s/GPU), ``cost_per_mtok_*`` ($/M tokens),
+    ``tok_s_per_mw``, ``concurrency``; null with ``in_range`` false when a target lies outside that day's frontier
+    (docs/metrics.md trend rule: no clamping, no extrapolation). Grain: one row per (price book, frontier group,
+    run date, ``comparison_id``, ``target_index``); ``side`` says which side of the comparison holds the group. A
+    group in no comparison has no row. Mart: ``trends/``, partitioned ``<model>/<run_date>/``.
 
     A day's frontier is built from the group's lines as of that day (each line's latest sweep dated that day or
-    earlier, repeats averaged; docs/metrics.md "Latest run per line"). Partitioned by run date like
-    ``run_metrics``: a new night computes only its own rows (reading earlier days' runs); a backfilled older day
-    also rebuilds every later day, whose lines it can change (``undated`` runs have no place on a time axis and
-    give none).
+    earlier, repeats averaged; docs/metrics.md "Latest run per line") and kept in the warehouse
+    (``trend_frontier_points``). Partitioned by run date like ``run_metrics``: a new night builds only its own
+    frontiers (reading earlier days' runs); a backfilled older day also rebuilds every later day, whose lines it
+    can change (``undated`` runs have no place on a time axis and give none). When the comparisons' targets are
+    not those the trend rows were read at (``trend_targets``: a band moved, a comparison came or went), every
+    date's stored frontiers are read again at the new targets and every partition rewritten, so a night's marts
+    equal a full refresh's. Needs ``comparisons/matched_comparisons`` (no ``comparisons`` table: no target, no row).
     """
     keys = list(context.partition_keys)
     columns = ", ".join(["price_book", "run_date", "run_id", "line_id", "sweep_id", "x_intvty", "median_intvty",
                          "conc",
                          *GROUP_KEYS, *[m for m in TREND_METRICS if m != "concurrency"]])
     with warehouse.get_connection() as conn:
+        tables = table_names(conn)
         # a day's frontier reads every line as of that day, so earlier days' runs are read too; a backfilled
-        # older day can change the lines of every later day, so those days are rebuilt with it
-        first = min((k for k in keys if k != "undated"), default=None)
+        # older day can change the lines of every later day, so those days are rebuilt with it; a warehouse
+        # without stored frontiers (first run, or written before they were kept) builds every date
+        first = min((k for k in keys if k != "undated"), default=None) if TREND_POINTS_TABLE in tables else ""
         later = [] if first is None else [r[0] for r in conn.execute(
             "select distinct run_date_partition from run_metrics where run_date_partition <> 'undated' "
             "and run_date_partition > ?", [first]).fetchall()]
@@ -95,36 +121,73 @@ def trends(context: dg.AssetExecutionContext, config: TrendConfig, warehouse: Du
         # runs flagged length_off_nominal are left off every frontier (sql/run_lengths.sql)
         where = ("run_date is not null and strftime(run_date, '%Y-%m-%d') <= $last and not length_off_nominal "
                  f"{current_only}")
-        rows = conn.execute(f"select count(*) from run_metrics where {where}", {"last": max(build)}).fetchall()[0][0]
+        last = max(build) if build else ""
+        rows = conn.execute(f"select count(*) from run_metrics where {where}", {"last": last}).fetchall()[0][0]
         parts = max(1, -(-rows // TRENDS_CHUNK_ROWS))
         build_dates = [dt.date.fromisoformat(k) for k in build if k != "undated"]
         # the runs are read a slice at a time, and each slice is let go of once its frontiers are drawn
-        # (trend_frontiers replaces it step by step); the frontiers are read at the target together, so the
-        # numbers are those of one build_trends over every run
-        fresh = trends_at_target(merge_trend_frontiers([trend_frontiers(conn.sql(
+        # (trend_frontiers replaces it step by step)
+        points = merge_trend_frontiers([trend_frontiers(conn.sql(
             f"select {columns} from run_metrics where {where} and {TREND_SLICE} % $parts = $part",
-            params={"last": max(build), "parts": parts, "part": part}).to_arrow_table(), dates=build_dates)
-            for part in range(parts)]), config.target_intvty)
-        replace_partitions(conn, "trends", fresh, build, key_column="strftime(run_date, '%Y-%m-%d')")
-        # days whose runs are all gone (files removed) leave the table and the mart
-        emptied = conn.execute("delete from trends where strftime(run_date, '%Y-%m-%d') not in "
-                               "(select run_date_partition from run_metrics) "
-                               "returning strftime(run_date, '%Y-%m-%d')").fetchall()
+            params={"last": last, "parts": parts, "part": part}).to_arrow_table(), dates=build_dates)
+            for part in range(parts)])
+        replace_partitions(conn, TREND_POINTS_TABLE, points, build, key_column=_DAY)
+        # days whose runs are all gone (files removed) leave the tables and the mart
+        conn.execute(f"delete from {TREND_POINTS_TABLE} where {_DAY} not in "
+                     "(select run_date_partition from run_metrics)")
+        targets = _comparison_targets(conn, tables)
+        stored = comparison_targets(read_table(conn, TREND_TARGETS_TABLE)) if TREND_TARGETS_TABLE in tables else None
+        moved = stored is None or not stored.equals(targets)
+        # every date is read again when the targets moved, else the dates whose frontiers were rebuilt
+        reread = [r[0] for r in conn.execute(f"select distinct {_DAY} from {TREND_POINTS_TABLE} order by 1")
+                  .fetchall()] if moved else build
+        # the dates are read, and their mart files written, a group of whole dates at a time: a frontier holds
+        # tens of targets, so one read of every date would hold that many rows per frontier point at once
+        replace_partitions(conn, "trends", TREND_SCHEMA.empty_table(), reread, key_column=_DAY)
+        fresh_rows = 0
+        for group in date_groups(conn, TREND_POINTS_TABLE, reread, TRENDS_READ_POINTS, key_column=_DAY):
+            fresh = trends_at_targets(merge_trend_frontiers([conn.sql(
+                f"select * from {TREND_POINTS_TABLE} where list_contains($dates, {_DAY}) "
+                f"order by {', '.join(points.column_names[:len(GROUP_KEYS) + 2])}, x_intvty",
+                params={"dates": group}).to_arrow_table().cast(points.schema)]), targets)
+            replace_partitions(conn, "trends", fresh, group, key_column=_DAY)
+            fresh_rows += fresh.num_rows
+            del fresh
+        write_table(conn, TREND_TARGETS_TABLE, targets)
+        emptied = conn.execute(f"delete from trends where {_DAY} not in "
+                               f"(select run_date_partition from run_metrics) returning {_DAY}").fetchall()
         folder = paths.mart_folder(context, "trends")
-        dates = restaged_dates(conn, folder, set(build) | {row[0] for row in emptied}, generation_id(context),
-                               "select distinct strftime(run_date, '%Y-%m-%d') from trends")
-        table = conn.sql("select * from trends where list_contains($dates, strftime(run_date, '%Y-%m-%d')) "
-                         "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding",
-                         params={"dates": dates}).to_arrow_table()
-    replace_mart_partitions(table, folder, dates)
+        dates = restaged_dates(conn, folder, set(reread) | {row[0] for row in emptied}, generation_id(context),
+                               f"select distinct {_DAY} from trends")
+        written, first, rows, in_range = [], None, 0, 0
+        for group in date_groups(conn, "trends", dates, TRENDS_MART_ROWS, key_column=_DAY):
+            table = conn.sql(f"select * from trends where list_contains($dates, {_DAY}) "
+                             "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding, "
+                             "x_intvty_stat, comparison_id, target_index", params={"dates": group}).to_arrow_table()
+            written += write_mart_partitions(table, folder)
+            first = table if first is None else first
+            rows, in_range = rows + table.num_rows, in_range + (pc.sum(table["in_range"]).as_py() or 0)
+    prune_mart_partitions(folder, dates, written)
+    keep_openable(folder, TREND_SCHEMA)
     paths.publish_unless_later(context, warehouse)
     folder = paths.published(context, folder)
-    in_range = sum(table.column("in_range").to_pylist())
-    context.log.info(f"trends: {fresh.num_rows} (group, date) rows for {len(keys)} dates -> {folder}")
+    why = "targets unchanged" if not moved else "no stored targets" if stored is None else "targets moved"
+    context.log.info(f"trends: {fresh_rows} (group, date, target) rows for {len(reread)} dates ({why}) -> {folder}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=folder, mart="trends", preview_columns=["run_date", "hw", "framework", "precision",
-                                                              "spec_decoding", "in_range", "tput_per_gpu"]),
-        "target_intvty": config.target_intvty, "rows_in_range_in_these_dates": in_range})
+        **table_metadata(first if first is not None else TREND_SCHEMA.empty_table(), path=folder, mart="trends",
+                         preview_columns=["run_date", "hw", "framework", "precision", "spec_decoding",
+                                          "target_intvty", "in_range", "tput_per_gpu"]),
+        "dagster/row_count": rows, "comparison_targets": targets.num_rows, "dates_read_again": len(reread),
+        "rows_in_range_in_these_dates": in_range})
+
+
+def _comparison_targets(conn: duckdb.DuckDBPyConnection, tables: set[str]) -> pa.Table:
+    """``comparison_targets`` of the warehouse's ``comparisons`` rows of every run (``slo = 'none'``); no rows
+    before ``comparisons/matched_comparisons`` ever ran."""
+    if "comparisons" not in tables:
+        return COMPARISON_TARGET_SCHEMA.empty_table()
+    return comparison_targets(conn.sql(f"select {', '.join(COMPARISON_TARGET_SCHEMA.names)} from comparisons "
+                                       "where slo = 'none'").to_arrow_table())
 
 
 def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_BOOK) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from pipeline.frontiers.points import (
     FRONTIER_INPUT_COLUMNS,
     NO_SLO,
     build_frontiers,
+    split_by_slo,
     with_slo,
 )
 from pipeline.frontiers.sides import enumerate_comparisons
@@ -62,11 +63,12 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
     by the comparisons: tok/s/GPU (total/output/input), $/M tokens (three tiers; total, output and input), tok/s/MW
     (all-in and measured), concurrency.
 
-    Column ``slo`` (text): ``none`` for the frontiers of every run (the default rows, the numbers this mart has
-    always had), else the name of an SLO of ``slos.csv``: the same sides built from the current runs that meet it
+    Warehouse table ``frontiers``, column ``slo`` (text): ``none`` for the frontiers of every run (the default
+    rows), else the name of an SLO of ``slos.csv``: the same sides built from the current runs that meet it
     (``run_slo.slo_met``; the latest-sweep rule is decided on every run first). A side whose runs all fail an SLO
     has no rows for it. ``side_id`` is the same in every ``slo``.
-    Mart: ``frontiers.parquet``.
+    Marts (``pipeline.frontiers.points.split_by_slo``): ``frontiers.parquet``, the ``none`` rows without the
+    ``slo`` column (one grain), and ``frontiers_slo.parquet``, the SLO-restricted rows keyed by ``slo``.
     """
     columns = ", ".join(FRONTIER_INPUT_COLUMNS)
     try:
@@ -87,7 +89,9 @@ def frontiers(context: dg.AssetExecutionContext, config: FrontierConfig, warehou
             [with_slo(build_frontiers(runs, sides, as_of), NO_SLO)]
             + [with_slo(build_frontiers(runs, sides, as_of, only_runs=ids), slo) for slo, ids in met.items()])
         write_table(conn, "frontiers", table)
-    path = paths.published(context, write_parquet_atomic(table, paths.mart(context, "frontiers")))
+    every_run, restricted = split_by_slo(table)
+    path = paths.published(context, write_parquet_atomic(every_run, paths.mart(context, "frontiers")))
+    write_parquet_atomic(restricted, paths.mart(context, "frontiers_slo"))
     paths.publish_unless_later(context, warehouse)
     sides = len(set(table.column("side_id").to_pylist()))
     context.log.info(f"{sides} sides, {table.num_rows} frontier points"
