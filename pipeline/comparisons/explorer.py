@@ -44,6 +44,7 @@ from pipeline.frontiers.points import (
 from pipeline.frontiers.sides import Side
 from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
 from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ
+from pipeline.io.columns import SIDE_KEY
 
 EXPLORER_PAGE = "explorer.html"
 EXPLORER_SCRIPT = "explorer.js"
@@ -231,8 +232,7 @@ def explorer_data(runs: pa.Table, default_book: str, regressions: Sequence[Mappi
                     "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo", "median_intvty_ci_hi")}
                 data["repeat_n"] = [p.get("repeat_n") for p in pts]
                 frontier[name] = data
-            group = (side.model, side.isl, side.osl, side.hw, side.framework, side.precision, side.spec_decoding,
-                     side.benchmark_type, first["x_intvty_stat"])
+            group = (*(getattr(side, key) for key in SIDE_KEY), first["x_intvty_stat"])  # as GROUP_KEYS
             out_sides.append({
                 "id": explorer_side_id(side, split), "workload": workload, "hw": side.hw,
                 "precision": side.precision, "framework": side.framework, "spec_decoding": side.spec_decoding,

@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 from scipy import stats
 
 from pipeline.comparisons.trends import GROUP_FIELDS
+from pipeline.io.columns import SIDE_KEY
 from pipeline.io.opener import open_text
 from pipeline.io.paths import reference_dir
 from pipeline.validate.lines import current_sweeps_by_date, line_and_sweep_ids
@@ -52,10 +53,8 @@ SERIES_KINDS = ("line", "frontier")
 LINE_METRICS = ("tput_per_gpu", "median_tpot_s", "p99_ttft_s", "failure_rate")
 FRONTIER_METRICS = ("tput_per_gpu", "cost_per_mtok_hyperscaler", "tok_s_per_mw")
 # keys every series carries (null where a kind has none: a frontier has no line or concurrency, a line no price book)
-KEY_COLUMNS = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type", "line_id",
-               "conc", "price_book", "target_intvty")
-FRONTIER_GROUP = ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
-                  "x_intvty_stat")
+KEY_COLUMNS = (*SIDE_KEY, "line_id", "conc", "price_book", "target_intvty")
+FRONTIER_GROUP = (*SIDE_KEY, "x_intvty_stat")
 STATUSES = ("new", "ongoing", "recovered")
 METHOD = "ruptures Binseg (l2) + Student t-test"
 
@@ -377,8 +376,7 @@ class Series:
     links: list[str | None] = field(default_factory=list)
 
 
-LINE_INPUT_COLUMNS = ("run_id", "line_id", "sweep_id", "run_date", "conc", "model", "isl", "osl", "hw", "framework",
-                      "precision", "spec_decoding", "benchmark_type", "run_url", "source_file")
+LINE_INPUT_COLUMNS = ("run_id", "line_id", "sweep_id", "run_date", "conc", *SIDE_KEY, "run_url", "source_file")
 
 
 def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
@@ -436,8 +434,7 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
                     sid = f"{line}|conc={conc}"
                     s = series.get((sid, metric))
                     if s is None:
-                        keys = {k: cols[k][first] for k in ("model", "isl", "osl", "hw", "framework", "precision",
-                                                           "spec_decoding", "benchmark_type", "line_id")}
+                        keys = {k: cols[k][first] for k in (*SIDE_KEY, "line_id")}
                         s = series[(sid, metric)] = Series("line", sid, {**keys, "conc": conc, "price_book": None,
                                                                          "target_intvty": None}, metric)
                     s.dates.append(day)
@@ -492,8 +489,7 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
             if s is not None and s.dates[-1] == row["run_date"]:
                 continue  # the same target of another comparison of the group: the same value, one point
             if s is None:
-                keys = {k: row[k] for k in ("model", "isl", "osl", "hw", "framework", "precision", "spec_decoding",
-                                            "benchmark_type")}
+                keys = {k: row[k] for k in SIDE_KEY}
                 s = series[(sid, metric)] = Series("frontier", sid, {**keys, "line_id": None, "conc": None,
                                                                      "price_book": row["price_book"],
                                                                      "target_intvty": row["target_intvty"]}, metric)

@@ -30,14 +30,14 @@ from pipeline.frontiers.latest import average_repeats
 from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers
 from pipeline.frontiers.sides import Side, run_fixed_key
 from pipeline.frontiers.spline import frontiers_at, slices
+from pipeline.ingest.schema import SIDE_KEY_FIELDS
 from pipeline.validate.lines import current_sweeps_by_date, first_rows, row_codes
 
 DEFAULT_TARGET_INTVTY = 35.0
 _EPOCH = dt.date(1970, 1, 1)
-# A frontier group's keys as columns of the marts that are per group (trends, regressions), in this order.
-GROUP_FIELDS = [("model", pa.string()), ("isl", pa.int32()), ("osl", pa.int32()), ("hw", pa.string()),
-                ("framework", pa.string()), ("precision", pa.string()), ("spec_decoding", pa.string()),
-                ("benchmark_type", pa.string())]
+# A frontier group's keys as columns of the marts that are per group (trends, regressions): the side key, fully
+# specified (no key pooled), in its order.
+GROUP_FIELDS = list(SIDE_KEY_FIELDS)
 # x_intvty_stat: a group's frontier is drawn on one x-axis statistic (docs/metrics.md section 4a), so runs placed by
 # another statistic (an agentic run on the stand-in, an LLMPerf run on E2E-normalized interactivity) form their own
 # groups

@@ -106,7 +106,7 @@ RUN_SCHEMA = pa.schema(
 )
 RUN_COLUMNS = tuple(RUN_SCHEMA.names)
 # The side key (pipeline.io.columns.SIDE_KEY) with the runs' types, for the schemas of the marts that carry it.
-SIDE_KEY_FIELDS: tuple[pa.Field, ...] = tuple(RUN_SCHEMA.field(name) for name in SIDE_KEY)
+SIDE_KEY_FIELDS: tuple[tuple[str, pa.DataType], ...] = tuple((name, RUN_SCHEMA.field(name).type) for name in SIDE_KEY)
 # benchmark_type: how the load was generated (docs/inputs.md). ``fixed_seq``: every request has the nominal ISL/OSL
 # (random or fixed-length datasets), x-axis interactivity = 1 / median TPOT. ``agentic_traces``: recorded agentic
 # sessions (InferenceX AgentX) replayed with their own lengths, no ISL/OSL, x-axis = E2E-normalized interactivity.

@@ -108,13 +108,12 @@ MARTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "trends": ("trends/<model>/<run_date|undated>/part-0.parquet",
                "one (price book, frontier group, run date, comparison, target) for each comparison a side of which "
                "holds the group", (
-        "price_book", "model", "isl", "osl", "hw", "framework", "precision", "spec_decoding", "benchmark_type",
-        "x_intvty_stat", "run_date", "comparison_id", "side", "target_index", "target_intvty", "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
+        "price_book", *SIDE_KEY, "x_intvty_stat", "run_date", "comparison_id", "side", "target_index", "target_intvty",
+        "runs", "frontier_points", "frontier_intvty_min", "frontier_intvty_max",
         "in_range", "tput_per_gpu", "output_tput_per_gpu", "cost_per_mtok_hyperscaler", "cost_per_mtok_neocloud",
         "cost_per_mtok_rental", "tok_s_per_mw", "concurrency")),
     "regressions": ("regressions.parquet", "one change point of one series and metric", (
-        "regression_id", "series_kind", "series_id", "model", "isl", "osl", "hw", "framework", "precision",
-        "spec_decoding", "benchmark_type", "line_id", "conc", "price_book", "target_intvty", "metric", "better",
+        "regression_id", "series_kind", "series_id", *SIDE_KEY, "line_id", "conc", "price_book", "target_intvty", "metric", "better",
         "direction", "status", "last_good_date", "first_bad_date", "latest_date", "before_points", "after_points",
         "before_sweeps", "after_sweeps", "last_good_run", "first_bad_run", "mean_before", "mean_after",
         "latest_value", "magnitude_pct", "p_value", "noise_pct", "noise_source", "method", "detected_at",
