@@ -52,7 +52,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
     Partitions are registered first (one per run date found, plus ``undated``); the run is a single-run backfill
     over the whole range (partitioned and unpartitioned assets together). Dagster orders the steps and stops
     everything downstream of a failed step or a failed blocking check; ``comparisons/published_marts`` is last, so
-    a run that stops publishes nothing (its staging folder is discarded here).
+    a run that stops publishes nothing (its staging folder is discarded here). Every step runs in this process
+    on one open warehouse (``pipeline.defs.resources.SharedWarehouse``: opened at the first step, closed when the
+    run ends; the run holds the warehouse's write lock throughout).
 
     Args:
         instance: the Dagster instance (ephemeral, or DAGSTER_HOME's, where the run then shows in the UI).
@@ -74,7 +76,7 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         register_partitions,
         warehouse_run_dates,
     )
-    from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG
+    from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG, warehouse_resource
     from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
 
@@ -107,6 +109,8 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         # the ingest reads the folder as the discovery just scanned it, from the parse cache (no second scan)
         tags={GENERATION_TAG: generation, **all_partitions_tags(instance),
               **({SNAPSHOT_TAG: snapshot} if snapshot else {})},
+        # every step runs in this process: one open warehouse for the whole run (SharedWarehouse says why)
+        resources={"warehouse": warehouse_resource(shared=True)},
     )
     if not result.success:
         discard(Path(env_path("PIPELINE_OUT_DIR")), generation)  # nothing of it is published
@@ -229,6 +233,7 @@ def _report(_: argparse.Namespace) -> int:
     import dagster as dg
 
     from pipeline.definitions import defs
+    from pipeline.defs.resources import warehouse_resource
     from pipeline.io.paths import OutputLocationError, env_path
 
     try:
@@ -238,7 +243,8 @@ def _report(_: argparse.Namespace) -> int:
         return 1
     result = defs().resolve_job_def("refresh_all").execute_in_process(
         instance=instance, raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
-        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
+        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+        resources={"warehouse": warehouse_resource(shared=True)})
     if not result.success:
         causes = [_root_cause(e.event_specific_data.error) for e in result.all_events if e.is_step_failure]
         print(f"report failed ({'; '.join(causes) or 'see the run log'}): the warehouse lacks what the report "

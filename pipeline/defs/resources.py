@@ -21,7 +21,7 @@ from dagster._core.errors import (
     DagsterInvalidPropertyError,  # not exported at the top level
 )
 from dagster_duckdb import DuckDBResource
-from pydantic import field_validator
+from pydantic import PrivateAttr, field_validator
 
 from pipeline.io.generations import staging_dir, staging_path
 from pipeline.io.paths import env_path, parse_cache_dir
@@ -203,16 +203,37 @@ class Warehouse(DuckDBResource):
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
+        """A connection of its own for one use: opened here (``open_database``), closed (and so checkpointed)
+        when the ``with`` block ends.
+
+        Raises:
+            WarehouseLockedError, WarehouseOutOfMemoryError: see ``open_database`` and ``memory_errors_named``.
+        """
         # what the previous asset in this process freed only after its connection closed (its locals)
         release_arrow_memory()
+        conn = self.open_database()
+        try:
+            with self.memory_errors_named():
+                yield conn
+        finally:
+            conn.close()
+            release_arrow_memory()  # what the asset's DuckDB results and copies freed, before the next asset
+
+    def open_database(self) -> duckdb.DuckDBPyConnection:
+        """Open the warehouse file (its folder created) under ``memory_limit``: waits up to ``lock_timeout_s`` for
+        another process's write lock, and moves a corrupt file aside and starts a fresh one (class docstring).
+
+        Raises:
+            WarehouseLockedError: another process still holds the write lock after ``lock_timeout_s`` seconds.
+            duckdb.Error: any other error of DuckDB's (e.g. permission denied), its own message.
+        """
+        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.lock_timeout_s
         while True:
             try:
                 limit = {"memory_limit": self.memory_limit} if self.memory_limit else {}
-                conn = duckdb.connect(self.database, config={"custom_user_agent": "inference-frontier",
+                return duckdb.connect(self.database, config={"custom_user_agent": "inference-frontier",
                                                              **limit, **self.connection_config})
-                break
             except duckdb.Error as exc:
                 if is_corrupt_warehouse_error(exc):
                     dg.get_dagster_logger().warning(rebuild_corrupt_warehouse(self.database, exc))
@@ -226,17 +247,91 @@ class Warehouse(DuckDBResource):
                         f"PIPELINE_DB_PATH at another file. DuckDB said: {str(exc).splitlines()[0]}"
                     ) from exc
                 time.sleep(0.2)
+
+    @contextmanager
+    def memory_errors_named(self) -> Iterator[None]:
+        """Turn DuckDB's out-of-memory error inside the block into ``WarehouseOutOfMemoryError``, which names
+        ``PIPELINE_DUCKDB_MEMORY_LIMIT`` and this warehouse's ``memory_limit``.
+
+        Raises:
+            WarehouseOutOfMemoryError: a statement in the block ran out of DuckDB memory.
+        """
         try:
-            yield conn
+            yield
         except duckdb.OutOfMemoryException as exc:
             raise WarehouseOutOfMemoryError(
                 f"DuckDB ran out of memory in warehouse {self.database} under memory_limit "
                 f"{self.memory_limit or 'unset (80% of the machine)'}: set PIPELINE_DUCKDB_MEMORY_LIMIT higher "
                 f"(e.g. 4GB, or 80% for DuckDB's own default) and run again. DuckDB said: "
                 f"{str(exc).splitlines()[0]}") from exc
+
+
+# What SharedWarehouse lowers DuckDB's memory_limit to for a moment after each use, so the buffer manager evicts
+# the blocks the use left cached (a step's reads would otherwise stay resident through the next steps, on top of
+# their own memory); a positive size, since DuckDB refuses a limit it cannot reach (0 while dirty blocks remain).
+EVICT_TO = "1MB"
+
+
+class SharedWarehouse(Warehouse):
+    """The warehouse of one in-process run: the database is opened once, on the first ``get_connection``, and
+    every use after that (every step of the run, every check) gets a cursor of that open database (DuckDB's
+    ``cursor()``: a connection of its own to the same database instance, so its registered views and any open
+    transaction end with the use) instead of opening and closing the file again. Closed by
+    ``teardown_after_execution`` when the run ends (or ``close``); DuckDB checkpoints then.
+
+    Why: opening a DuckDB database and closing it (which checkpoints the writes) costs tens of milliseconds
+    each, paid two or three times per step; an in-process run is the warehouse's only writer anyway, so it keeps
+    the file's write lock for the whole run (another process waits, as for any writer: ``lock_timeout_s``).
+    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after each use the
+    blocks it left cached are evicted (``EVICT_TO``), so a step does not carry the previous step's reads.
+
+    Use it only where one process runs every step (``python -m pipeline run`` and ``report``, which pass it to
+    ``execute_in_process``, and the benchmark): a run whose steps are processes of their own (the multiprocess
+    executor of ``pipeline.defs.jobs``) keeps ``Warehouse``, a connection per use in each step's process.
+    """
+
+    _database: duckdb.DuckDBPyConnection | None = PrivateAttr(default=None)
+
+    @contextmanager
+    def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of the run's open database (opened on first use: ``Warehouse.open_database``), closed when
+        the ``with`` block ends; the database stays open.
+
+        Raises:
+            WarehouseLockedError, WarehouseOutOfMemoryError: as ``Warehouse.get_connection``.
+        """
+        release_arrow_memory()
+        if self._database is None:
+            self._database = self.open_database()
+        cursor = self._database.cursor()
+        try:
+            with self.memory_errors_named():
+                yield cursor
         finally:
-            conn.close()
-            release_arrow_memory()  # what the asset's DuckDB results and copies freed, before the next asset
+            cursor.close()
+            self._evict_cached_blocks()
+            release_arrow_memory()
+
+    def _evict_cached_blocks(self) -> None:
+        """Lower ``memory_limit`` to ``EVICT_TO`` and set it back: DuckDB evicts what it can of its cached blocks
+        (a block still dirty stays; the limit is restored either way)."""
+        limit = self._database.execute("select current_setting('memory_limit')").fetchall()[0][0]
+        try:
+            self._database.execute(f"set memory_limit = '{EVICT_TO}'")
+        except duckdb.Error:  # could not evict down to it: what could be evicted was
+            pass
+        finally:
+            self._database.execute(f"set memory_limit = '{limit}'")
+
+    def close(self) -> None:
+        """Close the open database, if open (DuckDB checkpoints its writes into the file)."""
+        if self._database is not None:
+            database, self._database = self._database, None
+            database.close()
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Dagster calls this when the run that initialized the resource ends: close the database."""
+        self.close()
 
 
 def rebuild_corrupt_warehouse(database: str, error: BaseException) -> str:
@@ -292,12 +387,18 @@ def configured(name: str, default: str) -> str:
     return dg.EnvVar(name) if os.environ.get(name) else default
 
 
-def warehouse_resource() -> Warehouse:
+def warehouse_resource(shared: bool = False) -> Warehouse:
     """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created on first use), its connections capped at
     ``PIPELINE_DUCKDB_MEMORY_LIMIT`` (a DuckDB size such as ``4GB``, or ``80%``) when that is set, else at
-    ``DEFAULT_MEMORY_LIMIT``."""
-    return Warehouse(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")),
-                     memory_limit=configured("PIPELINE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
+    ``DEFAULT_MEMORY_LIMIT``.
+
+    Args:
+        shared: a ``SharedWarehouse`` (one open database for a whole in-process run) instead of ``Warehouse``
+            (a connection per use, the code location's resource for runs whose steps are processes).
+    """
+    kind = SharedWarehouse if shared else Warehouse
+    return kind(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")),
+                memory_limit=configured("PIPELINE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
 
 
 def paths_resource() -> PipelinePaths:
