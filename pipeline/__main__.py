@@ -176,6 +176,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     if notice:
         print(notice, file=sys.stderr)
+    run_config["ops"]["comparisons__report"] = report_config(instance)
     printed: list[str] = []
 
     def failed(event) -> None:  # the cause as it happens, before the failed step's progress bar
@@ -216,6 +217,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def report_config(instance) -> dict:
+    """Run config of ``comparisons/report`` for a CLI run on ``instance``: its charts for the Dagster UI
+    (``ReportConfig.ui_charts``) are drawn only when the instance keeps the run (``DAGSTER_HOME`` set), since
+    no UI ever shows a throwaway instance's metadata; the HTML report is the same either way."""
+    return {"config": {"ui_charts": not instance.is_ephemeral}}
+
+
 def _root_cause(error) -> str:
     """The first line of the innermost error Dagster wrapped (the user code's own message, e.g. "raw folder … is
     empty"), not Dagster's "Error occurred while executing op …" wrapper."""
@@ -233,7 +241,6 @@ def _report(_: argparse.Namespace) -> int:
     import dagster as dg
 
     from pipeline.definitions import defs
-    from pipeline.defs.resources import warehouse_resource
     from pipeline.io.paths import OutputLocationError, env_path
 
     try:
@@ -243,8 +250,8 @@ def _report(_: argparse.Namespace) -> int:
         return 1
     result = defs().resolve_job_def("refresh_all").execute_in_process(
         instance=instance, raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
-        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
-        resources={"warehouse": warehouse_resource(shared=True)})
+        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
+                    "ops": {"comparisons__report": report_config(instance)}})
     if not result.success:
         causes = [_root_cause(e.event_specific_data.error) for e in result.all_events if e.is_step_failure]
         print(f"report failed ({'; '.join(causes) or 'see the run log'}): the warehouse lacks what the report "

@@ -285,9 +285,11 @@ class SharedWarehouse(Warehouse):
     Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after each use the
     blocks it left cached are evicted (``EVICT_TO``), so a step does not carry the previous step's reads.
 
-    Use it only where one process runs every step (``python -m pipeline run`` and ``report``, which pass it to
-    ``execute_in_process``, and the benchmark): a run whose steps are processes of their own (the multiprocess
-    executor of ``pipeline.defs.jobs``) keeps ``Warehouse``, a connection per use in each step's process.
+    Use it only where one process runs every step (``python -m pipeline run``, which passes it to
+    ``execute_in_process`` for the whole job, and the benchmark): a run whose steps are processes of their own
+    (the multiprocess executor of ``pipeline.defs.jobs``) keeps ``Warehouse``, a connection per use in each
+    step's process. Dagster refuses a resource override on a run of selected assets (``python -m pipeline
+    report``), which keeps ``Warehouse`` too.
     """
 
     _database: duckdb.DuckDBPyConnection | None = PrivateAttr(default=None)
