@@ -11,7 +11,7 @@ and Great Expectations, so a step does not import them again as it would under D
 import dagster as dg
 
 STEP_EXECUTOR = dg.multiprocess_executor.configured({"start_method": {"forkserver": {
-    "preload_modules": ["pipeline.definitions", "pipeline.defs.validate.expectations"]}}})
+    "preload_modules": ["pipeline.definitions", "great_expectations"]}}})
 
 refresh_all = dg.define_asset_job(
     "refresh_all",
