@@ -73,6 +73,13 @@ def generation_id(context: dg.AssetExecutionContext) -> str:
     return run.tags.get(GENERATION_TAG) or run.run_id
 
 
+# PIPELINE_RAW_LAYOUT's values: "any" (the default: the sensor stat-scans every folder each tick) and the opt-in
+# date-folder layout RAW/<YYYY-MM-DD>/... (pipeline.ingest.scan.DATE_FOLDER; docs/operations.md "Sensor fast path")
+RAW_LAYOUTS = ("any", "date-folders")
+# How often the sensor stat-scans the whole folder under the date-folder layout (its safety net), in minutes
+DEFAULT_STAT_SCAN_MINUTES = 60
+
+
 class PipelinePaths(dg.ConfigurableResource):
     """Folders the pipeline reads and writes.
 
@@ -80,16 +87,30 @@ class PipelinePaths(dg.ConfigurableResource):
         raw_dir: scanned recursively for raw logs, sidecars, manifests.
         out_dir: where the Parquet marts (``runs``, ``quarantine``, ``frontiers``, ``comparisons``) are written.
         cache_dir: the parse cache (``pipeline.ingest.parse_cache``): what each raw file gave when last parsed.
+        raw_layout: ``any``, or ``date-folders`` when every result file lies under ``raw_dir/<YYYY-MM-DD>/`` of
+            its night (``PIPELINE_RAW_LAYOUT``): the sensor's ticks then look only at the newest date folder and
+            newer ones, and stat-scan the whole folder every ``stat_scan_minutes`` (docs/operations.md).
+        stat_scan_minutes: under ``date-folders``, minutes between the sensor's whole-folder stat scans
+            (``PIPELINE_STAT_SCAN_MINUTES``, default 60).
     """
 
     raw_dir: str
     out_dir: str
     cache_dir: str
+    raw_layout: str = "any"
+    stat_scan_minutes: int = DEFAULT_STAT_SCAN_MINUTES
 
     @field_validator("raw_dir", "out_dir", "cache_dir")
     @classmethod
     def _absolute(cls, value: str) -> str:
         return _absolute_path(value)
+
+    @field_validator("raw_layout")
+    @classmethod
+    def _known_layout(cls, value: str) -> str:
+        if isinstance(value, dg.EnvVar) or value in RAW_LAYOUTS:
+            return value
+        raise ValueError(f"PIPELINE_RAW_LAYOUT {value!r} is not a layout: use one of {', '.join(RAW_LAYOUTS)}")
 
     def staging(self, context: dg.AssetExecutionContext) -> Path:
         """The folder this run writes its marts into until ``published_marts`` publishes them
@@ -405,10 +426,16 @@ def warehouse_resource(shared: bool = False) -> Warehouse:
 
 def paths_resource() -> PipelinePaths:
     """Raw, mart and parse-cache folders from ``PIPELINE_RAW_DIR`` / ``PIPELINE_OUT_DIR`` / ``PIPELINE_CACHE_DIR``
-    (unset: ``data/sample``, ``data/marts``, ``<PIPELINE_DB_PATH>.parse_cache``)."""
+    (unset: ``data/sample``, ``data/marts``, ``<PIPELINE_DB_PATH>.parse_cache``), the raw folder's layout from
+    ``PIPELINE_RAW_LAYOUT`` (unset: ``any``) and the sensor's whole-folder stat scan interval from
+    ``PIPELINE_STAT_SCAN_MINUTES`` (unset: 60)."""
+    minutes = os.environ.get("PIPELINE_STAT_SCAN_MINUTES")
     return PipelinePaths(raw_dir=configured("PIPELINE_RAW_DIR", env_path("PIPELINE_RAW_DIR")),
                          out_dir=configured("PIPELINE_OUT_DIR", env_path("PIPELINE_OUT_DIR")),
-                         cache_dir=configured("PIPELINE_CACHE_DIR", parse_cache_dir()))
+                         cache_dir=configured("PIPELINE_CACHE_DIR", parse_cache_dir()),
+                         raw_layout=configured("PIPELINE_RAW_LAYOUT", "any"),
+                         stat_scan_minutes=dg.EnvVar.int("PIPELINE_STAT_SCAN_MINUTES") if minutes
+                         else DEFAULT_STAT_SCAN_MINUTES)
 
 
 @dg.definitions
