@@ -285,14 +285,21 @@ def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
             per_chunk.append({"rows": chunk.num_rows, "results": by_id})
             del frame, batch
     finally:
-        _release(context)
+        _release(context, collect=sum(c["rows"] for c in per_chunk) >= COLLECT_MIN_ROWS)
     if not per_chunk:
         raise ValueError("run_suite needs at least one chunk of runs (an empty table is a chunk)")
     return [_combined(item, [(c["rows"], c["results"][item.gx.id]) for c in per_chunk]) for item in suite_items]
 
 
-def _release(context: Any) -> None:
-    """Let go of what GX keeps after a validation.
+# From this many validated rows on, run_suite collects garbage itself when it is done: GX's objects hold the last
+# chunk's DataFrame in cycles, which only a collection frees. A full collection walks every object of the
+# process (Dagster's, GX's, pandas'), a fixed cost worth paying where the frames weigh on the process's peak,
+# not for a small table, which the interpreter's next automatic collection frees.
+COLLECT_MIN_ROWS = 10_000
+
+
+def _release(context: Any, collect: bool = True) -> None:
+    """Let go of what GX keeps after a validation, and (``collect``) collect garbage now.
 
     ``gx.get_context`` makes the context its process-wide project, which holds the data source and through it the
     last chunk's DataFrame and GX's caches: kept, they stay resident in the process that ran the checks."""
@@ -306,7 +313,8 @@ def _release(context: Any) -> None:
         return
     if current is context:  # never another caller's project
         project_manager.set_project(None)
-    gc.collect()  # GX's objects hold each other in cycles: free the DataFrame now, before Arrow's pages are returned
+    if collect:  # GX's objects hold each other in cycles: free the DataFrame now, before Arrow's pages are returned
+        gc.collect()
 
 
 def _combined(item: Expectation, results: list[tuple[int, Any]]) -> Outcome:
