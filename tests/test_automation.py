@@ -198,3 +198,27 @@ def test_the_date_folder_fast_path_finds_new_nights_and_the_stat_scan_finds_old_
     assert [r.partition_key for r in late.run_requests] == ["2026-07-20"]
     # without the layout every tick stat-scans every folder: the same file is found at once
     assert [r.partition_key for r in _tick(raw, third.cursor, instance).run_requests] == ["2026-07-20"]
+
+
+def test_the_sensors_runs_run_their_steps_in_the_runs_own_process(tmp_path, monkeypatch):
+    """A night's run is small: the sensor asks for the in-process executor (pipeline/defs/jobs.py), so a step
+    starts no process of its own; a run without that config keeps a process per step (the multiprocess
+    executor with its forkserver)."""
+    from pipeline.definitions import refresh_all_job
+    from pipeline.defs.jobs import IN_PROCESS_RUN_CONFIG
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR / "sglang", raw)
+    first = _tick(raw, None, dg.DagsterInstance.ephemeral())
+    assert first.run_requests and all(r.run_config == IN_PROCESS_RUN_CONFIG for r in first.run_requests)
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "warehouse.duckdb"))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        workers = {}
+        for name, run_config in (("in_process", IN_PROCESS_RUN_CONFIG), ("multiprocess", {})):
+            result = dg.execute_job(dg.reconstructable(refresh_all_job), instance=instance, run_config=run_config,
+                                    asset_selection=[dg.AssetKey(["metrics", "gpu_reference"])])
+            assert result.success
+            workers[name] = [e for e in result.all_events if e.event_type_value == "STEP_WORKER_STARTING"]
+        assert not workers["in_process"] and len(workers["multiprocess"]) == 1

@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.defs.jobs import refresh_all
+from pipeline.defs.jobs import IN_PROCESS_RUN_CONFIG, refresh_all
 from pipeline.defs.partitions import (
     RUN_DATE_PARTITIONS,
     all_partitions_tags,
@@ -181,7 +181,9 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     known = set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
     new_keys = sorted((set(changed) | {UNDATED}) - known)
     return dg.SensorResult(
+        # a night's run is small: its steps run in the run's own process (pipeline.defs.jobs, STEP_EXECUTOR)
         run_requests=[dg.RunRequest(run_key=f"{key}:{state.get(key, 'removed')}", partition_key=key,
+                                    run_config=IN_PROCESS_RUN_CONFIG,
                                     tags={"trigger": "raw_logs_sensor",
                                           **({SNAPSHOT_TAG: state[SNAPSHOT_KEY]} if SNAPSHOT_KEY in state else {})})
                       for key in changed],
