@@ -125,6 +125,8 @@ def main(description: str) -> None:
     parser.add_argument("--batch", type=int, default=2_000, help="runs in the nightly batch (0: skip)")
     parser.add_argument("--raw", type=Path)
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench-out"))
+    parser.add_argument("--summary-json", type=Path,
+                        help="also write every row's seconds and the peak RSS here (benchmarks/cli.py reads it)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     raw = args.raw or Path(f"/tmp/bench-raw-{args.runs}")
@@ -232,6 +234,11 @@ def main(description: str) -> None:
                          batch_s <= 2))
     for name, value, met in verdicts:
         print(f"  {name:<50} {value:>10}  {'met' if met else 'NOT met'}")
+    if args.summary_json:
+        args.summary_json.write_text(json.dumps({
+            "runs": args.runs, "batch": args.batch, "rows": table.seconds, "full_s": parse_s + assets_s,
+            "checks_s": table.seconds["full: asset checks (GX suite + SQL)"], "batch_s": batch_s,
+            "peak_mib": pipeline_rss[2], "duckdb_scan_s": ref_s}, indent=1))
     print(f"  (peak RSS: the largest of any one step's own peak plus its children's; over the whole run this "
           f"process {pipeline_rss[0]:,.0f} MiB + its parse workers and fork server {pipeline_rss[1]:,.0f} MiB = "
           f"{pipeline_rss[0] + pipeline_rss[1]:,.0f} MiB, two peaks that need not coincide; DuckDB memory_limit "
