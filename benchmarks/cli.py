@@ -129,11 +129,12 @@ def readme_command(work: Path, repeat: int) -> list[tuple[str, str, bool]]:
             ("README command on the sample, warm <= 5 s", _spread(warm), statistics.median(warm) <= 5)]
 
 
-def _raw(runs: int, date_folders: bool = False) -> Path:
-    """The generated folder of ``runs`` runs (``benchmarks/generate.py``), written when missing."""
+def _raw(work: Path, runs: int, date_folders: bool = False) -> Path:
+    """The generated folder of ``runs`` runs (``benchmarks/generate.py``) under ``work``, written when missing
+    (its own copy: the nights added to it here must not land in a folder another benchmark is reading)."""
     from benchmarks.generate import generate
 
-    raw = Path(f"/tmp/bench-raw-{runs}{'-dated' if date_folders else ''}")
+    raw = work / f"raw-{runs}{'-dated' if date_folders else ''}"
     if not raw.with_name(f"{raw.name}.generated.json").exists():
         print(f"  generating {runs:,} runs under {raw} (not timed)", flush=True)
         generate(runs, raw, date_folders=date_folders)
@@ -144,7 +145,7 @@ def _benchmark(work: Path, runs: int, batch: int) -> dict:
     """``benchmarks/run.py --runs <runs> --batch <batch>`` in a process of its own; its summary."""
     summary = work / f"bench-{runs}.json"
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--runs", str(runs), "--batch",
-                           str(batch), "--raw", str(_raw(runs)), "--out", str(work / f"bench-out-{runs}"),
+                           str(batch), "--raw", str(_raw(work, runs)), "--out", str(work / f"bench-out-{runs}"),
                            "--summary-json", str(summary)], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"benchmarks/run.py --runs {runs} exited {done.returncode}: "
@@ -168,7 +169,7 @@ def cli_beside_asset_work(work: Path, runs: int) -> list[tuple[str, str, bool]]:
     bench = _benchmark(work, runs, 0)
     asset_work = bench["full_s"] + bench["checks_s"]
     folder = Path(tempfile.mkdtemp(dir=work, prefix=f"cli-{runs}-"))
-    cli = _timed_cli(_env(folder, _raw(runs)), "run")
+    cli = _timed_cli(_env(folder, _raw(work, runs)), "run")
     shutil.rmtree(folder)
     print(f"  CLI onto {runs:,}: {cli:.1f} s; asset work {asset_work:.1f} s (load {_load()})", flush=True)
     return [(f"python -m pipeline run onto {runs:,} <= 1.3x asset work",
@@ -199,7 +200,7 @@ def backfill_and_sensor_run(work: Path, runs: int, repeat: int) -> list[tuple[st
 
     from pipeline.defs.jobs import IN_PROCESS_RUN_CONFIG
 
-    raw = _raw(runs)
+    raw = _raw(work, runs)
     folder = Path(tempfile.mkdtemp(dir=work, prefix=f"runs-{runs}-"))
     home = folder / "home"
     home.mkdir()
@@ -291,7 +292,7 @@ def dated_tick(work: Path, runs: int, repeat: int) -> list[tuple[str, str, bool]
     from pipeline.defs.automation import raw_dir_state
     from pipeline.defs.partitions import discover_partitions
 
-    raw = _raw(runs, date_folders=True)
+    raw = _raw(work, runs, date_folders=True)
     cache = work / f"dated-cache-{runs}"
     shutil.rmtree(cache, ignore_errors=True)
     discover_partitions(str(raw), str(cache))  # the full refresh's parse (not timed)
