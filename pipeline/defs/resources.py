@@ -300,9 +300,9 @@ class SharedWarehouse(Warehouse):
     transaction end with the use) instead of opening and closing the file again. Closed by
     ``teardown_after_execution`` when the run ends (or ``close``); DuckDB checkpoints then.
 
-    Why: opening a DuckDB database and closing it (which checkpoints the writes) costs tens of milliseconds
-    each, paid two or three times per step; an in-process run is the warehouse's only writer anyway, so it keeps
-    the file's write lock for the whole run (another process waits, as for any writer: ``lock_timeout_s``).
+    Why: opening a DuckDB database starts its instance and closing it checkpoints the writes, paid once or more
+    per step; an in-process run is the warehouse's only writer anyway, so it keeps the file's write lock for the
+    whole run (another process waits, as for any writer: ``lock_timeout_s``).
     Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after each use the
     blocks it left cached are evicted (``EVICT_TO``), so a step does not carry the previous step's reads.
 

@@ -77,8 +77,8 @@ def _watts(cell: str) -> float:
 
 
 # The timestamps of _naive_seconds' formats written with two-digit fields (every tool's own output): read by
-# datetime.fromisoformat (with '/' as '-'), which gives the datetime strptime gives for them, a hundred times
-# faster (a telemetry file holds a sample per GPU and interval); any other spelling goes through the formats.
+# datetime.fromisoformat (with '/' as '-'), which gives the datetime strptime gives for them without trying format
+# after format (a telemetry file holds a sample per GPU and interval); any other spelling goes through the formats.
 _ISO_LIKE = re.compile(r"(?:\d{4}/\d\d/\d\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:\.\d{1,6})?")
 
 
