@@ -224,7 +224,7 @@ def backfill_and_sensor_run(work: Path, runs: int, repeat: int) -> list[tuple[st
         _night(batch_dir, f"2027-02-{night + 1:02d}")
         try:
             with _environment(env):
-                sensor.append(_sensor_run(dg.DagsterInstance.get()))
+                sensor.append(_sensor_run(dg.DagsterInstance.get(), f"2027-02-{night + 1:02d}"))
         finally:
             shutil.rmtree(batch_dir, ignore_errors=True)
     shutil.rmtree(folder)
@@ -262,9 +262,10 @@ def _night(folder: Path, date: str) -> None:
     folder.with_name(f"{folder.name}.generated.json").unlink()  # not a file of the raw folder
 
 
-def _sensor_run(instance) -> tuple[float, float]:
-    """One tick of ``raw_logs_sensor`` on ``instance`` and the run it requests, launched as the daemon does
-    (``dg.execute_job`` of the reconstructable ``refresh_all``: the code location's executor); (wall, steps)."""
+def _sensor_run(instance, date: str) -> tuple[float, float]:
+    """One tick of ``raw_logs_sensor`` on ``instance`` and the run it requests for the night ``date``, launched
+    as the daemon does (``dg.execute_job`` of the reconstructable ``refresh_all`` with the request's run config
+    and tags); (wall, steps). The tick's other requests (the previous night's folder, removed) are not run."""
     import dagster as dg
 
     from pipeline.definitions import defs, refresh_all_job
@@ -276,7 +277,7 @@ def _sensor_run(instance) -> tuple[float, float]:
     if tick.dynamic_partitions_requests:
         for request in tick.dynamic_partitions_requests:
             instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    (request,) = [r for r in tick.run_requests if r.partition_key != "undated"] or tick.run_requests[:1]
+    (request,) = [r for r in tick.run_requests if r.partition_key == date]
     defs()  # loaded once here, as the daemon's code server holds it
     result = dg.execute_job(dg.reconstructable(refresh_all_job), instance=instance, run_config=request.run_config,
                             tags={**request.tags, "dagster/partition": request.partition_key})
