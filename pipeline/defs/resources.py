@@ -303,8 +303,9 @@ class SharedWarehouse(Warehouse):
     Why: opening a DuckDB database starts its instance and closing it checkpoints the writes, paid once or more
     per step; an in-process run is the warehouse's only writer anyway, so it keeps the file's write lock for the
     whole run (another process waits, as for any writer: ``lock_timeout_s``).
-    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after each use the
-    blocks it left cached are evicted (``EVICT_TO``), so a step does not carry the previous step's reads.
+    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after each use its
+    writes are checkpointed and the blocks it left cached evicted (``EVICT_TO``), so a step does not carry the
+    previous step's reads or writes.
 
     Use it only where one process runs every step (``python -m pipeline run``, which passes it to
     ``execute_in_process`` for the whole job, and the benchmark): a run whose steps are processes of their own
@@ -336,8 +337,11 @@ class SharedWarehouse(Warehouse):
             release_arrow_memory()
 
     def _evict_cached_blocks(self) -> None:
-        """Lower ``memory_limit`` to ``EVICT_TO`` and set it back: DuckDB evicts what it can of its cached blocks
-        (a block still dirty stays; the limit is restored either way)."""
+        """Checkpoint the use's writes into the file (as closing the database did), then lower ``memory_limit`` to
+        ``EVICT_TO`` and set it back: DuckDB evicts what it can of its cached blocks (the limit is restored
+        either way). Without the checkpoint, a step's written blocks would stay in memory until DuckDB's own
+        checkpoint (by WAL size), on top of the next step's memory."""
+        self._database.execute("checkpoint")
         limit = self._database.execute("select current_setting('memory_limit')").fetchall()[0][0]
         try:
             self._database.execute(f"set memory_limit = '{EVICT_TO}'")
