@@ -55,13 +55,16 @@ def configs() -> list[Config]:
     return out
 
 
-def generate(n_runs: int, out: Path, seed: int = 7, run_date: str | None = None) -> Generated:
+def generate(n_runs: int, out: Path, seed: int = 7, run_date: str | None = None,
+             date_folders: bool = False) -> Generated:
     """Write ``n_runs`` run logs under ``out`` (replaced), distinct at every scale.
 
     Each configuration is swept over the seven concurrencies once per day; day d holds every configuration's
     sweep (3,920 runs), so ``n_runs`` spans ``n_runs / 3920`` days from 2024-01-01, or all lie on ``run_date``
     (YYYY-MM-DD) as a nightly batch does. ``REPEAT_SHARE`` of the runs are repeats and ``DUPLICATE_SHARE``
-    byte copies (see ``Generated``)."""
+    byte copies (see ``Generated``). Files go to ``<framework>/<configuration>/<day>/``, or with
+    ``date_folders`` to ``<day>/<framework>/<configuration>/`` (the sensor's opt-in date-folder layout,
+    docs/operations.md; same files, same content)."""
     if out.exists():
         shutil.rmtree(out)
     rng = random.Random(seed)
@@ -82,7 +85,8 @@ def generate(n_runs: int, out: Path, seed: int = 7, run_date: str | None = None)
         cfg = cfgs[sweep % len(cfgs)]
         conc = CONCS[conc_index]
         day = run_date or (FIRST_DAY + timedelta(days=sweep // len(cfgs))).isoformat()
-        folder = out / cfg.framework / f"{cfg.model}_{cfg.isl}_{cfg.osl}_{cfg.hw}_{cfg.precision}_{cfg.spec}" / day
+        line = f"{cfg.model}_{cfg.isl}_{cfg.osl}_{cfg.hw}_{cfg.precision}_{cfg.spec}"
+        folder = out / day / cfg.framework / line if date_folders else out / cfg.framework / line / day
         folder.mkdir(parents=True, exist_ok=True)
         name = f"run_{runs:07d}"
         if kind == "duplicate":  # the last run's file again, under another name

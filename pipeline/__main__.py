@@ -52,7 +52,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
     Partitions are registered first (one per run date found, plus ``undated``); the run is a single-run backfill
     over the whole range (partitioned and unpartitioned assets together). Dagster orders the steps and stops
     everything downstream of a failed step or a failed blocking check; ``comparisons/published_marts`` is last, so
-    a run that stops publishes nothing (its staging folder is discarded here).
+    a run that stops publishes nothing (its staging folder is discarded here). Every step runs in this process
+    on one open warehouse (``pipeline.defs.resources.SharedWarehouse``: opened at the first step, closed when the
+    run ends; the run holds the warehouse's write lock throughout).
 
     Args:
         instance: the Dagster instance (ephemeral, or DAGSTER_HOME's, where the run then shows in the UI).
@@ -77,7 +79,7 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         register_partitions,
         warehouse_run_dates,
     )
-    from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG
+    from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG, warehouse_resource
     from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
 
@@ -111,6 +113,8 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         # the ingest reads the folder as the discovery just scanned it, from the parse cache (no second scan)
         tags={GENERATION_TAG: generation, **all_partitions_tags(instance),
               **({SNAPSHOT_TAG: snapshot} if snapshot else {})},
+        # every step runs in this process: one open warehouse for the whole run (SharedWarehouse says why)
+        resources={"warehouse": warehouse_resource(shared=True)},
     )
     if not result.success:
         discard(Path(env_path("PIPELINE_OUT_DIR")), generation)  # nothing of it is published
@@ -176,6 +180,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     if notice:
         print(notice, file=sys.stderr)
+    run_config["ops"]["comparisons__report"] = report_config(instance)
     printed: list[str] = []
 
     def failed(event) -> None:  # the cause as it happens, before the failed step's progress bar
@@ -216,6 +221,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def report_config(instance) -> dict:
+    """Run config of ``comparisons/report`` for a CLI run on ``instance``: its charts for the Dagster UI
+    (``ReportConfig.ui_charts``) are drawn only when the instance keeps the run (``DAGSTER_HOME`` set), since
+    no UI ever shows a throwaway instance's metadata; the HTML report is the same either way."""
+    return {"config": {"ui_charts": not instance.is_ephemeral}}
+
+
 def _root_cause(error) -> str:
     """The first line of the innermost error Dagster wrapped (the user code's own message, e.g. "raw folder … is
     empty"), not Dagster's "Error occurred while executing op …" wrapper."""
@@ -242,7 +254,8 @@ def _report(_: argparse.Namespace) -> int:
         return 1
     result = defs().resolve_job_def("refresh_all").execute_in_process(
         instance=instance, raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
-        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
+        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
+                    "ops": {"comparisons__report": report_config(instance)}})
     if not result.success:
         causes = [_root_cause(e.event_specific_data.error) for e in result.all_events if e.is_step_failure]
         print(f"report failed ({'; '.join(causes) or 'see the run log'}): the warehouse lacks what the report "

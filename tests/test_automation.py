@@ -4,6 +4,7 @@ touches only the new date; nothing requested when nothing changed."""
 import json
 import os
 import shutil
+import time
 
 import dagster as dg
 import duckdb
@@ -15,10 +16,10 @@ from pipeline.defs.resources import PipelinePaths
 NEW_RUN = SAMPLE_DIR / "vllm" / "mi355x" / "qwen3.5-397b-a17b_8k1k_mi355x_fp8_vllm_none_conc8.json"
 
 
-def _tick(raw, cursor, instance):
+def _tick(raw, cursor, instance, **layout):
     context = dg.build_sensor_context(cursor=cursor, instance=instance, resources={
         "paths": PipelinePaths(raw_dir=str(raw), out_dir=str(raw.parent / "marts"),
-                               cache_dir=str(raw.parent / "parse_cache"))})
+                               cache_dir=str(raw.parent / "parse_cache"), **layout)})
     return raw_logs_sensor(context)
 
 
@@ -139,3 +140,85 @@ def test_a_sensor_enabled_after_a_full_run_launches_nothing_until_a_new_night(tm
     assert [r.partition_key for r in _tick(raw, None, instance).run_requests] == ["2026-08-01"]
     # and from the first tick's cursor, too
     assert [r.partition_key for r in _tick(raw, first.cursor, instance).run_requests] == ["2026-08-01"]
+
+
+def _aged(raw):
+    """Every file and folder under ``raw`` dated an hour back: older nights, out of the racy window in which a scan
+    does not trust a folder's mtime (such a folder is listed again on every tick, fast path or not)."""
+    past = time.time_ns() - 3600 * 1_000_000_000
+    for path in sorted(raw.rglob("*"), key=lambda p: -len(p.parts)):
+        os.utime(path, ns=(past, past))
+    os.utime(raw, ns=(past, past))
+
+
+def test_the_date_folder_fast_path_finds_new_nights_and_the_stat_scan_finds_old_folders(tmp_path, monkeypatch):
+    """PIPELINE_RAW_LAYOUT=date-folders (docs/operations.md, "Sensor fast path"): a tick looks at the newest date
+    folder of its last scan and newer ones only, without a stat of the older folders; a file added to an older
+    date folder is found by the whole-folder stat scan, every ``stat_scan_minutes``."""
+    from pipeline.defs.automation import STAT_SCAN_KEY
+    from pipeline.ingest import scan
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR / "sglang", raw / "2026-07-14")  # every sample SGLang run is dated 2026-07-14
+    (raw / "2026-08-01").mkdir()
+    _add_run(raw / "2026-08-01", "2026-08-01")
+    _aged(raw)
+    instance = dg.DagsterInstance.ephemeral()
+    dated = {"raw_layout": "date-folders", "stat_scan_minutes": 60}
+    first = _tick(raw, None, instance, **dated)  # no cursor yet: every folder stat-scanned
+    assert {r.partition_key for r in first.run_requests} == {"2026-07-14", "2026-08-01"}
+    assert STAT_SCAN_KEY in json.loads(first.cursor)
+
+    statted: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path, *args, **kwargs):
+        statted.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(scan.os, "stat", counting_stat)
+    (raw / "2026-08-02").mkdir()
+    _add_run(raw / "2026-08-02", "2026-08-02")  # a new night in a new date folder
+    second = _tick(raw, first.cursor, instance, **dated)
+    assert [r.partition_key for r in second.run_requests] == ["2026-08-02"]
+    assert not [p for p in statted if "/2026-07-14" in p]  # the older folder was not even statted
+    assert [p for p in statted if p.endswith("/2026-08-01")]  # the newest one of the last scan was, again
+
+    _add_run(raw / "2026-08-02", "2026-08-03", name="late_conc8.json")  # more of the newest night: found
+    third = _tick(raw, second.cursor, instance, **dated)
+    assert [r.partition_key for r in third.run_requests] == ["2026-08-03"]
+
+    _add_run(raw / "2026-07-14", "2026-07-20", name="backfilled_conc8.json")  # into an older date folder
+    _aged(raw)
+    assert isinstance(_tick(raw, third.cursor, instance, **dated), dg.SkipReason)  # not seen by the fast path
+    # an hour after the last whole-folder stat scan, the tick stat-scans every folder again and finds it
+    cursor = json.loads(third.cursor)
+    cursor[STAT_SCAN_KEY] = str(float(cursor[STAT_SCAN_KEY]) - 3601)
+    late = _tick(raw, json.dumps(cursor), instance, **dated)
+    assert [r.partition_key for r in late.run_requests] == ["2026-07-20"]
+    # without the layout every tick stat-scans every folder: the same file is found at once
+    assert [r.partition_key for r in _tick(raw, third.cursor, instance).run_requests] == ["2026-07-20"]
+
+
+def test_the_sensors_runs_run_their_steps_in_the_runs_own_process(tmp_path, monkeypatch):
+    """A night's run is small: the sensor asks for the in-process executor (pipeline/defs/jobs.py), so a step
+    starts no process of its own; a run without that config keeps a process per step (the multiprocess
+    executor with its forkserver)."""
+    from pipeline.definitions import refresh_all_job
+    from pipeline.defs.jobs import IN_PROCESS_RUN_CONFIG
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR / "sglang", raw)
+    first = _tick(raw, None, dg.DagsterInstance.ephemeral())
+    assert first.run_requests and all(r.run_config == IN_PROCESS_RUN_CONFIG for r in first.run_requests)
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "warehouse.duckdb"))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        workers = {}
+        for name, run_config in (("in_process", IN_PROCESS_RUN_CONFIG), ("multiprocess", {})):
+            result = dg.execute_job(dg.reconstructable(refresh_all_job), instance=instance, run_config=run_config,
+                                    asset_selection=[dg.AssetKey(["metrics", "gpu_reference"])])
+            assert result.success
+            workers[name] = [e for e in result.all_events if e.event_type_value == "STEP_WORKER_STARTING"]
+        assert not workers["in_process"] and len(workers["multiprocess"]) == 1

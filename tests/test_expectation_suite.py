@@ -147,3 +147,15 @@ def test_a_model_without_a_size_fails_the_blocking_model_set_check():
     outcome = {o.name: o for o in run_suite([runs], known_hw, duplicates_by_run_id(runs))}["model_size_known"]
     assert outcome.blocking and not outcome.success
     assert (outcome.element_count, outcome.unexpected_count, outcome.examples) == (3, 1, ["glm-6"])
+
+
+def test_loading_the_code_location_does_not_import_great_expectations():
+    """GX is imported where the suite runs, not by the definitions (``dagster dev``'s load, ``python -m pipeline
+    report``); the multiprocess executor's forkserver preloads it for the steps (``pipeline.defs.jobs``)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pipeline.definitions import defs; d = defs(); "
+            "d.resolve_job_def('refresh_all'); print('great_expectations' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"

@@ -159,3 +159,30 @@ def test_average_power_a_gpu_cannot_draw_is_implausible(watts, reason):
     assert row.get("power_invalid_reason") == reason
     assert row["power_valid"] is (reason is None)
     assert (row["avg_power_w_per_gpu"] is None) is (reason is not None)
+
+
+def test_telemetry_timestamps_read_the_same_on_the_fast_path_as_by_their_formats():
+    """nvidia-smi's ``2026/07/14 04:24:35.267`` and the ISO spellings are read by ``datetime.fromisoformat`` when
+    every field has its two digits; the value must be the one the format list gives (``strptime``, UTC), and a
+    spelling no format reads still fails."""
+    import calendar
+    import random
+    from datetime import datetime, timezone
+
+    from pipeline.metrics.power import _naive_seconds
+
+    assert _naive_seconds("2026/07/14 04:24:35.267") == calendar.timegm((2026, 7, 14, 4, 24, 35)) + 0.267
+    formats = {"/ ": "%Y/%m/%d %H:%M:%S", "- ": "%Y-%m-%d %H:%M:%S", "-T": "%Y-%m-%dT%H:%M:%S"}
+    rng = random.Random(42)
+    for _ in range(2000):
+        sep = rng.choice(list(formats))
+        fraction = "" if rng.random() < 0.3 else "." + "".join(rng.choice("0123456789")
+                                                              for _ in range(rng.randint(1, 6)))
+        text = (f"{rng.randint(1990, 2040):04d}{sep[0]}{rng.randint(1, 12):02d}{sep[0]}{rng.randint(1, 28):02d}"
+                f"{sep[1]}{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}{fraction}")
+        fmt = formats[sep] + (".%f" if fraction else "")
+        assert _naive_seconds(text) == datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp(), text
+    assert _naive_seconds(" 2026/7/4 4:24:35 ") == calendar.timegm((2026, 7, 4, 4, 24, 35))  # one-digit fields
+    for bad in ("2026/07/14T04:24:35", "2026-07-14 04:24:35+02:00", "2026-07-14 04:24:35.1234567"):
+        with pytest.raises(ValueError, match="unrecognized timestamp"):
+            _naive_seconds(bad)

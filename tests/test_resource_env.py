@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.defs.resources import (
     PipelinePaths,
+    SharedWarehouse,
     Warehouse,
     WarehouseOutOfMemoryError,
     paths_resource,
@@ -108,3 +109,46 @@ def test_running_out_of_duckdb_memory_names_the_setting_to_raise(tmp_path):
     message = str(raised.value)
     assert "PIPELINE_DUCKDB_MEMORY_LIMIT" in message and "20MB" in message and str(tmp_path / "w.duckdb") in message
     assert isinstance(raised.value.__cause__, duckdb.OutOfMemoryException)
+
+
+def test_an_in_process_run_opens_the_warehouse_once(run_pipeline, tmp_path, monkeypatch):
+    """``python -m pipeline run`` (``materialize_all``) hands every step one open warehouse: the file is opened
+    once for the whole run (before SharedWarehouse: once or more per step, 26 times on the sample)."""
+    from conftest import SAMPLE_DIR
+
+    opened: list[str] = []
+    connect = duckdb.connect
+
+    def counting(database=":memory:", *args, **kwargs):
+        if str(database) == str(tmp_path / "warehouse.duckdb"):
+            opened.append(str(database))
+        return connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counting)
+    run = run_pipeline(SAMPLE_DIR)
+    assert run.result.success
+    assert len(opened) == 1
+    # closed when the run ended: the file opens read-only, which DuckDB refuses in a process holding it writable
+    with connect(str(run.db_path), read_only=True) as conn:
+        assert conn.execute("select count(distinct run_id) from run_metrics").fetchall()[0][0] == 84
+
+
+def test_a_shared_warehouse_gives_each_use_a_fresh_cursor_of_one_database(tmp_path):
+    warehouse = SharedWarehouse(database=str(tmp_path / "w.duckdb"), memory_limit="64MB")
+    with warehouse.get_connection() as conn:
+        conn.execute("create table t as select range as i from range(1000)")
+        conn.register("leftover", conn.sql("select 1 as x").to_arrow_table())  # a step's registered view
+        conn.execute("begin")
+        conn.execute("insert into t values (-1)")  # a transaction a failing step left open ends with its use
+    with warehouse.get_connection() as conn:
+        assert conn.execute("select count(*), min(i) from t").fetchall() == [(1000, 0)]
+        assert conn.execute("select count(*) from duckdb_views() where view_name = 'leftover'").fetchall() == [(0,)]
+        assert conn.execute("select current_setting('memory_limit')").fetchall() == [("61.0 MiB",)]  # restored
+    with pytest.raises(WarehouseOutOfMemoryError):
+        with warehouse.get_connection() as conn:
+            conn.execute("select list(i) from range(20000000) t(i)").fetchall()
+    with pytest.raises(duckdb.ConnectionException):  # the database is still open here: a second opening refused
+        duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
+    warehouse.close()
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as conn:
+        assert conn.execute("select count(*) from t").fetchall() == [(1000,)]

@@ -70,3 +70,24 @@ def test_report_asset_shows_every_comparison_chart_under_its_full_title(sample_r
     assert max(len(heading) for heading, _ in shown) > 40  # the old keys cut names at 40 characters
     assert order[:len(headline_comparison_ids(rows))] == headline_comparison_ids(rows)
     assert all(png.startswith(b"\x89PNG") for _, png in shown)
+
+
+def test_a_cli_run_on_a_throwaway_instance_draws_no_ui_charts_and_the_same_report(sample_run_copy, tmp_path):
+    """The charts are drawn for the UI only when the run is kept (``DAGSTER_HOME``): a throwaway instance's
+    metadata is never shown. The HTML report does not depend on it."""
+    from pipeline.__main__ import report_config
+    from pipeline.definitions import defs
+
+    ephemeral = dg.DagsterInstance.ephemeral()
+    assert report_config(ephemeral) == {"config": {"ui_charts": False}}
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as kept:
+        assert report_config(kept) == {"config": {"ui_charts": True}}
+    index = sample_run_copy.out_dir / "report" / "index.html"
+    pages = {p.name: p.read_bytes() for p in index.parent.glob("*.html")}
+    result = defs().resolve_job_def("refresh_all").execute_in_process(
+        instance=ephemeral, asset_selection=[dg.AssetKey(["comparisons", "report"])],
+        run_config={"ops": {"comparisons__report": report_config(ephemeral)}})
+    text = materialization_metadata(type("Run", (), {"result": result}), ["comparisons", "report"])[
+        "frontier_charts"].value
+    assert not charts(text) and "data:image" not in text and "16 charts are in the HTML report" in text
+    assert {p.name: p.read_bytes() for p in index.parent.glob("*.html")} == pages

@@ -2,6 +2,7 @@
 nightly refresh of everything."""
 
 import json
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -9,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.defs.jobs import refresh_all
+from pipeline.defs.jobs import IN_PROCESS_RUN_CONFIG, refresh_all
 from pipeline.defs.partitions import (
     RUN_DATE_PARTITIONS,
     all_partitions_tags,
@@ -26,12 +27,15 @@ from pipeline.io.storage import release_arrow_memory
 
 FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included): FILES_DIGEST
 SNAPSHOT_KEY = "_snapshot"  # the parse cache's generation the state was read from (not compared)
+# in the sensor's cursor only: when its last whole-folder stat scan ran (UTC epoch seconds; not compared)
+STAT_SCAN_KEY = "_stat_scan_at"
 
 
 FILES_DIGEST = "xor-md5:"  # prefix of ``_files``: XOR of md5(path, sha256) over the files, updatable per file
 
 
-def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | None = None) -> dict[str, str]:
+def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | None = None,
+                  dated_layout: bool = False) -> dict[str, str]:
     """What the sensor remembers (``sql/raw_partition_digests.sql``): per run-date partition, a digest of its runs'
     content and resolved metadata (so a changed sidecar or runs.csv counts) and of their power logs; plus
     ``_files``, a digest of every file's path and sha256 (``FILES_DIGEST``: the XOR of each file's
@@ -48,10 +52,15 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
     the same rows (``CacheStats.changes``, ``CacheChanges.starts_from``), only the partitions the changed files
     touch are digested again and ``_files`` is updated by those files (``sql/raw_partitions_touched.sql``); the
     state is the one a full computation gives (tested), at the cost of the night's files instead of the history's.
+
+    ``dated_layout`` (the sensor's fast path, ``sensor_scan``): the raw folder follows the date-folder layout, and
+    the quick scan takes the date folders older than the newest one as the cache saw them, unstatted
+    (``ingest_folder_cached``'s ``dated_layout``); a file added to one of those is seen by the next scan without
+    it.
     """
     release_arrow_memory()  # a tick in a process that ran assets before starts from what they freed
     # the cache's rows are read only when the quick scan finds something moved since the cache was saved
-    result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True, rows=False)
+    result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True, rows=False, dated_layout=dated_layout)
     if previous and stats.parsed == stats.hashed == stats.removed == 0 \
             and stats.generation and previous.get(SNAPSHOT_KEY) == stats.generation:
         return dict(previous)
@@ -59,7 +68,8 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
         stream = stream_cache(cache_dir, raw_dir, stats.generation) if stats.generation else None
         if stream is not None:
             return _whole_state(stream.runs, stream.files, stats.generation)
-        result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True)  # saved again meanwhile
+        result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True,  # saved again meanwhile
+                                             dated_layout=dated_layout)
     changes = stats.changes
     since_previous = bool(previous) and changes is not None and changes.old_files is not None \
         and changes.starts_from(previous.get(SNAPSHOT_KEY)) \
@@ -129,9 +139,21 @@ def published_state(raw_dir: Path, paths: PipelinePaths) -> dict[str, str]:
     return _whole_state(stream.runs, stream.files, snapshot) if stream is not None else {}
 
 
+def sensor_scan(paths: PipelinePaths, cursor: dict[str, str], now: float) -> bool:
+    """Whether a tick at ``now`` (UTC epoch seconds) takes the fast path: the raw folder is declared
+    ``date-folders`` (``PipelinePaths.raw_layout``) and the cursor's last whole-folder stat scan
+    (``STAT_SCAN_KEY``) is less than ``stat_scan_minutes`` old. Otherwise the tick stat-scans every folder (the
+    safety net, which also sees a file added to an older date folder)."""
+    last = cursor.get(STAT_SCAN_KEY)
+    return paths.raw_layout == "date-folders" and last is not None \
+        and now - float(last) < paths.stat_scan_minutes * 60
+
+
 @dg.sensor(job=refresh_all, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,
            description="New, changed or removed logs under PIPELINE_RAW_DIR: one run per affected run date "
-                       "(that partition plus the cross-date marts). Cursor: per-date content digests.")
+                       "(that partition plus the cross-date marts). Cursor: per-date content digests. With "
+                       "PIPELINE_RAW_LAYOUT=date-folders a tick looks only at the newest date folders, and "
+                       "stat-scans every folder every PIPELINE_STAT_SCAN_MINUTES (60).")
 def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     raw_dir = Path(paths.raw_dir)
     if not raw_dir.is_dir():
@@ -139,19 +161,29 @@ def raw_logs_sensor(context: dg.SensorEvaluationContext, paths: PipelinePaths):
     # a sensor enabled after a run starts from the state the published marts were built from, not from nothing
     # (which would launch one run per date already published)
     seen = json.loads(context.cursor) if context.cursor else published_state(raw_dir, paths)
-    state = raw_dir_state(raw_dir, Path(paths.cache_dir), seen)
-    changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY, SNAPSHOT_KEY} if state.get(k) != seen.get(k))
+    now = time.time()
+    fast = sensor_scan(paths, seen, now)
+    state = raw_dir_state(raw_dir, Path(paths.cache_dir), {k: v for k, v in seen.items() if k != STAT_SCAN_KEY},
+                          dated_layout=fast)
+    state[STAT_SCAN_KEY] = seen[STAT_SCAN_KEY] if fast else f"{now:.0f}"
+    changed = sorted(k for k in (set(state) | set(seen)) - {FILES_KEY, SNAPSHOT_KEY, STAT_SCAN_KEY}
+                     if state.get(k) != seen.get(k))
     if not changed and state[FILES_KEY] != seen.get(FILES_KEY):
         changed = [UNDATED]  # only non-run files changed: one small run refreshes the ledger and quarantine
     if not changed:
         if not context.cursor:  # the first tick: remember the state, so later ticks compare against it
             return dg.SensorResult(skip_reason=f"no change under {raw_dir} since the published marts",
                                    cursor=json.dumps(state, sort_keys=True))
+        if paths.raw_layout == "date-folders" and not fast:  # remember when the whole folder was stat-scanned
+            return dg.SensorResult(skip_reason=f"no change under {raw_dir} (every folder stat-scanned)",
+                                   cursor=json.dumps(state, sort_keys=True))
         return dg.SkipReason(f"no change under {raw_dir}")
     known = set(context.instance.get_dynamic_partitions(RUN_DATE_PARTITIONS.name))
     new_keys = sorted((set(changed) | {UNDATED}) - known)
     return dg.SensorResult(
+        # a night's run is small: its steps run in the run's own process (pipeline.defs.jobs, STEP_EXECUTOR)
         run_requests=[dg.RunRequest(run_key=f"{key}:{state.get(key, 'removed')}", partition_key=key,
+                                    run_config=IN_PROCESS_RUN_CONFIG,
                                     tags={"trigger": "raw_logs_sensor",
                                           **({SNAPSHOT_TAG: state[SNAPSHOT_KEY]} if SNAPSHOT_KEY in state else {})})
                       for key in changed],

@@ -6,12 +6,35 @@ the UI and of ``dagster asset materialize`` run Dagster's implicit asset job. La
 ``refresh_all`` in process, as one run). Steps fork from a forkserver that has already imported the code location
 and Great Expectations, so a step does not import them again as it would under Dagster's default ``spawn``
 (where importing GX is most of a step's start).
+
+Run config ``execution: {config: {in_process: true}}`` runs every step of one run in the run's own process
+instead (``STEP_EXECUTOR``): no process start per step, which is most of a small run's time (a night's sensor
+run, a one-partition backfill). The sensor's runs ask for it (``IN_PROCESS_RUN_CONFIG``); a backfill takes it as
+``dagster asset materialize … --config-json '{"execution": {"config": {"in_process": true}}}'``. Either way every
+warehouse-writing step waits for the pool ``duckdb_warehouse`` (``dagster.yaml``, limit 1), in-process steps too,
+so parallel runs still take turns on the warehouse.
 """
+
+from typing import Any
 
 import dagster as dg
 
-STEP_EXECUTOR = dg.multiprocess_executor.configured({"start_method": {"forkserver": {
-    "preload_modules": ["pipeline.definitions", "pipeline.defs.validate.expectations"]}}})
+# the modules a multiprocess run's forkserver imports once, before forking a process per step
+PRELOADED = ["pipeline.definitions", "great_expectations"]
+
+
+def _executor_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Dagster's ``multi_or_in_process_executor`` config for this location's one switch, ``in_process``."""
+    if config["in_process"]:
+        return {"in_process": {}}
+    return {"multiprocess": {"start_method": {"forkserver": {"preload_modules": PRELOADED}}}}
+
+
+STEP_EXECUTOR = dg.multi_or_in_process_executor.configured(
+    _executor_config, config_schema={"in_process": dg.Field(bool, default_value=False, description=(
+        "run every step in the run's own process (no process per step; for small runs such as the sensor's)"))})
+# the run config a run asks for to run its steps in its own process
+IN_PROCESS_RUN_CONFIG = {"execution": {"config": {"in_process": True}}}
 
 refresh_all = dg.define_asset_job(
     "refresh_all",

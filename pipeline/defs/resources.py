@@ -21,7 +21,7 @@ from dagster._core.errors import (
     DagsterInvalidPropertyError,  # not exported at the top level
 )
 from dagster_duckdb import DuckDBResource
-from pydantic import field_validator
+from pydantic import PrivateAttr, field_validator
 
 from pipeline.io.generations import staging_dir, staging_path
 from pipeline.io.paths import env_path, parse_cache_dir
@@ -73,6 +73,13 @@ def generation_id(context: dg.AssetExecutionContext) -> str:
     return run.tags.get(GENERATION_TAG) or run.run_id
 
 
+# PIPELINE_RAW_LAYOUT's values: "any" (the default: the sensor stat-scans every folder each tick) and the opt-in
+# date-folder layout RAW/<YYYY-MM-DD>/... (pipeline.ingest.scan.DATE_FOLDER; docs/operations.md "Sensor fast path")
+RAW_LAYOUTS = ("any", "date-folders")
+# How often the sensor stat-scans the whole folder under the date-folder layout (its safety net), in minutes
+DEFAULT_STAT_SCAN_MINUTES = 60
+
+
 class PipelinePaths(dg.ConfigurableResource):
     """Folders the pipeline reads and writes.
 
@@ -80,16 +87,30 @@ class PipelinePaths(dg.ConfigurableResource):
         raw_dir: scanned recursively for raw logs, sidecars, manifests.
         out_dir: where the Parquet marts (``runs``, ``quarantine``, ``frontiers``, ``comparisons``) are written.
         cache_dir: the parse cache (``pipeline.ingest.parse_cache``): what each raw file gave when last parsed.
+        raw_layout: ``any``, or ``date-folders`` when every result file lies under ``raw_dir/<YYYY-MM-DD>/`` of
+            its night (``PIPELINE_RAW_LAYOUT``): the sensor's ticks then look only at the newest date folder and
+            newer ones, and stat-scan the whole folder every ``stat_scan_minutes`` (docs/operations.md).
+        stat_scan_minutes: under ``date-folders``, minutes between the sensor's whole-folder stat scans
+            (``PIPELINE_STAT_SCAN_MINUTES``, default 60).
     """
 
     raw_dir: str
     out_dir: str
     cache_dir: str
+    raw_layout: str = "any"
+    stat_scan_minutes: int = DEFAULT_STAT_SCAN_MINUTES
 
     @field_validator("raw_dir", "out_dir", "cache_dir")
     @classmethod
     def _absolute(cls, value: str) -> str:
         return _absolute_path(value)
+
+    @field_validator("raw_layout")
+    @classmethod
+    def _known_layout(cls, value: str) -> str:
+        if isinstance(value, dg.EnvVar) or value in RAW_LAYOUTS:
+            return value
+        raise ValueError(f"PIPELINE_RAW_LAYOUT {value!r} is not a layout: use one of {', '.join(RAW_LAYOUTS)}")
 
     def staging(self, context: dg.AssetExecutionContext) -> Path:
         """The folder this run writes its marts into until ``published_marts`` publishes them
@@ -203,16 +224,37 @@ class Warehouse(DuckDBResource):
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
+        """A connection of its own for one use: opened here (``open_database``), closed (and so checkpointed)
+        when the ``with`` block ends.
+
+        Raises:
+            WarehouseLockedError, WarehouseOutOfMemoryError: see ``open_database`` and ``memory_errors_named``.
+        """
         # what the previous asset in this process freed only after its connection closed (its locals)
         release_arrow_memory()
+        conn = self.open_database()
+        try:
+            with self.memory_errors_named():
+                yield conn
+        finally:
+            conn.close()
+            release_arrow_memory()  # what the asset's DuckDB results and copies freed, before the next asset
+
+    def open_database(self) -> duckdb.DuckDBPyConnection:
+        """Open the warehouse file (its folder created) under ``memory_limit``: waits up to ``lock_timeout_s`` for
+        another process's write lock, and moves a corrupt file aside and starts a fresh one (class docstring).
+
+        Raises:
+            WarehouseLockedError: another process still holds the write lock after ``lock_timeout_s`` seconds.
+            duckdb.Error: any other error of DuckDB's (e.g. permission denied), its own message.
+        """
+        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.lock_timeout_s
         while True:
             try:
                 limit = {"memory_limit": self.memory_limit} if self.memory_limit else {}
-                conn = duckdb.connect(self.database, config={"custom_user_agent": "inference-frontier",
+                return duckdb.connect(self.database, config={"custom_user_agent": "inference-frontier",
                                                              **limit, **self.connection_config})
-                break
             except duckdb.Error as exc:
                 if is_corrupt_warehouse_error(exc):
                     dg.get_dagster_logger().warning(rebuild_corrupt_warehouse(self.database, exc))
@@ -226,17 +268,97 @@ class Warehouse(DuckDBResource):
                         f"PIPELINE_DB_PATH at another file. DuckDB said: {str(exc).splitlines()[0]}"
                     ) from exc
                 time.sleep(0.2)
+
+    @contextmanager
+    def memory_errors_named(self) -> Iterator[None]:
+        """Turn DuckDB's out-of-memory error inside the block into ``WarehouseOutOfMemoryError``, which names
+        ``PIPELINE_DUCKDB_MEMORY_LIMIT`` and this warehouse's ``memory_limit``.
+
+        Raises:
+            WarehouseOutOfMemoryError: a statement in the block ran out of DuckDB memory.
+        """
         try:
-            yield conn
+            yield
         except duckdb.OutOfMemoryException as exc:
             raise WarehouseOutOfMemoryError(
                 f"DuckDB ran out of memory in warehouse {self.database} under memory_limit "
                 f"{self.memory_limit or 'unset (80% of the machine)'}: set PIPELINE_DUCKDB_MEMORY_LIMIT higher "
                 f"(e.g. 4GB, or 80% for DuckDB's own default) and run again. DuckDB said: "
                 f"{str(exc).splitlines()[0]}") from exc
+
+
+# What SharedWarehouse lowers DuckDB's memory_limit to for a moment after each use, so the buffer manager evicts
+# the blocks the use left cached (a step's reads would otherwise stay resident through the next steps, on top of
+# their own memory); a positive size, since DuckDB refuses a limit it cannot reach (0 while dirty blocks remain).
+EVICT_TO = "1MB"
+
+
+class SharedWarehouse(Warehouse):
+    """The warehouse of one in-process run: the database is opened once, on the first ``get_connection``, and
+    every use after that (every step of the run, every check) gets a cursor of that open database (DuckDB's
+    ``cursor()``: a connection of its own to the same database instance, so its registered views and any open
+    transaction end with the use) instead of opening and closing the file again. Closed by
+    ``teardown_after_execution`` when the run ends (or ``close``); DuckDB checkpoints then.
+
+    Why: opening a DuckDB database starts its instance and closing it checkpoints the writes, paid once or more
+    per step; an in-process run is the warehouse's only writer anyway, so it keeps the file's write lock for the
+    whole run (another process waits, as for any writer: ``lock_timeout_s``).
+    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after each use its
+    writes are checkpointed and the blocks it left cached evicted (``EVICT_TO``), so a step does not carry the
+    previous step's reads or writes.
+
+    Use it only where one process runs every step (``python -m pipeline run``, which passes it to
+    ``execute_in_process`` for the whole job, and the benchmark): a run whose steps are processes of their own
+    (the multiprocess executor of ``pipeline.defs.jobs``) keeps ``Warehouse``, a connection per use in each
+    step's process. Dagster refuses a resource override on a run of selected assets (``python -m pipeline
+    report``), which keeps ``Warehouse`` too.
+    """
+
+    _database: duckdb.DuckDBPyConnection | None = PrivateAttr(default=None)
+
+    @contextmanager
+    def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of the run's open database (opened on first use: ``Warehouse.open_database``), closed when
+        the ``with`` block ends; the database stays open.
+
+        Raises:
+            WarehouseLockedError, WarehouseOutOfMemoryError: as ``Warehouse.get_connection``.
+        """
+        release_arrow_memory()
+        if self._database is None:
+            self._database = self.open_database()
+        cursor = self._database.cursor()
+        try:
+            with self.memory_errors_named():
+                yield cursor
         finally:
-            conn.close()
-            release_arrow_memory()  # what the asset's DuckDB results and copies freed, before the next asset
+            cursor.close()
+            self._evict_cached_blocks()
+            release_arrow_memory()
+
+    def _evict_cached_blocks(self) -> None:
+        """Checkpoint the use's writes into the file (as closing the database did), then lower ``memory_limit`` to
+        ``EVICT_TO`` and set it back: DuckDB evicts what it can of its cached blocks (the limit is restored
+        either way). Without the checkpoint, a step's written blocks would stay in memory until DuckDB's own
+        checkpoint (by WAL size), on top of the next step's memory."""
+        self._database.execute("checkpoint")
+        limit = self._database.execute("select current_setting('memory_limit')").fetchall()[0][0]
+        try:
+            self._database.execute(f"set memory_limit = '{EVICT_TO}'")
+        except duckdb.Error:  # could not evict down to it: what could be evicted was
+            pass
+        finally:
+            self._database.execute(f"set memory_limit = '{limit}'")
+
+    def close(self) -> None:
+        """Close the open database, if open (DuckDB checkpoints its writes into the file)."""
+        if self._database is not None:
+            database, self._database = self._database, None
+            database.close()
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Dagster calls this when the run that initialized the resource ends: close the database."""
+        self.close()
 
 
 def rebuild_corrupt_warehouse(database: str, error: BaseException) -> str:
@@ -292,20 +414,32 @@ def configured(name: str, default: str) -> str:
     return dg.EnvVar(name) if os.environ.get(name) else default
 
 
-def warehouse_resource() -> Warehouse:
+def warehouse_resource(shared: bool = False) -> Warehouse:
     """The DuckDB warehouse at ``PIPELINE_DB_PATH`` (its folder created on first use), its connections capped at
     ``PIPELINE_DUCKDB_MEMORY_LIMIT`` (a DuckDB size such as ``4GB``, or ``80%``) when that is set, else at
-    ``DEFAULT_MEMORY_LIMIT``."""
-    return Warehouse(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")),
-                     memory_limit=configured("PIPELINE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
+    ``DEFAULT_MEMORY_LIMIT``.
+
+    Args:
+        shared: a ``SharedWarehouse`` (one open database for a whole in-process run) instead of ``Warehouse``
+            (a connection per use, the code location's resource for runs whose steps are processes).
+    """
+    kind = SharedWarehouse if shared else Warehouse
+    return kind(database=configured("PIPELINE_DB_PATH", env_path("PIPELINE_DB_PATH")),
+                memory_limit=configured("PIPELINE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
 
 
 def paths_resource() -> PipelinePaths:
     """Raw, mart and parse-cache folders from ``PIPELINE_RAW_DIR`` / ``PIPELINE_OUT_DIR`` / ``PIPELINE_CACHE_DIR``
-    (unset: ``data/sample``, ``data/marts``, ``<PIPELINE_DB_PATH>.parse_cache``)."""
+    (unset: ``data/sample``, ``data/marts``, ``<PIPELINE_DB_PATH>.parse_cache``), the raw folder's layout from
+    ``PIPELINE_RAW_LAYOUT`` (unset: ``any``) and the sensor's whole-folder stat scan interval from
+    ``PIPELINE_STAT_SCAN_MINUTES`` (unset: 60)."""
+    minutes = os.environ.get("PIPELINE_STAT_SCAN_MINUTES")
     return PipelinePaths(raw_dir=configured("PIPELINE_RAW_DIR", env_path("PIPELINE_RAW_DIR")),
                          out_dir=configured("PIPELINE_OUT_DIR", env_path("PIPELINE_OUT_DIR")),
-                         cache_dir=configured("PIPELINE_CACHE_DIR", parse_cache_dir()))
+                         cache_dir=configured("PIPELINE_CACHE_DIR", parse_cache_dir()),
+                         raw_layout=configured("PIPELINE_RAW_LAYOUT", "any"),
+                         stat_scan_minutes=dg.EnvVar.int("PIPELINE_STAT_SCAN_MINUTES") if minutes
+                         else DEFAULT_STAT_SCAN_MINUTES)
 
 
 @dg.definitions

@@ -39,7 +39,7 @@ from pipeline.ingest.parse_cache import (
     save_cache,
     stream_cache,
 )
-from pipeline.ingest.scan import Folders, Listing, scan_folder, scan_tree
+from pipeline.ingest.scan import Folders, Listing, scan_folder, scan_tree, settled_date_folders
 from pipeline.io.storage import release_arrow_memory
 
 
@@ -62,7 +62,7 @@ def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
 
 def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = None, write: bool = True,
                          snapshot: str | None = None, quick_scan: bool = False,
-                         rows: bool = True) -> tuple[IngestResult | None, CacheStats]:
+                         rows: bool = True, dated_layout: bool = False) -> tuple[IngestResult | None, CacheStats]:
     """``ingest_folder``, parsing only the files whose content, sidecar or ``runs.csv`` changed since the cache
     under ``cache_dir`` was saved, then (``write``) saving the new state there.
 
@@ -81,6 +81,9 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
         rows: False, with ``quick_scan``: when no folder moved, the cache's rows are not read (a quiet tick
             need not load every run) and ``result`` is None; ``stats.generation`` names the state the folder is
             in, which the caller holds already or reads itself (``parse_cache.stream_cache``).
+        dated_layout: with ``quick_scan``, the raw folder follows the date-folder layout (``scan.DATE_FOLDER``):
+            the saved scan's date folders but the newest are taken unstatted (``scan.settled_date_folders``), so
+            the scan's cost follows the night, not the history (the sensor's fast path).
     Returns:
         (result, stats): ``result`` has the tables and row order of ``ingest_folder(raw_dir)`` (of the folder
         as the snapshot saw it, when one is used), or is None as ``rows`` says; ``stats.changes`` says what
@@ -107,8 +110,10 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     previous = load_scan(cache_dir, generation, state_files) if quick_scan and generation is not None else None
     # with no cache every file is parsed: once the scan has listed enough files for a parallel parse, the workers'
     # fork server is started, so its imports overlap the rest of the scan (a small folder never starts one)
+    settled = settled_date_folders(previous) if dated_layout and previous is not None else frozenset()
     listing, folders = scan_tree(raw_dir, previous, scan_started_ns - RACY_WINDOW_NS,
-                                 on_many=(PARALLEL_MIN_FILES, start_fork_server) if generation is None else None)
+                                 on_many=(PARALLEL_MIN_FILES, start_fork_server) if generation is None else None,
+                                 settled=settled)
     if previous is not None and folders == previous[1] and None not in folders.mtime_ns:
         # every folder was trusted and unchanged, so every one was taken from the cache's scan: the cache is
         # this scan's result
@@ -118,7 +123,8 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
     if lazy:
         cache = load_cache(cache_dir, raw_dir)
         if cache is None or cache.generation != generation:  # saved by another process meanwhile: start over
-            return ingest_folder_cached(raw_dir, cache_dir, workers, write, snapshot, quick_scan)
+            return ingest_folder_cached(raw_dir, cache_dir, workers, write, snapshot, quick_scan,
+                                        dated_layout=dated_layout)
     lookup = look_up(cache, listing, raw_dir, quick=(*previous, folders) if previous is not None else None)
     changes = None
     # a quick scan's listing is mostly the saved Arrow table: its names are probed there, not made Python strings

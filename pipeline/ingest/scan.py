@@ -7,6 +7,7 @@ later like any file.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,9 @@ MAX_SLICES = 64  # a quick scan's listing is at most this many zero-copy slices,
 # itself holds is listed twice, so two names never share a listed name (a UTF-8 name, even one spelled with the
 # text "\xff", is listed as itself). A name listed escaped is never opened (``invalid_file_name``).
 ESCAPE_MARK = "\ufffd"
+# The opt-in date-folder layout (docs/operations.md, "Sensor fast path"): every result file lies under a top-level
+# folder named by its night, RAW/<YYYY-MM-DD>/..., and a night's files land in that night's folder (or a newer one).
+DATE_FOLDER = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def listed_name(name: str) -> str:
@@ -140,8 +144,18 @@ def scan_folder(raw_dir: Path) -> Listing:
     return scan_tree(raw_dir)[0]
 
 
+def settled_date_folders(previous: tuple[Listing, Folders]) -> frozenset[str]:
+    """Under the date-folder layout (``DATE_FOLDER``): the top-level date folders of the ``previous`` scan but the
+    newest, which a quick scan may take as they were without a ``stat`` (``scan_tree``'s ``settled``): a new
+    night lands in the newest folder or a newer one, so only those, new folders and anything outside the date
+    folders are looked at."""
+    dates = sorted(rel for rel in previous[1].rel if rel and "/" not in rel and DATE_FOLDER.fullmatch(rel))
+    return frozenset(dates[:-1])
+
+
 def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None, trusted_before_ns: int = 0,
-              on_many: tuple[int, Callable[[], None]] | None = None) -> tuple[Listing, Folders]:
+              on_many: tuple[int, Callable[[], None]] | None = None,
+              settled: frozenset[str] = frozenset()) -> tuple[Listing, Folders]:
     """``scan_folder``, and the folders it entered; given the ``previous`` scan, a folder whose mtime is the one
     recorded then is not listed again: its entries and their stats are taken from that scan.
 
@@ -157,6 +171,9 @@ def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None, tr
         trusted_before_ns: mtimes at or after this instant (ns since the epoch) are not trusted next time.
         on_many: (n, callback): ``callback()`` is called once, mid-scan, as soon as n entries are listed (the
             caller starts work a large folder needs while the rest is listed).
+        settled: top-level folder names (with ``previous``) whose saved subtrees are taken as the previous scan
+            recorded them, without a ``stat`` (``settled_date_folders``: a file added there is not seen until a
+            scan without it).
     Returns:
         (listing, folders).
     Raises:
@@ -167,7 +184,7 @@ def scan_tree(raw_dir: Path, previous: tuple[Listing, Folders] | None = None, tr
         raise FileNotFoundError(f"raw folder {raw_dir} does not exist (set PIPELINE_RAW_DIR)")
     walk = _Walk(previous, trusted_before_ns, on_many)
     if previous is not None:
-        walk.stat_saved_folders(os.fspath(raw_dir))
+        walk.stat_saved_folders(os.fspath(raw_dir), settled)
     walk.visit(os.fspath(raw_dir), "")
     return walk.result(), walk.folders
 
@@ -199,15 +216,19 @@ class _Walk:
         self.subtree_end: list[int] = []  # index after the last saved folder under each saved folder
         self.moved_before: np.ndarray = np.zeros(1, dtype=np.int64)  # moved or untrusted folders before each index
 
-    def stat_saved_folders(self, raw_dir: str) -> None:
+    def stat_saved_folders(self, raw_dir: str, settled: frozenset[str] = frozenset()) -> None:
         """Stat every folder of the saved scan up front, so a saved folder whose whole subtree is unmoved is taken
         in one step (``_take_subtree``) instead of folder by folder: onto a million runs ~140,000 folders, of
         which a night moves a handful, and a walk's Python work per folder costs as much as the folder's ``stat``.
-        A folder whose name was escaped, or recorded untrusted, counts as moved (it is listed again)."""
+        A folder whose name was escaped, or recorded untrusted, counts as moved (it is listed again). A folder
+        under a ``settled`` top-level folder keeps its recorded mtime unstatted (``scan_tree``)."""
         known = self.known_folders
         now: list[int | None] = []
         prefix, stat_of = f"{raw_dir}/", os.stat  # no os.path.join: its checks would weigh on a loop this tight
-        for rel in known.rel:
+        for rel, recorded in zip(known.rel, known.mtime_ns):
+            if settled and rel.partition("/")[0] in settled:
+                now.append(recorded)
+                continue
             try:
                 now.append(stat_of(prefix + rel if rel else raw_dir).st_mtime_ns)
             except OSError:

@@ -76,8 +76,22 @@ def _watts(cell: str) -> float:
     return float(match.group(1)) if match else math.nan  # "[N/A]", "N/A", "-" → NaN, dropped later
 
 
+# The timestamps of _naive_seconds' formats written with two-digit fields (every tool's own output): read by
+# datetime.fromisoformat (with '/' as '-'), which gives the datetime strptime gives for them without trying format
+# after format (a telemetry file holds a sample per GPU and interval); any other spelling goes through the formats.
+_ISO_LIKE = re.compile(r"(?:\d{4}/\d\d/\d\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:\.\d{1,6})?")
+
+
 def _naive_seconds(text: str) -> float:
+    """Seconds since the epoch of a zone-less telemetry timestamp, read as UTC (its clock is reconciled with the
+    run's window by ``integrate_window``).
+
+    Raises:
+        ValueError: ``text`` is in none of the formats (``unrecognized timestamp``).
+    """
     text = text.strip()
+    if _ISO_LIKE.fullmatch(text):
+        return datetime.fromisoformat(text.replace("/", "-")).replace(tzinfo=timezone.utc).timestamp()
     for fmt in ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S",
                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
         try:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import gc
 import logging
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -34,12 +35,37 @@ ROUNDING = 1e-9  # relative; the row rules' allowance on output ≤ total throug
 
 @dataclass(frozen=True)
 class Expectation:
-    """One expectation of the suite: its Dagster check name, whether it blocks, why, and the GX object."""
+    """One expectation of the suite: its Dagster check name, whether it blocks, why, and how to make the GX
+    object (``make``, called on first use of ``gx``).
+
+    The GX object is made only when asked for: importing Great Expectations is most of the cost of loading the
+    code location, and the check specs (``pipeline.defs.validate.expectations``) need only the name, the
+    severity and the reason; GX is imported where the suite runs (``run_suite``).
+    """
 
     name: str
     blocking: bool
     why: str
-    gx: Any
+    make: Callable[[], Any] = field(repr=False, compare=False)
+
+    @cached_property
+    def gx(self) -> Any:
+        """The GX expectation object (``great_expectations.expectations.Expect…``); imports GX on first use."""
+        return self.make()
+
+
+def _gx() -> Any:
+    """``great_expectations.expectations``, imported on first call."""
+    import great_expectations as gx
+
+    return gx.expectations
+
+
+def _column(name: str) -> Any:
+    """GX's row-condition column ``name`` (``great_expectations.expectations.row_conditions.Column``)."""
+    from great_expectations.expectations.row_conditions import Column
+
+    return Column(name)
 
 
 @dataclass
@@ -63,79 +89,87 @@ def build_suite(known_hw: Iterable[str], known_models: Iterable[str] | None = No
         known_models: the model keys with an activated-parameter count (``model_size_known``); default the keys of
             ``model_active_params.csv`` in ``PIPELINE_REFERENCE_DIR``, the file ``rules.unknown_model_size_rule``
             reads.
+    Returns:
+        The expectations in reporting order, blocking first; each makes its GX object on first use (no GX
+        import here).
     Raises:
         PlausibilityError: ``known_models`` is None and the default plausibility reference cannot be used.
     """
-    import great_expectations as gx
-    from great_expectations.expectations.row_conditions import Column
-
-    e = gx.expectations
     known = sorted(set(known_hw))
     plausibility = load_plausibility()
     models = sorted(set(plausibility.active_params_b if known_models is None else known_models))
     tpot = plausibility.range_of("median_tpot_s")
     blocking = [
         Expectation("columns_match_schema", True, "downstream SQL reads these columns by name",
-                    e.ExpectTableColumnsToMatchSet(column_set=list(RUN_COLUMNS), exact_match=False)),
+                    lambda: _gx().ExpectTableColumnsToMatchSet(column_set=list(RUN_COLUMNS), exact_match=False)),
         Expectation("run_id_unique", True, "a run counted twice doubles its weight on a frontier",
-                    e.ExpectColumnValuesToBeUnique(column="run_id")),
+                    lambda: _gx().ExpectColumnValuesToBeUnique(column="run_id")),
         Expectation("no_duplicate_runs", True, "the same measurement twice is not two measurements",
-                    e.ExpectColumnValuesToBeNull(column="duplicate_of")),
+                    lambda: _gx().ExpectColumnValuesToBeNull(column="duplicate_of")),
         Expectation("hw_in_gpu_reference", True, "cost and power come from the GPU reference",
-                    e.ExpectColumnValuesToBeInSet(column="hw", value_set=known)),
+                    lambda: _gx().ExpectColumnValuesToBeInSet(column="hw", value_set=known)),
         Expectation("model_size_known", True, "the tok/s/GPU and tok/s/user ceilings read the model's activated "
-                    "parameters", e.ExpectColumnValuesToBeInSet(column="model", value_set=models)),
+                    "parameters", lambda: _gx().ExpectColumnValuesToBeInSet(column="model", value_set=models)),
         *[
             Expectation(f"{col}_present", True, f"sides are keyed by {col}",
-                        e.ExpectColumnValuesToNotBeNull(column=col))
+                        lambda col=col: _gx().ExpectColumnValuesToNotBeNull(column=col))
             for col in ("model", "framework", "precision", "spec_decoding", "conc")
         ],
         # agentic-trace runs have no nominal ISL/OSL (their sides are keyed by benchmark_type instead)
         *[
             Expectation(f"{col}_present", True, f"fixed-sequence sides are keyed by {col}",
-                        e.ExpectColumnValuesToNotBeNull(column=col, row_condition=Column("benchmark_type") != AGENTIC_TRACES))
+                        lambda col=col: _gx().ExpectColumnValuesToNotBeNull(
+                            column=col, row_condition=_column("benchmark_type") != AGENTIC_TRACES))
             for col in ("isl", "osl")
         ],
         Expectation("benchmark_type_known", True, "sides and x-axes are chosen by benchmark_type",
-                    e.ExpectColumnValuesToBeInSet(column="benchmark_type", value_set=list(BENCHMARK_TYPES))),
+                    lambda: _gx().ExpectColumnValuesToBeInSet(column="benchmark_type",
+                                                              value_set=list(BENCHMARK_TYPES))),
         Expectation("agentic_x_present", True, "agentic frontiers are drawn on E2E-normalized interactivity (or, "
                     "without it, on the stand-in mean OSL / p90 E2EL)",
-                    e.ExpectColumnValuesToNotBeNull(column="agentic_x_for_metrics",
-                                                    row_condition=Column("benchmark_type") == AGENTIC_TRACES)),
+                    lambda: _gx().ExpectColumnValuesToNotBeNull(
+                        column="agentic_x_for_metrics", row_condition=_column("benchmark_type") == AGENTIC_TRACES)),
         Expectation("median_tpot_positive", True, "interactivity = 1000 / TPOT",
-                    e.ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=0, strict_min=True)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=0,
+                                                                strict_min=True)),
         Expectation("throughput_positive", True, "tok/s/GPU and $/M tokens divide by it",
-                    e.ExpectColumnValuesToBeBetween(column="throughput_for_metrics", min_value=0, strict_min=True)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="throughput_for_metrics", min_value=0,
+                                                                strict_min=True)),
         Expectation("completed_positive", True, "a run without completed requests measured nothing",
-                    e.ExpectColumnValuesToBeBetween(column="completed", min_value=1)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="completed", min_value=1)),
         Expectation("output_le_total_throughput", True, "output tokens are part of total tokens",
-                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                    lambda: _gx().ExpectColumnPairValuesAToBeGreaterThanB(
                         column_A="total_tput_with_rounding", column_B="output_tput_tok_s", or_equal=True,
                         ignore_row_if="either_value_is_missing")),
         Expectation("ttft_le_e2el", True, "the first token cannot arrive after the last",
-                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                    lambda: _gx().ExpectColumnPairValuesAToBeGreaterThanB(
                         column_A="median_e2el_with_rounding", column_B="median_ttft_s", or_equal=True,
                         ignore_row_if="either_value_is_missing")),
         Expectation("tpot_in_plausible_range", True, f"outside {tpot.min * 1e3:g} ms–{tpot.max:g} s per token a "
                     "unit slipped (plausibility.csv, median_tpot_s)",
-                    e.ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=tpot.min, max_value=tpot.max)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="median_tpot_s", min_value=tpot.min,
+                                                                max_value=tpot.max)),
     ]
     warnings = [
         Expectation("no_failed_requests", False, "failed requests inflate nothing but hide errors",
-                    e.ExpectColumnValuesToBeBetween(column="failed_ratio", min_value=0, max_value=0.01)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="failed_ratio", min_value=0,
+                                                                max_value=0.01)),
         Expectation("measured_isl_near_nominal", False, "random range ratio and templates move ISL a little",
-                    e.ExpectColumnValuesToBeBetween(column="isl_ratio", min_value=0.5, max_value=1.5)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="isl_ratio", min_value=0.5,
+                                                                max_value=1.5)),
         Expectation("measured_osl_near_nominal", False, "early EOS shortens outputs; far off means a wrong OSL",
-                    e.ExpectColumnValuesToBeBetween(column="osl_ratio", min_value=0.5, max_value=1.5)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="osl_ratio", min_value=0.5,
+                                                                max_value=1.5)),
         Expectation("reported_intvty_matches_tpot", False, "sources that report interactivity must agree with TPOT",
-                    e.ExpectColumnValuesToBeBetween(column="intvty_x_tpot", min_value=0.99, max_value=1.01)),
+                    lambda: _gx().ExpectColumnValuesToBeBetween(column="intvty_x_tpot", min_value=0.99,
+                                                                max_value=1.01)),
         Expectation("p99_tpot_ge_median", False, "percentiles out of order suggest a mangled file",
-                    e.ExpectColumnPairValuesAToBeGreaterThanB(
+                    lambda: _gx().ExpectColumnPairValuesAToBeGreaterThanB(
                         column_A="p99_tpot_s", column_B="median_tpot_s", or_equal=True,
                         ignore_row_if="either_value_is_missing")),
         Expectation("precision_known", False, "an unfamiliar precision key is usually a typo",
-                    e.ExpectColumnValuesToBeInSet(column="precision",
-                                                  value_set=["fp4", "fp8", "bf16", "fp16", "int4", "int8"])),
+                    lambda: _gx().ExpectColumnValuesToBeInSet(
+                        column="precision", value_set=["fp4", "fp8", "bf16", "fp16", "int4", "int8"])),
     ]
     return blocking + warnings
 
@@ -244,18 +278,28 @@ def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
         for chunk in chunks:
             frame = with_derived_columns(chunk, duplicate_of)
             batch = batches.get_batch(batch_parameters={"dataframe": frame})
-            by_id = {result.expectation_config.id: result for result in batch.validate(suite).results}
+            # BASIC: the counts and the first unexpected values, all an Outcome reads; GX's default (SUMMARY) also
+            # counts every unexpected value and lists their indexes, which nothing here shows
+            by_id = {result.expectation_config.id: result
+                     for result in batch.validate(suite, result_format="BASIC").results}
             per_chunk.append({"rows": chunk.num_rows, "results": by_id})
             del frame, batch
     finally:
-        _release(context)
+        _release(context, collect=sum(c["rows"] for c in per_chunk) >= COLLECT_MIN_ROWS)
     if not per_chunk:
         raise ValueError("run_suite needs at least one chunk of runs (an empty table is a chunk)")
     return [_combined(item, [(c["rows"], c["results"][item.gx.id]) for c in per_chunk]) for item in suite_items]
 
 
-def _release(context: Any) -> None:
-    """Let go of what GX keeps after a validation.
+# From this many validated rows on, run_suite collects garbage itself when it is done: GX's objects hold the last
+# chunk's DataFrame in cycles, which only a collection frees. A full collection walks every object of the
+# process (Dagster's, GX's, pandas'), a fixed cost worth paying where the frames weigh on the process's peak,
+# not for a small table, which the interpreter's next automatic collection frees.
+COLLECT_MIN_ROWS = 10_000
+
+
+def _release(context: Any, collect: bool = True) -> None:
+    """Let go of what GX keeps after a validation, and (``collect``) collect garbage now.
 
     ``gx.get_context`` makes the context its process-wide project, which holds the data source and through it the
     last chunk's DataFrame and GX's caches: kept, they stay resident in the process that ran the checks."""
@@ -269,7 +313,8 @@ def _release(context: Any) -> None:
         return
     if current is context:  # never another caller's project
         project_manager.set_project(None)
-    gc.collect()  # GX's objects hold each other in cycles: free the DataFrame now, before Arrow's pages are returned
+    if collect:  # GX's objects hold each other in cycles: free the DataFrame now, before Arrow's pages are returned
+        gc.collect()
 
 
 def _combined(item: Expectation, results: list[tuple[int, Any]]) -> Outcome:

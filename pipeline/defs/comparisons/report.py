@@ -249,9 +249,22 @@ def explorer_trends(conn: duckdb.DuckDBPyConnection) -> dict[bool, pa.Table]:
     return out
 
 
+class ReportConfig(dg.Config):
+    """Run config of ``comparisons/report``.
+
+    ``ui_charts``: draw every comparison's chart into the materialization's metadata (``frontier_charts``, for
+    the Dagster UI; matplotlib, most of the step's time). ``python -m pipeline run`` and ``report`` set it false
+    when their run goes to a throwaway instance (no ``DAGSTER_HOME``), whose metadata no UI ever shows; the
+    HTML report is the same either way.
+    """
+
+    ui_charts: bool = True
+
+
 @dg.asset(key=["comparisons", "report"], group_name="comparisons", kinds={"html"},
           deps=[COMPARISONS_KEY, FRONTIERS_KEY, RUN_METRICS_KEY, dg.AssetKey(["metrics", "run_slo"]), REGRESSIONS_KEY])
-def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: PipelinePaths) -> dg.MaterializeResult:
+def report(context: dg.AssetExecutionContext, config: ReportConfig, warehouse: DuckDBResource,
+           paths: PipelinePaths) -> dg.MaterializeResult:
     """Static report ``<PIPELINE_OUT_DIR>/report/index.html`` (counts per kind, headline comparisons first, filters
     by model, GPU, precision, kind) plus one interactive page per comparison, as the seed pages read: title ("MI355X
     FP4: MTP vs Off Speculative Decoding"), the three sentences, the Throughput / Cost / tok/s/MW (all-in and
@@ -269,7 +282,8 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     ``runs_with_latency_cdfs`` and ``frontier_charts``: every
     comparison's chart (price book ``inferencex-seed``; the first ``MAX_CHARTS_IN_UI`` = 24 when there are more, the
     Markdown says so) under its full title, in the index's order (headlines first), as inline PNGs (matplotlib,
-    drawn for this metadata only)."""
+    drawn for this metadata only, when run config ``ui_charts`` is true: ``ReportConfig``; else one line saying
+    they were not drawn)."""
     with warehouse.get_connection() as conn:
         # the pages show the comparisons of every run (slo = 'none'); SLO-restricted rows are in the marts
         comparisons = conn.sql("select * exclude (slo) from comparisons where slo = 'none'").to_arrow_table().to_pylist()
@@ -292,13 +306,17 @@ def report(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     shown = [r for r in comparisons if r["price_book"] == REPORT_PRICE_BOOK]
     book_frontiers = [r for r in frontiers if r["price_book"] == REPORT_PRICE_BOOK]
     order = index_order(shown)
-    with tempfile.TemporaryDirectory() as tmp:
-        charts = charts_markdown(shown, book_frontiers, runs, order[:MAX_CHARTS_IN_UI], Path(tmp))
-    scope = (f"Every comparison ({len(order)})" if len(order) <= MAX_CHARTS_IN_UI else
-             f"The first {MAX_CHARTS_IN_UI} of {len(order)} comparisons in the index's order (every one is in the "
-             "HTML report)")
-    metadata["frontier_charts"] = dg.MetadataValue.md(
-        f"{scope}, price book {REPORT_PRICE_BOOK}, headline comparisons first\n\n{charts}")
+    if config.ui_charts:
+        with tempfile.TemporaryDirectory() as tmp:
+            charts = charts_markdown(shown, book_frontiers, runs, order[:MAX_CHARTS_IN_UI], Path(tmp))
+        scope = (f"Every comparison ({len(order)})" if len(order) <= MAX_CHARTS_IN_UI else
+                 f"The first {MAX_CHARTS_IN_UI} of {len(order)} comparisons in the index's order (every one is in "
+                 "the HTML report)")
+        metadata["frontier_charts"] = dg.MetadataValue.md(
+            f"{scope}, price book {REPORT_PRICE_BOOK}, headline comparisons first\n\n{charts}")
+    else:
+        metadata["frontier_charts"] = dg.MetadataValue.md(
+            f"Not drawn in this run (run config ui_charts: false); the {len(order)} charts are in the HTML report.")
     context.log.info(f"report: {pages[0]} ({len(pages) - 1} comparison pages)")
     return dg.MaterializeResult(metadata=metadata)
 
