@@ -54,7 +54,8 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
     everything downstream of a failed step or a failed blocking check; ``comparisons/published_marts`` is last, so
     a run that stops publishes nothing (its staging folder is discarded here). Every step runs in this process
     on one open warehouse (``pipeline.defs.resources.SharedWarehouse``: opened at the first step, closed when the
-    run ends; the run holds the warehouse's write lock throughout).
+    run ends; the run holds the warehouse's write lock throughout), except in a run of ``asset_selection``, whose
+    steps open the warehouse per use.
 
     Args:
         instance: the Dagster instance (ephemeral, or DAGSTER_HOME's, where the run then shows in the UI).
@@ -113,8 +114,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         # the ingest reads the folder as the discovery just scanned it, from the parse cache (no second scan)
         tags={GENERATION_TAG: generation, **all_partitions_tags(instance),
               **({SNAPSHOT_TAG: snapshot} if snapshot else {})},
-        # every step runs in this process: one open warehouse for the whole run (SharedWarehouse says why)
-        resources={"warehouse": warehouse_resource(shared=True)},
+        # every step runs in this process: one open warehouse for the whole run (SharedWarehouse says why); a run
+        # of selected assets keeps the per-use warehouse, as Dagster refuses a resource override on a selection
+        **({"resources": {"warehouse": warehouse_resource(shared=True)}} if asset_selection is None else {}),
     )
     if not result.success:
         discard(Path(env_path("PIPELINE_OUT_DIR")), generation)  # nothing of it is published
