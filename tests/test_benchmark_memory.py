@@ -65,7 +65,9 @@ def test_a_child_that_grows_is_seen_at_its_peak():
 
 def test_a_step_peak_adds_a_childs_peak_only_to_the_step_it_ran_in():
     """The process peaks in one step and a child in another: the step-wise peak is the larger of the two steps,
-    the whole-run sum counts both; a spike between two samples is still caught (VmHWM, reset per step)."""
+    the whole-run sum counts both; a spike between two samples is still caught (VmHWM, reset per step). Children
+    this process already had (an earlier test's parse fork server) are in every step: ``baseline``."""
+    baseline = _already_running_mib()
     memory = PeakMemory().start()
     try:
         memory.next_step()
@@ -88,5 +90,5 @@ def test_a_step_peak_adds_a_childs_peak_only_to_the_step_it_ran_in():
     assert stepwise >= max(quiet, children)
     # what each step reports for its own row: the spike's step the spike, the child's step the child on top of a
     # process back at rest
-    assert rest + 290 <= spike_step <= rest + 350, (spike_step, rest)
+    assert rest + 290 <= spike_step <= rest + baseline + 350, (spike_step, rest, baseline)
     assert children <= child_step <= rest + children + 50, (child_step, rest, children)

@@ -313,7 +313,8 @@ def test_one_run_over_hostile_model_names(hostile_folder, run_pipeline, tmp_path
         assert path.resolve().is_relative_to(out.resolve()), path
     assert {p.name for p in out.iterdir()} <= {".generations", "current", "runs", "trends", "requests", "run_slo",
                                                "quarantine", "ingest_ledger", "frontiers.parquet",
-                                               "comparisons.parquet", "regressions.parquet", "report"}
+                                               "comparisons.parquet", "frontiers_slo.parquet",
+                                               "comparisons_slo.parquet", "regressions.parquet", "report"}
 
     # the good runs are all in runs/; the ledger's accepted count is the rows of runs/
     runs = run.mart("runs").to_pylist()

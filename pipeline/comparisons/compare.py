@@ -40,6 +40,7 @@ from pipeline.frontiers.points import (
     OPTIONAL_METRICS,
     SPLINED_METRICS,
     frontiers_by_side,
+    split_by_slo,  # noqa: F401  (the comparisons mart splits its SLO rows by the frontiers' rule)
     with_slo,
 )
 from pipeline.frontiers.latest import REPEAT_SPREAD_LIMIT

@@ -6,7 +6,7 @@ from collections import Counter
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from pipeline.comparisons.compare import NO_SLO, compare_all_slos
+from pipeline.comparisons.compare import NO_SLO, compare_all_slos, split_by_slo
 from pipeline.comparisons.report import (
     REPORT_PRICE_BOOK,
     comparison_tables_markdown,
@@ -15,7 +15,6 @@ from pipeline.comparisons.report import (
 )
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths
 from pipeline.defs.ui import counts_markdown, table_metadata
-from pipeline.frontiers.points import split_by_slo
 from pipeline.io.storage import read_table, write_parquet_atomic, write_table
 
 COMPARISONS_KEY = dg.AssetKey(["comparisons", "matched_comparisons"])
