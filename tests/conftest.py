@@ -52,17 +52,17 @@ def pytest_sessionstart(session):
         pytest.exit(f"CI=true but missing: {'; '.join(missing)}", returncode=1)
 
 
-# The fixtures that run the whole Dagster job (seconds each). A mutation run executes its selected tests once per
-# mutant, so a test needing one of these would cost seconds per mutant; it is left out of mutation runs (it still
-# runs in the suite). Mutation runs are recognised by MUTATION_RUN (set by ``python -m tests.mutation``) or mutmut's
-# own MUTANT_UNDER_TEST.
+# The fixtures that run the whole Dagster job (seconds each). mutmut runs its selected tests once per mutant, so a
+# test needing one of these would cost seconds per mutant; it is left out of mutmut's runs (recognised by the
+# MUTANT_UNDER_TEST it sets) and still runs in the suite. The SQL mutant runner names its tests itself
+# (tests/mutation/sql_mutants.py).
 WHOLE_PIPELINE_FIXTURES = frozenset({"run_pipeline", "sample_run", "sample_run_copy", "sample_run_two_books",
                                      "sample_rerun", "_sample_session_run", "_two_books_session_run"})
 
 
 def in_mutation_run() -> bool:
-    """Whether this pytest session runs under a mutation tool (mutmut or ``tests/mutation``'s SQL runner)."""
-    return bool(os.environ.get("MUTATION_RUN") or os.environ.get("MUTANT_UNDER_TEST"))
+    """Whether this pytest session runs under mutmut (which sets MUTANT_UNDER_TEST in every pytest it starts)."""
+    return bool(os.environ.get("MUTANT_UNDER_TEST"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -6,7 +6,7 @@ module, so each finished module's results are kept even if a later one is stoppe
 the score of every module. Options:
 
 - ``--workers N`` (default 2): processes in all; with both parts running, the SQL runner takes ``N // 2`` (at least
-  one) and mutmut the rest (at least one).
+  one) and mutmut the rest (at least one); once the SQL runner is done, each further module gets all ``N``.
 - ``--only PATTERN`` (repeatable): only the Python modules / SQL files whose path contains PATTERN
   (``--only spline.py --only run_metrics.sql``), in the order given.
 - ``--no-python`` / ``--no-sql``: leave that part out; ``--report-only``: run nothing, regenerate the report.
@@ -40,19 +40,22 @@ def _selected(items: list[str], patterns: list[str] | None) -> list[str]:
     return out
 
 
-def run_python(modules: list[str], workers: int, log) -> None:
-    """``mutmut run --max-children <workers> "<dotted module>.*"`` for each of ``modules``, one after another (the
-    report is regenerated after each). Raises RuntimeError naming the module when mutmut exits non-zero."""
+def run_python(modules: list[str], workers, log) -> None:
+    """``mutmut run --max-children <workers()> "<dotted module>.*"`` for each of ``modules``, one after another
+    (the report is regenerated after each); ``workers`` is called before each module, so the processes the SQL
+    runner frees go to the next module. Raises RuntimeError naming the module when mutmut exits non-zero."""
     mutmut = Path(sys.executable).with_name("mutmut")
     for module in modules:
         dotted = module.removesuffix(".py").replace("/", ".")
-        log(f"mutmut: {module}")
-        done = subprocess.run([str(mutmut), "run", "--max-children", str(workers), f"{dotted}.*"], cwd=ROOT,
+        children = workers()
+        log(f"mutmut: {module} ({children} process{'es' if children > 1 else ''})")
+        done = subprocess.run([str(mutmut), "run", "--max-children", str(children), f"{dotted}.*"], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         tail = "\n".join(line for line in done.stdout.replace("\r", "\n").splitlines()[-5:] if line.strip())
         if done.returncode != 0:
             raise RuntimeError(f"mutmut run on {module} exited {done.returncode}:\n{tail}")
-        log(f"mutmut: {module} done")
+        scores = {score.module: score for score in report.regenerate(write=True)}
+        log(f"mutmut: {module} done: {report.summary_lines([scores[module]])[0].strip()}")
 
 
 def run_sql(files: list[str], workers: int, log) -> None:
@@ -123,10 +126,15 @@ def main(argv: list[str] | None = None) -> int:
             errors.append(str(exc))
 
     threads = []
-    if do_python:
-        threads.append(threading.Thread(target=guarded, args=(run_python, modules, py_workers, log)))
+    sql_thread = threading.Thread(target=guarded, args=(run_sql, sql_files, sql_workers, log))
+
+    def python_workers() -> int:
+        return py_workers if sql_thread.is_alive() else max(1, args.workers)
+
     if do_sql:
-        threads.append(threading.Thread(target=guarded, args=(run_sql, sql_files, sql_workers, log)))
+        threads.append(sql_thread)
+    if do_python:
+        threads.append(threading.Thread(target=guarded, args=(run_python, modules, python_workers, log)))
     for t in threads:
         t.start()
     for t in threads:

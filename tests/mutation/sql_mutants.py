@@ -43,10 +43,11 @@ SQL_DIR = ROOT / "sql"
 WORK_DIR = ROOT / "mutants-sql"
 COPIED = ("pipeline", "sql", "tests", "data", "benchmarks", "pyproject.toml")
 
-# The test files whose tests may read SQL and are fast enough to run once per mutant; tests/conftest.py leaves out
-# the ones that run the whole Dagster job (WHOLE_PIPELINE_FIXTURES) in a mutation run.
+# The test files whose tests may read SQL (mapped once, whole-pipeline tests included; ``fast_tests`` picks the ones
+# run per mutant).
 SQL_TEST_FILES = (
     "tests/test_run_metrics_sql.py",
+    "tests/test_ingest_ledger_sql.py",
     "tests/test_dashboard_arithmetic.py",
     "tests/test_gpu_count.py",
     "tests/test_nominal_lengths.py",
@@ -60,11 +61,12 @@ SQL_TEST_FILES = (
     "tests/test_validation_paths.py",
     "tests/test_power.py",
     "tests/test_real_meaning.py",
+    "tests/test_nightly_batches.py",
 )
 
-# A mapped test whose clean run took longer than this (s) is not run per mutant (it would cost that per mutant);
-# the runner prints which it left out.
-SLOW_TEST_S = 5.0
+# A mapped test whose clean run took longer than this (s) is not run per mutant (it would cost that per mutant)
+# unless it is its file's only reader; the runner prints which it left out.
+SLOW_TEST_S = 15.0
 
 # Seconds a mutant's tests may take beyond the mapped tests' clean duration times this factor (an infinite loop in
 # SQL is rare, but a mutated join can explode a result).
@@ -333,18 +335,22 @@ def pytest_extra_args(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
 
 
 def fast_tests(mapping: dict) -> tuple[dict[str, list[str]], list[str]]:
-    """``mapping`` (``map_tests``'s result) without the tests slower than ``SLOW_TEST_S``: ``({sql name: [test
-    ids]}, [the slow test ids left out])``."""
-    slow = sorted(t for t, s in mapping["durations"].items() if s > SLOW_TEST_S)
-    return ({name: [t for t in tests if t not in slow] for name, tests in mapping["tests_by_file"].items()},
-            slow)
+    """Per SQL file, the mapped tests to run per mutant: those whose clean run took at most ``SLOW_TEST_S``; for a
+    file read only by slower tests (the ones running the whole Dagster job), its fastest test alone. Returns
+    ``({sql name: [test ids]}, [the slow test ids left out])``."""
+    durations = mapping["durations"]
+    chosen, left_out = {}, set()
+    for name, tests in mapping["tests_by_file"].items():
+        fast = [t for t in tests if durations.get(t, 0.0) <= SLOW_TEST_S]
+        chosen[name] = fast or sorted(tests, key=lambda t: durations.get(t, 0.0))[:1]
+        left_out |= set(tests) - set(chosen[name])
+    return chosen, sorted(left_out)
 
 
 def _enter_copy(copy: Path) -> None:
     """Make this process import ``pipeline`` and the tests from ``copy`` (run before anything imports them)."""
     os.chdir(copy)
     sys.path.insert(0, str(copy))
-    os.environ["MUTATION_RUN"] = "1"
 
 
 class _OpenRecorder:
