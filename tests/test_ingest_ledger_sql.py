@@ -13,17 +13,19 @@ create table raw_files as select * from (values
     ('c.json', 'sc', 30, 'run_log', 'sglang', 3),
     ('d.meta.json', 'sd', 40, 'sidecar', null, 0),
     ('e.json', 'se', 50, 'run_log', 'vllm', 1),
-    ('f.txt', 'sf', 60, 'unrecognized', null, 0)
+    ('f.txt', 'sf', 60, 'unrecognized', null, 0),
+    ('g.json', 'sg', 70, 'run_log', 'vllm', 1),
+    ('h.json', 'sh', 80, 'run_log', 'vllm', 2)
 ) t(source_file, sha256, size_bytes, kind, source_format, rows_read);
-create table validated_runs as select * from (values ('a.json', 'a1'), ('a.json', 'a2'), ('e.json', 'e1'))
-    t(source_file, run_id);
-create table run_lengths as select * from (values ('a1', true), ('a2', false), ('e1', false))
+create table validated_runs as select * from (values ('a.json', 'a1'), ('a.json', 'a2'), ('e.json', 'e1'),
+    ('h.json', 'h1')) t(source_file, run_id);
+create table run_lengths as select * from (values ('a1', true), ('a2', false), ('e1', false), ('h1', false))
     t(run_id, length_off_nominal);
-create table raw_runs as select * from (values ('a.json'), ('a.json'), ('c.json'), ('c.json'), ('e.json'))
-    t(source_file);
-create table raw_rejects as select * from (values ('a.json'), ('c.json')) t(source_file);
-create table quarantine as select * from (values ('a.json', 'x'), ('c.json', 'b'), ('c.json', 'a'), ('c.json', 'b'))
-    t(source_file, reason_code);
+create table raw_runs as select * from (values ('a.json'), ('a.json'), ('c.json'), ('c.json'), ('e.json'),
+    ('h.json')) t(source_file);
+create table raw_rejects as select * from (values ('a.json'), ('c.json'), ('h.json')) t(source_file);
+create table quarantine as select * from (values ('a.json', 'x'), ('c.json', 'b'), ('c.json', 'a'), ('c.json', 'b'),
+    ('h.json', 'y')) t(source_file, reason_code);
 """
 COLUMNS = ("source_file", "accepted_rows", "length_off_nominal_rows", "quarantined_rows", "reason_codes",
            "pending_rows", "outcome")
@@ -54,6 +56,10 @@ def test_every_file_and_where_its_rows_ended():
         ("e.json", 1, 0, 0, [], 0, "accepted"),
         # an unrecognized file is counted as quarantined (kind in the list), with no row
         ("f.txt", 0, 0, 0, [], 0, "quarantined"),
+        # its one row not ingested yet: pending
+        ("g.json", 0, 0, 0, [], 1, "pending"),
+        # one row accepted, one quarantined 'y'
+        ("h.json", 1, 0, 1, ["y"], 0, "partially_accepted"),
     ]
 
 
