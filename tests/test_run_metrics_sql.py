@@ -134,3 +134,24 @@ def test_the_request_statistics_view_leaves_only_its_table_and_view():
     assert names == ["raw_requests", "run_request_stats"]
     assert conn.sql("select * from raw_requests").to_arrow_table().schema.names == REQUEST_SCHEMA.names
     assert conn.execute("select count(*) from run_request_stats").fetchone() == (0,)
+
+
+def test_request_statistics_read_only_successful_requests_with_output_by_hand():
+    # run r1: E2EL / OSL of the counted requests: 10 s / 100 = 0.1 and 0.05 s / 1 = 0.05 (one output token still
+    # counts); an errored request (1000 s / 100 = 10), one with no output and one with no E2EL are left out.
+    # p90 (linear, quantile_cont) of [0.05, 0.1]: 0.05 + 0.9 × 0.05 = 0.095 → 1 / 0.095 tok/s/user over 2 requests
+    from pipeline.ingest.requests import REQUEST_SCHEMA
+
+    def request(i, e2el_s, output_tokens, error=None):
+        return {"run_id": "r1", "request_index": i, "e2el_s": e2el_s, "output_tokens": output_tokens,
+                "error": error, "run_date_partition": "2026-01-01"}
+
+    rows = [request(0, 10.0, 100), request(1, 0.05, 1), request(2, 1000.0, 100, "timeout"), request(3, 5.0, 0),
+            request(4, 0.0, 100)]
+    conn = duckdb.connect()
+    write_table(conn, "raw_requests", pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA))
+    request_stats_view(conn)
+    (run_id, value, counted), = conn.execute(
+        "select run_id, e2e_norm_intvty_p90, e2e_norm_requests from run_request_stats").fetchall()
+    assert (run_id, counted) == ("r1", 2)
+    assert value == pytest.approx(1 / 0.095)
