@@ -10,6 +10,8 @@ the score of every module. Options:
 - ``--only PATTERN`` (repeatable): only the Python modules / SQL files whose path contains PATTERN
   (``--only spline.py --only run_metrics.sql``), in the order given.
 - ``--no-python`` / ``--no-sql``: leave that part out; ``--report-only``: run nothing, regenerate the report.
+- ``--survivors``: run again only the stored survivors (of the selected modules and SQL files), e.g. after adding
+  the tests that kill them; a module's date stays that of its last full run.
 
 Exit status 0 when every module run or reported is measured, scores at least 90 % and has a reason for every
 survivor; 1 otherwise (each failing module is printed). Run it under ``nice -n 10`` on a shared machine.
@@ -58,11 +60,39 @@ def run_python(modules: list[str], workers, log) -> None:
         log(f"mutmut: {module} done: {report.summary_lines([scores[module]])[0].strip()}")
 
 
-def run_sql(files: list[str], workers: int, log) -> None:
+def run_python_survivors(modules: list[str], workers, log) -> None:
+    """``mutmut run`` once on the stored survivors of ``modules`` (by name: mutmut reruns a named mutant), e.g.
+    after adding the tests that kill them. Raises RuntimeError when mutmut exits non-zero."""
+    from mutmut.stats import status_by_exit_code
+
+    names = []
+    for module in modules:
+        meta = ROOT / "mutants" / f"{module}.meta"
+        if meta.exists():
+            codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
+            names += [n for n, code in codes.items() if status_by_exit_code[code] in report.SURVIVING]
+    if not names:
+        log("mutmut: no stored survivor to run again")
+        return
+    log(f"mutmut: {len(names)} stored survivors again")
+    done = subprocess.run([str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(workers()),
+                           *names], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"mutmut run on the survivors exited {done.returncode}")
+
+
+def run_sql(files: list[str], workers: int, log, survivors_only: bool = False) -> None:
     """The SQL mutants of ``files`` (names under ``sql/``) over ``workers`` worker processes, each in its own copy
     of the checkout; stores ``{"results": {identity: result}, "dates": {file: ISO date}}`` in
-    ``mutants-sql/results.json`` (results of other files kept)."""
+    ``mutants-sql/results.json`` (results of other files kept). With ``survivors_only``, only the mutants whose
+    stored result is surviving run again (the files' dates stay those of their last full run)."""
     mutants = sm.all_mutants(files)
+    if survivors_only:
+        stored = json.loads(report.SQL_RESULTS.read_text()).get("results", {}) if report.SQL_RESULTS.exists() else {}
+        mutants = [m for m in mutants if stored.get(m.identity, {}).get("status") in report.SURVIVING]
+        if not mutants:
+            log("sql: no stored survivor to run again")
+            return
     copies = [sm.prepare_copy(n) for n in range(workers)]
     log(f"sql: mapping tests to SQL files ({len(mutants)} mutants of {len(files)} files)")
     mapping = sm.map_tests(copies[0])
@@ -87,8 +117,9 @@ def run_sql(files: list[str], workers: int, log) -> None:
     results = {k: v for k, v in results.items() if k not in current}
     for out in outs:
         results.update(sm.load_results(out))
-    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
-    dates.update({name: today for name in files})
+    if not survivors_only:
+        today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+        dates.update({name: today for name in files})
     report.SQL_RESULTS.write_text(json.dumps({"results": results, "dates": dates}, indent=1, sort_keys=True))
     log("sql: done")
 
@@ -101,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-python", action="store_true")
     parser.add_argument("--no-sql", action="store_true")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--survivors", action="store_true")
     args = parser.parse_args(argv)
 
     modules = _selected(report.mutmut_modules(), args.only)
@@ -126,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             errors.append(str(exc))
 
     threads = []
-    sql_thread = threading.Thread(target=guarded, args=(run_sql, sql_files, sql_workers, log))
+    sql_thread = threading.Thread(target=guarded, args=(run_sql, sql_files, sql_workers, log, args.survivors))
 
     def python_workers() -> int:
         return py_workers if sql_thread.is_alive() else max(1, args.workers)
@@ -134,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     if do_sql:
         threads.append(sql_thread)
     if do_python:
-        threads.append(threading.Thread(target=guarded, args=(run_python, modules, python_workers, log)))
+        threads.append(threading.Thread(target=guarded, args=(
+            run_python_survivors if args.survivors else run_python, modules, python_workers, log)))
     for t in threads:
         t.start()
     for t in threads:
