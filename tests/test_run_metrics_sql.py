@@ -155,3 +155,15 @@ def test_request_statistics_read_only_successful_requests_with_output_by_hand():
         "select run_id, e2e_norm_intvty_p90, e2e_norm_requests from run_request_stats").fetchall()
     assert (run_id, counted) == ("r1", 2)
     assert value == pytest.approx(1 / 0.095)
+
+
+def test_a_fixed_sequence_run_with_both_statistics_is_placed_by_its_median_interactivity():
+    # a fixed-sequence row carrying the dashboard's E2E-normalized value too (InferenceX) stays on the median axis;
+    # only a fixed-sequence run without TPOT (LLMPerf) is placed by the E2E-normalized value
+    both, without_tpot = _metrics(
+        {"hw": "h200", "tp": 8, "total_tput_tok_s": 8000.0, "benchmark_type": "fixed_seq", "median_tpot_s": 0.02,
+         "median_intvty": 50.0, "e2e_norm_intvty_p90": 40.0},
+        {"hw": "h200", "tp": 8, "total_tput_tok_s": 8000.0, "benchmark_type": "fixed_seq",
+         "e2e_norm_intvty_p90": 40.0})
+    assert (both["x_intvty"], both["x_intvty_stat"]) == (50.0, "median_intvty")
+    assert (without_tpot["x_intvty"], without_tpot["x_intvty_stat"]) == (40.0, "e2e_norm_intvty_p90")
