@@ -167,3 +167,15 @@ def test_a_fixed_sequence_run_with_both_statistics_is_placed_by_its_median_inter
          "e2e_norm_intvty_p90": 40.0})
     assert (both["x_intvty"], both["x_intvty_stat"]) == (50.0, "median_intvty")
     assert (without_tpot["x_intvty"], without_tpot["x_intvty_stat"]) == (40.0, "e2e_norm_intvty_p90")
+
+
+def test_failure_rate_counts_failed_over_all_requests_by_hand():
+    # failed / (failed + completed): 10 / (10 + 30) = 0.25; no failed count means none failed (0 / 40 = 0);
+    # one completed request: 0 / 1 = 0; a run of no request at all has no rate (0 / 0 is null, not an error),
+    # with the failed count stated or not
+    run = {"hw": "h100", "tp": 1, "total_tput_tok_s": 100.0, "median_tpot_s": 0.01}
+    quarter, unstated, one, empty, empty_unstated = _metrics(
+        {**run, "completed": 30, "failed": 10}, {**run, "completed": 40}, {**run, "completed": 1, "failed": 0},
+        {**run, "completed": 0, "failed": 0}, {**run, "completed": 0})
+    assert (quarter["failure_rate"], unstated["failure_rate"], one["failure_rate"]) == (0.25, 0.0, 0.0)
+    assert (empty["failure_rate"], empty_unstated["failure_rate"]) == (None, None)
