@@ -108,20 +108,29 @@ def run_sql(files: list[str], workers: int, log, survivors_only: bool = False) -
         out.unlink(missing_ok=True)
     procs = [subprocess.Popen([sys.executable, "-m", "tests.mutation.sql_worker", str(n)], cwd=ROOT)
              for n in range(workers)]
-    codes = [p.wait() for p in procs]
+    try:
+        codes = [p.wait() for p in procs]
+    finally:  # what the workers wrote is kept, also when they are stopped
+        merge_sql_results(mutants, outs, None if survivors_only else files)
     if any(codes):
         raise RuntimeError(f"a SQL mutation worker failed (exit codes {codes})")
+    log("sql: done")
+
+
+def merge_sql_results(mutants: list, outs: list[Path], dated_files: list[str] | None) -> None:
+    """Store the worker results ``outs`` in ``mutants-sql/results.json``: the stored results of ``mutants`` are
+    replaced by the new ones (a mutant without a new result has none, so its file reads "not measured"); the files
+    ``dated_files`` get today's date."""
     stored = json.loads(report.SQL_RESULTS.read_text()) if report.SQL_RESULTS.exists() else {}
     results, dates = stored.get("results", {}), stored.get("dates", {})
     current = {m.identity for m in mutants}
     results = {k: v for k, v in results.items() if k not in current}
     for out in outs:
         results.update(sm.load_results(out))
-    if not survivors_only:
+    if dated_files:
         today = dt.datetime.now(dt.timezone.utc).date().isoformat()
-        dates.update({name: today for name in files})
+        dates.update({name: today for name in dated_files})
     report.SQL_RESULTS.write_text(json.dumps({"results": results, "dates": dates}, indent=1, sort_keys=True))
-    log("sql: done")
 
 
 def main(argv: list[str] | None = None) -> int:
