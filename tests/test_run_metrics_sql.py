@@ -179,3 +179,23 @@ def test_failure_rate_counts_failed_over_all_requests_by_hand():
         {**run, "completed": 0, "failed": 0}, {**run, "completed": 0})
     assert (quarter["failure_rate"], unstated["failure_rate"], one["failure_rate"]) == (0.25, 0.0, 0.0)
     assert (empty["failure_rate"], empty_unstated["failure_rate"]) == (None, None)
+
+
+def test_every_cost_column_by_hand():
+    # MI355X $/GPU-h 1.48 / 1.90 / 2.10 (hyperscaler / neocloud / rental). 1000 tok/s/GPU total = 1000 × 3600 / 1e6
+    # = 3.6 M tok per GPU-hour; input 600 tok/s/GPU = 2.16 M/h, output 400 = 1.44 M/h. A run with no input (output)
+    # tok/s has no input (output) cost: 0 M/h is no price.
+    (m, no_input, no_output) = _metrics(
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "input_tput_tok_s": 4800.0, "output_tput_tok_s": 3200.0,
+         "median_tpot_s": 0.02},
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "input_tput_tok_s": 0.0, "output_tput_tok_s": 3200.0,
+         "median_tpot_s": 0.02},
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "input_tput_tok_s": 8000.0, "output_tput_tok_s": 0.0,
+         "median_tpot_s": 0.02})
+    for tier, price in (("hyperscaler", 1.48), ("neocloud", 1.90), ("rental", 2.10)):
+        assert m[f"cost_per_mtok_{tier}"] == pytest.approx(price / 3.6, rel=1e-12)
+        assert m[f"input_cost_per_mtok_{tier}"] == pytest.approx(price / 2.16, rel=1e-12)
+        assert m[f"output_cost_per_mtok_{tier}"] == pytest.approx(price / 1.44, rel=1e-12)
+        assert no_input[f"input_cost_per_mtok_{tier}"] is None
+        assert no_input[f"output_cost_per_mtok_{tier}"] == pytest.approx(price / 1.44, rel=1e-12)
+        assert no_output[f"output_cost_per_mtok_{tier}"] is None

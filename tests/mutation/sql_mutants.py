@@ -115,8 +115,8 @@ class SqlMutant:
         return text[:self.start] + self.replacement + text[self.end:]
 
     def diff(self) -> str:
-        """Two lines for a reader: ``- <original line>`` and ``+ <mutated line>`` (multi-line edits joined)."""
-        return f"- {self.original}\n+ {self.replacement or '(left out)'}"
+        """Two lines for a reader: ``- <the line's text>`` and ``+ <original snippet> → <replacement>``."""
+        return f"- {self.line_text}\n+ {self.original!r} → {self.replacement or '(left out)'!r}"
 
 
 @dataclass(frozen=True)
