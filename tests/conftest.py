@@ -19,7 +19,17 @@ from pipeline.io.storage import read_mart
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "data" / "sample"
-REAL_LOGS = REPO.parent / "shared" / "real-logs"
+
+
+def checkout_root(start: Path = REPO) -> Path:
+    """The git checkout the tests belong to: ``start`` or its nearest ancestor holding ``.git`` (``start`` itself
+    when none does). Mutation runs execute the tests from a copy inside the checkout (mutmut's ``mutants/``, the SQL
+    runner's ``mutants/sql-workers/<n>/``, tests/mutation/README.md), and the real-log folder sits beside the
+    checkout, not beside the copy."""
+    return next((folder for folder in (start, *start.parents) if (folder / ".git").exists()), start)
+
+
+REAL_LOGS = checkout_root().parent / "shared" / "real-logs"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 POSTGRES_INITDB = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
 
@@ -40,6 +50,32 @@ def pytest_sessionstart(session):
     """In CI a test that would skip for want of these is a failure: stop before any test, in one line."""
     if os.environ.get("CI", "").lower() == "true" and (missing := missing_in_ci()):
         pytest.exit(f"CI=true but missing: {'; '.join(missing)}", returncode=1)
+
+
+# The fixtures that run the whole Dagster job (seconds each). mutmut runs its selected tests once per mutant, so a
+# test needing one of these would cost seconds per mutant; it is left out of mutmut's runs (recognised by the
+# MUTANT_UNDER_TEST it sets) and still runs in the suite. The SQL mutant runner names its tests itself
+# (tests/mutation/sql_mutants.py).
+WHOLE_PIPELINE_FIXTURES = frozenset({"run_pipeline", "sample_run", "sample_run_copy", "sample_run_two_books",
+                                     "sample_rerun", "_sample_session_run", "_two_books_session_run"})
+
+
+def in_mutation_run() -> bool:
+    """Whether this pytest session runs under mutmut (which sets MUTANT_UNDER_TEST in every pytest it starts)."""
+    return bool(os.environ.get("MUTANT_UNDER_TEST"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a mutation run, deselect the tests that request a ``WHOLE_PIPELINE_FIXTURES`` fixture (too slow to run
+    once per mutant); otherwise change nothing."""
+    if not in_mutation_run():
+        return
+    keep, slow = [], []
+    for item in items:
+        (slow if WHOLE_PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())) else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
 
 
 @pytest.fixture

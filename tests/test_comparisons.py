@@ -140,6 +140,28 @@ def test_bracket_and_sparse_frontier_by_hand():
         5.0, "interpolated_gap", 1.0, "measured")
 
 
+def test_sparse_frontier_when_the_implied_cost_is_the_larger():
+    # The flag compares the larger of the two costs with the smaller: here the throughput-implied cost is the
+    # larger one (the case above has the splined cost larger). MTP's frontier (5, 1950), (10, 900), (25, 100), target 8.
+    # tok/s/GPU: h = 5, 15; s = -210, -160/3; p = (-210·15 - 160/3·5)/20 = -170.83; min(210, 53.33, 85.42) = 160/3,
+    #   m1 = -320/3, m0 = (3·-210 + 320/3)/2 = -785/3. At u = 3/5: h00 .352, h10 .096, h01 .648, h11 -.144:
+    #   .352·1950 + .096·5·(-785/3) + .648·900 - .144·5·(-320/3) = 686.4 - 125.6 + 583.2 + 76.8 = 1220.8.
+    # cost / K (c = 1/y): s0 = (1/900 - 1/1950)/5 = 7/58500, s1 = (1/100 - 1/900)/15 = 2/3375,
+    #   p = (s0·15 + s1·5)/20 = 167/702000, ½p = 167/1404000 is the least → m1 = 167/702000,
+    #   m0 = (3·7/58500 - 167/702000)/2 = 17/280800; at u = 3/5: .352/1950 + .096·5·m0 + .648/900 - .144·5·m1
+    #   = 1109/1462500 (0.00075829) against the implied 1/1220.8 = 0.00081913: 1.0802 apart, beyond 1.05.
+    runs = [_run(60 + i, "mtp", "sglang", x, y, 64 >> i) for i, (x, y) in enumerate([(5, 1950), (10, 900), (25, 100)])]
+    runs += [_run(70 + i, "none", "sglang", x, y, 64 >> i) for i, (x, y) in enumerate([(5, 1000), (25, 200)])]
+    comparison = next(c for c in enumerate_comparisons(runs) if c.kind == "spec_decoding")
+    frontiers = frontiers_by_side(build_frontiers(runs, [comparison.a, comparison.b]).to_pylist())
+    a, _ = compare(comparison, frontiers, targets=[8])
+    K = H / 0.0036
+    assert a["tput_per_gpu"] == pytest.approx(1220.8)
+    assert a["cost_per_mtok_hyperscaler"] == pytest.approx(K * 1109 / 1462500)
+    assert a["implied_cost_per_mtok_hyperscaler"] == pytest.approx(K / 1220.8)
+    assert a["sparse_frontier"] is True
+
+
 def test_agreeing_splines_across_a_wide_gap_are_still_a_gap():
     comparison = next(c for c in enumerate_comparisons(RUNS) if c.kind == "spec_decoding")
     a, b = compare(comparison, _frontiers([comparison]), targets=[30])

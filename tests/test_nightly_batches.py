@@ -169,3 +169,21 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     assert {name for name in MARTS if batches[name] != full[name]} == set()
     trends = read_mart(out, "trends")
     assert len(set(trends.column("run_date").to_pylist())) == 3 and trends.num_rows > 400  # more than one group
+
+
+def test_the_ledger_is_held_to_the_folder_file_by_file(tmp_path):
+    # on disk: a.json, b.json, d.json, e.json. The ledger lists a.json twice, b.json with counts that do not add
+    # up (3 read, 1 + 1 + 0 accounted), c.json that is not on disk, e.json reading no row, and misses d.json.
+    from pipeline.validate.ledger import account_for_files
+
+    for name in ("a.json", "b.json", "d.json", "e.json"):
+        (tmp_path / name).write_text("{}")
+    ledger = [("a.json", 2, 1, 1, 0), ("a.json", 2, 2, 0, 0), ("b.json", 3, 1, 1, 0), ("c.json", 1, 1, 0, 0),
+              ("e.json", 0, 0, 0, 0)]
+    found = account_for_files(tmp_path, ledger)
+    assert (found.files_on_disk, found.missing, found.extra, found.repeated) == (4, ["d.json"], ["c.json"], ["a.json"])
+    assert found.unbalanced == [("b.json", 3, 1, 1, 0), ("e.json", 0, 0, 0, 0)]
+    assert not found.complete
+    balanced = account_for_files(tmp_path, [(name, 1, 0, 0, 1) for name in ("a.json", "b.json", "d.json", "e.json")])
+    assert (balanced.missing, balanced.extra, balanced.repeated, balanced.unbalanced, balanced.complete) == (
+        [], [], [], [], True)

@@ -18,7 +18,8 @@ def _lengths(*runs: dict) -> list[dict]:
     rows = []
     for i, run in enumerate(runs):
         row = dict.fromkeys(RUN_COLUMNS)
-        row.update(run_id=f"r{i}", source_file=f"f{i}", source_row=0, isl=1000, osl=1000, completed=10, **run)
+        row.update({"run_id": f"r{i:02d}", "source_file": f"f{i}", "source_row": 0, "isl": 1000, "osl": 1000,
+                    "completed": 10, **run})
         rows.append(row)
     conn = duckdb.connect()
     write_table(conn, "validated_runs", pa.Table.from_pylist(rows, schema=RUN_SCHEMA))
@@ -39,6 +40,46 @@ def test_more_than_ten_percent_off_nominal_is_flagged():
     assert (isl_9_off["mean_input_len"], isl_9_off["length_off_nominal"]) == (910, False)
     assert isl_11_over["length_off_nominal"] is True
     assert (unknown["length_check"], unknown["length_off_nominal"]) == ("unverified", True)  # kept off frontiers
+
+
+def _latencies(e2el_s: float, ttft_s: float = 0.5, tpot_s: float = 0.125) -> dict:
+    return {"median_e2el_s": e2el_s, "median_ttft_s": ttft_s, "median_tpot_s": tpot_s}
+
+
+def test_length_rule_boundaries_by_hand():
+    # nominal ISL/OSL 1000 (expected mean 1000 without a range ratio); latency-implied OSL = (e2el − ttft)/tpot + 1,
+    # with tpot 0.125 s and ttft 0.5 s: e2el 125.375 → 999 + 1 = 1000, 156.625 → 1250, 162.875 → 1300, 0.5 → 1
+    none = {"total_input_tokens": None, "total_output_tokens": None}
+    rows = _lengths(
+        {"completed": 1, "total_input_tokens": 1000, "total_output_tokens": 1000},  # one request: its own length
+        {**none, **_latencies(125.375)},                                    # 1000 from latencies
+        {"total_input_tokens": 10000, "total_output_tokens": 10000, **_latencies(125.375)},  # totals win
+        {**none, **_latencies(0.5)},                                        # e2el = ttft: 1 token, far off
+        {**none, **_latencies(156.625)},                                    # 1250: exactly 25 % off, kept
+        {**none, **_latencies(162.875)},                                    # 1300: 30 % off
+        {"total_input_tokens": 11000, "total_output_tokens": 9000},         # 1100 and 900: exactly 10 % off, kept
+        {"total_input_tokens": 9000, "total_output_tokens": 9000, "random_range_ratio": 0.8},  # mean of [0.8n, n]
+        {"isl": None, "osl": None, **none},                                 # no nominal lengths: nothing to check
+        {**none, **_latencies(125.375, tpot_s=0.0)},                        # no TPOT: no latency-implied OSL
+        {"isl": None, "total_input_tokens": 10000, "total_output_tokens": 10000},  # OSL alone is still checked
+        {"total_input_tokens": 10000, "total_output_tokens": None},         # input totals alone: checked by totals
+    )
+    got = [(r["mean_input_len"], r["mean_output_len"], r["latency_output_len"], r["expected_input_len"],
+            r["expected_output_len"], r["length_check"], r["length_off_nominal"]) for r in rows]
+    assert got == [
+        (1000, 1000, None, 1000, 1000, "totals", False),
+        (None, None, 1000, 1000, 1000, "latencies", False),
+        (1000, 1000, None, 1000, 1000, "totals", False),
+        (None, None, 1, 1000, 1000, "latencies", True),
+        (None, None, 1250, 1000, 1000, "latencies", False),
+        (None, None, 1300, 1000, 1000, "latencies", True),
+        (1100, 900, None, 1000, 1000, "totals", False),
+        (900, 900, None, 900, 900, "totals", False),
+        (None, None, None, None, None, None, False),
+        (None, None, None, 1000, 1000, "unverified", True),
+        (1000, 1000, None, None, 1000, "totals", False),
+        (1000, None, None, 1000, 1000, "totals", False),
+    ]
 
 
 def _vllm(name: str, spec: str, tpot_ms: float, total: float, output_tokens: int) -> tuple[str, dict]:

@@ -353,3 +353,21 @@ def test_a_summary_p99_exactly_at_its_bound_meets_the_slo():
         sql_text("run_slo"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()}
     assert rows[("sum_b", "tight")]["slo_met"] is True
     assert rows[("sum_a", "tight")]["slo_met"] is False
+
+
+def test_e2el_bounds_are_met_with_equality_and_no_request_meeting_is_zero_goodput():
+    """The E2EL bound is a ceiling met with equality on both bases (as TTFT and TPOT are), and a run none of
+    whose requests meets an SLO has goodput 0 tok/s/GPU, not null."""
+    conn = _slo_warehouse()
+    conn.execute("update raw_requests set e2el_s = 30.0 where request_index = 0")  # exactly the loose bound
+    conn.execute("update validated_runs set p99_e2el_s = 30.0 where run_id = 'sum_b'")
+    conn.execute("insert into slos values ('impossible', 0.01, null, null, 0.5, '')")  # no TTFT is ≤ 0.01 s
+    rows = {(r["run_id"], r["slo"]): r for r in conn.sql(
+        sql_text("run_slo"), params={"partition_keys": ["undated"]}).to_arrow_table().to_pylist()}
+    # loose: request 0 at 30 s still meets → 0, 1, 2, 5, 6, 7 as before: 6 of 8, goodput (5 × 101 + 1) / 10 / 2
+    loose = rows[("req", "loose")]
+    assert (loose["requests_meeting_slo"], loose["goodput_tok_s_per_gpu"]) == (6, pytest.approx(25.3, rel=1e-12))
+    assert rows[("sum_b", "loose")]["slo_met"] is True
+    impossible = rows[("req", "impossible")]
+    assert (impossible["requests"], impossible["requests_meeting_slo"], impossible["slo_attainment"],
+            impossible["slo_met"], impossible["goodput_tok_s_per_gpu"]) == (8, 0, 0.0, False, 0.0)

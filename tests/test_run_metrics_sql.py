@@ -121,3 +121,81 @@ def test_totals_over_gpus_win_over_a_reported_per_gpu_value():
                      "input_tput_tok_s": 400.0, "reported_tput_per_gpu": 55.6, "reported_output_tput_per_gpu": 27.7,
                      "reported_input_tput_per_gpu": 27.9, "median_tpot_s": 0.0174})
     assert (m["tput_per_gpu"], m["output_tput_per_gpu"], m["input_tput_per_gpu"]) == (100.0, 50.0, 50.0)
+
+
+def test_the_request_statistics_view_leaves_only_its_table_and_view():
+    # a warehouse without raw_requests gets an empty one of REQUEST_SCHEMA's columns and the view over it; the
+    # stand-in registered to create it is gone afterwards (a leftover relation would be read by name later)
+    from pipeline.ingest.requests import REQUEST_SCHEMA
+
+    conn = duckdb.connect()
+    request_stats_view(conn)
+    names = sorted(row[0] for row in conn.sql("select table_name from information_schema.tables").fetchall())
+    assert names == ["raw_requests", "run_request_stats"]
+    assert conn.sql("select * from raw_requests").to_arrow_table().schema.names == REQUEST_SCHEMA.names
+    assert conn.execute("select count(*) from run_request_stats").fetchone() == (0,)
+
+
+def test_request_statistics_read_only_successful_requests_with_output_by_hand():
+    # run r1: E2EL / OSL of the counted requests: 10 s / 100 = 0.1 and 0.05 s / 1 = 0.05 (one output token still
+    # counts); an errored request (1000 s / 100 = 10), one with no output and one with no E2EL are left out.
+    # p90 (linear, quantile_cont) of [0.05, 0.1]: 0.05 + 0.9 × 0.05 = 0.095 → 1 / 0.095 tok/s/user over 2 requests
+    from pipeline.ingest.requests import REQUEST_SCHEMA
+
+    def request(i, e2el_s, output_tokens, error=None):
+        return {"run_id": "r1", "request_index": i, "e2el_s": e2el_s, "output_tokens": output_tokens,
+                "error": error, "run_date_partition": "2026-01-01"}
+
+    rows = [request(0, 10.0, 100), request(1, 0.05, 1), request(2, 1000.0, 100, "timeout"), request(3, 5.0, 0),
+            request(4, 0.0, 100)]
+    conn = duckdb.connect()
+    write_table(conn, "raw_requests", pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA))
+    request_stats_view(conn)
+    (run_id, value, counted), = conn.execute(
+        "select run_id, e2e_norm_intvty_p90, e2e_norm_requests from run_request_stats").fetchall()
+    assert (run_id, counted) == ("r1", 2)
+    assert value == pytest.approx(1 / 0.095)
+
+
+def test_a_fixed_sequence_run_with_both_statistics_is_placed_by_its_median_interactivity():
+    # a fixed-sequence row carrying the dashboard's E2E-normalized value too (InferenceX) stays on the median axis;
+    # only a fixed-sequence run without TPOT (LLMPerf) is placed by the E2E-normalized value
+    both, without_tpot = _metrics(
+        {"hw": "h200", "tp": 8, "total_tput_tok_s": 8000.0, "benchmark_type": "fixed_seq", "median_tpot_s": 0.02,
+         "median_intvty": 50.0, "e2e_norm_intvty_p90": 40.0},
+        {"hw": "h200", "tp": 8, "total_tput_tok_s": 8000.0, "benchmark_type": "fixed_seq",
+         "e2e_norm_intvty_p90": 40.0})
+    assert (both["x_intvty"], both["x_intvty_stat"]) == (50.0, "median_intvty")
+    assert (without_tpot["x_intvty"], without_tpot["x_intvty_stat"]) == (40.0, "e2e_norm_intvty_p90")
+
+
+def test_failure_rate_counts_failed_over_all_requests_by_hand():
+    # failed / (failed + completed): 10 / (10 + 30) = 0.25; no failed count means none failed (0 / 40 = 0);
+    # one completed request: 0 / 1 = 0; a run of no request at all has no rate (0 / 0 is null, not an error),
+    # with the failed count stated or not
+    run = {"hw": "h100", "tp": 1, "total_tput_tok_s": 100.0, "median_tpot_s": 0.01}
+    quarter, unstated, one, empty, empty_unstated = _metrics(
+        {**run, "completed": 30, "failed": 10}, {**run, "completed": 40}, {**run, "completed": 1, "failed": 0},
+        {**run, "completed": 0, "failed": 0}, {**run, "completed": 0})
+    assert (quarter["failure_rate"], unstated["failure_rate"], one["failure_rate"]) == (0.25, 0.0, 0.0)
+    assert (empty["failure_rate"], empty_unstated["failure_rate"]) == (None, None)
+
+
+def test_every_cost_column_by_hand():
+    # MI355X $/GPU-h 1.48 / 1.90 / 2.10 (hyperscaler / neocloud / rental). 1000 tok/s/GPU total = 1000 × 3600 / 1e6
+    # = 3.6 M tok per GPU-hour; input 600 tok/s/GPU = 2.16 M/h, output 400 = 1.44 M/h. A run with no input (output)
+    # tok/s has no input (output) cost: 0 M/h is no price.
+    (m, no_input, no_output) = _metrics(
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "input_tput_tok_s": 4800.0, "output_tput_tok_s": 3200.0,
+         "median_tpot_s": 0.02},
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "input_tput_tok_s": 0.0, "output_tput_tok_s": 3200.0,
+         "median_tpot_s": 0.02},
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "input_tput_tok_s": 8000.0, "output_tput_tok_s": 0.0,
+         "median_tpot_s": 0.02})
+    for tier, price in (("hyperscaler", 1.48), ("neocloud", 1.90), ("rental", 2.10)):
+        assert m[f"cost_per_mtok_{tier}"] == pytest.approx(price / 3.6, rel=1e-12)
+        assert m[f"input_cost_per_mtok_{tier}"] == pytest.approx(price / 2.16, rel=1e-12)
+        assert m[f"output_cost_per_mtok_{tier}"] == pytest.approx(price / 1.44, rel=1e-12)
+        assert no_input[f"input_cost_per_mtok_{tier}"] is None
+        assert no_input[f"output_cost_per_mtok_{tier}"] == pytest.approx(price / 1.44, rel=1e-12)
+        assert no_output[f"output_cost_per_mtok_{tier}"] is None

@@ -33,8 +33,7 @@ def lengths_off_nominal(runs: pa.Table) -> list[bool]:
     """
     if runs.num_rows == 0:
         return []
-    rows = runs.select(list(LENGTH_INPUT_COLUMNS)).append_column(
-        "_at", pa.array(range(runs.num_rows), pa.int64()))
+    rows = runs.select(list(LENGTH_INPUT_COLUMNS))
     with duckdb.connect() as conn:
         # the view reads a relation named validated_runs, whose run_id it passes through: key the rows by position
         conn.register("validated_runs", rows.set_column(0, "run_id", pa.array(

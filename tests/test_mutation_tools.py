@@ -1,0 +1,94 @@
+"""The mutation tooling itself (``tests/mutation``): the SQL mutants generated from a statement, their stable
+identities, and the report's verdicts (a survivor without a reason is a missing test; a module with unchecked
+mutants is not measured). Expected mutants are listed by hand from the statement's text."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.mutation import report
+from tests.mutation.sql_mutants import mutants_of
+
+STATEMENT = ("select a + b * 2 as x, coalesce(c, 0) as y\n"
+             "from t\n"
+             "where a <= 1 and b between 4 and 5 and greatest(a, b) > 0\n")
+
+
+def _mutants(tmp_path: Path, text: str, name: str = "q.sql"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path, mutants_of(path)
+
+
+def test_every_operator_on_one_statement(tmp_path):
+    path, mutants = _mutants(tmp_path, STATEMENT)
+    edits = sorted((m.operator, m.original, m.replacement) for m in mutants)
+    assert edits == sorted([
+        ("arith", "+", "-"), ("arith", "*", "/"), ("constant", "2", "3"),
+        ("coalesce", "c, 0", "0, c"), ("constant", "0", "1"),
+        ("compare", "<=", "<"), ("constant", "1", "2"),
+        ("logic", "and", "or"), ("logic", "and", "or"),  # the two joining terms; not the and of between
+        ("constant", "4", "5"), ("constant", "5", "6"),
+        ("function", "greatest", "least"), ("compare", ">", ">="), ("constant", "0", "1"),
+        ("drop_term", "a <= 1 and ", ""), ("drop_term", "and b between 4 and 5", ""),
+        ("drop_term", "and greatest(a, b) > 0", ""),
+    ])
+    text = path.read_text()
+    dropped = {m.apply(text).splitlines()[2] for m in mutants if m.operator == "drop_term"}
+    assert dropped == {"where b between 4 and 5 and greatest(a, b) > 0",
+                       "where a <= 1  and greatest(a, b) > 0",
+                       "where a <= 1 and b between 4 and 5 "}
+
+
+def test_a_star_is_not_a_product_and_an_or_clause_keeps_its_terms(tmp_path):
+    _, mutants = _mutants(tmp_path, "select *, count(*), t.* from t where a = 1 or b = 2\n")
+    assert sorted((m.operator, m.original, m.replacement) for m in mutants) == sorted([
+        ("compare", "=", "<>"), ("compare", "=", "<>"), ("constant", "1", "2"), ("constant", "2", "3"),
+        ("logic", "or", "and")])
+
+
+def test_identities_survive_edits_of_other_lines_and_tell_twins_apart(tmp_path):
+    _, before = _mutants(tmp_path, "-- a comment\nselect a + 1 from t\n")
+    _, after = _mutants(tmp_path, "-- a longer comment, and a line more\n\nselect a + 1 from t\n")
+    assert [m.identity for m in before] == [m.identity for m in after]
+    assert [m.line for m in before] == [2, 2] and [m.line for m in after] == [3, 3]
+    _, twins = _mutants(tmp_path, "select a + 1 from t union all\nselect a + 1 from t\n")
+    assert len({m.identity for m in twins}) == 4  # two lines of the same text: occurrence 0 and 1
+
+
+def test_a_non_ascii_comment_does_not_shift_the_edits(tmp_path):
+    # DuckDB's tokenizer counts bytes; × and — are two and three bytes in UTF-8
+    path, mutants = _mutants(tmp_path, "-- tp × pp — the count\nselect tp * pp from t\n")
+    assert [(m.operator, m.original) for m in mutants] == [("arith", "*")]
+    assert mutants[0].apply(path.read_text()).endswith("select tp / pp from t\n")
+
+
+def test_a_survivor_without_a_reason_is_a_missing_test_and_unchecked_is_not_measured():
+    with_reason = report.Survivor("py:m.py:f:1", "x_f__mutmut_1", "survived", "- a\n+ b", "same value")
+    without = report.Survivor("py:m.py:f:2", "x_f__mutmut_2", "survived", "- a\n+ c")
+    score = report.ModuleScore("m.py", total=20, killed=18, surviving=2, measured="2026-11-27",
+                               survivors=[with_reason, without])
+    assert score.score == pytest.approx(0.9) and score.missing_tests == [without]
+    text = report.render([score, report.ModuleScore("n.py", total=5, killed=4, unchecked=1)], ["py:gone:f:3"])
+    assert "| `m.py` | 2026-11-27 | 18 / 20 | 90.0 % |" in text
+    assert "| `n.py` | not measured (4 of 5 checked) |  |  |" in text
+    assert "`x_f__mutmut_2` (survived), id `py:m.py:f:2`: **missing test**" in text
+    assert "- `py:gone:f:3`" in text
+    assert report.ModuleScore("n.py", total=5, killed=4, unchecked=1).score is None
+
+
+def test_python_identities_ignore_mutmut_numbers_and_context_lines():
+    diff = "--- a\n+++ b\n@@ -1,3 +1,3 @@\n def f(x):\n-    return x + 1\n+    return x - 1\n"
+    shifted = "--- a\n+++ b\n@@ -4,3 +4,3 @@\n def f(x):\n     y = 2\n-    return x + 1\n+    return x - 1\n"
+    assert report.python_identity("m.py", "f", diff, 0) == report.python_identity("m.py", "f", shifted, 0)
+    assert report.python_identity("m.py", "f", diff, 0) != report.python_identity("m.py", "f", diff, 1)
+
+
+def test_reasons_need_an_id_and_a_why_once(tmp_path):
+    path = tmp_path / "reasons.toml"
+    path.write_text('[[equivalent]]\nid = "a"\nwhy = "x"\n[[equivalent]]\nid = "a"\nwhy = "y"\n')
+    with pytest.raises(ValueError, match=r"reasons.toml: id a is listed twice"):
+        report.load_reasons(path)
+    path.write_text('[[equivalent]]\nid = "a"\n')
+    with pytest.raises(ValueError, match=r"reasons.toml: entry 1 needs both 'id' and 'why'"):
+        report.load_reasons(path)
