@@ -19,11 +19,9 @@ Headless Chromium (Debian's ``chromium``) driven by Playwright, 1200 px wide.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -34,29 +32,17 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
-@contextmanager
-def pipeline_paths(raw: Path, out: Path, db: Path):
-    """``PIPELINE_RAW_DIR``/``_OUT_DIR``/``_DB_PATH`` for the block, restored after."""
-    names = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH")
-    before = {n: os.environ.get(n) for n in names}
-    os.environ.update(PIPELINE_RAW_DIR=str(raw), PIPELINE_OUT_DIR=str(out), PIPELINE_DB_PATH=str(db))
-    try:
-        yield
-    finally:
-        for n, v in before.items():
-            os.environ.pop(n, None) if v is None else os.environ.__setitem__(n, v)
-
-
 def marts_of(raw: Path, folder: Path) -> Path:
     """The marts of ``raw`` through the whole pipeline in ``folder`` (reused when ``folder/marts`` has a report),
     with the explorer page written again from the warehouse by this checkout's code."""
     import dagster as dg
 
     from pipeline.__main__ import materialize_all
+    from pipeline.io.paths import pointed_at
 
     out = folder / "marts"
     if not (out / "report" / "explorer.html").is_file():
-        with pipeline_paths(raw, out, folder / "warehouse.duckdb"):
+        with pointed_at(raw, out, folder / "warehouse.duckdb"):
             result = materialize_all(dg.DagsterInstance.ephemeral(),
                                      {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
         if not result.success:

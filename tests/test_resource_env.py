@@ -152,3 +152,21 @@ def test_a_shared_warehouse_gives_each_use_a_fresh_cursor_of_one_database(tmp_pa
     warehouse.close()
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as conn:
         assert conn.execute("select count(*) from t").fetchall() == [(1000,)]
+
+
+def test_pointed_at_sets_the_three_paths_for_the_block_and_restores_them(monkeypatch, tmp_path):
+    """``pipeline.io.paths.pointed_at``: inside, the three variables name the given folders; after (also after an
+    error), a variable that was set has its value again and one that was unset is unset again."""
+    import os
+
+    from pipeline.io.paths import pointed_at
+
+    monkeypatch.setenv("PIPELINE_RAW_DIR", "/before/raw")
+    monkeypatch.delenv("PIPELINE_OUT_DIR", raising=False)
+    monkeypatch.setenv("PIPELINE_DB_PATH", "/before/w.duckdb")
+    with pytest.raises(RuntimeError), pointed_at(tmp_path / "raw", tmp_path / "out", tmp_path / "w.duckdb"):
+        assert [os.environ[n] for n in ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH")] == [
+            str(tmp_path / "raw"), str(tmp_path / "out"), str(tmp_path / "w.duckdb")]
+        raise RuntimeError("the block failed")
+    assert os.environ["PIPELINE_RAW_DIR"] == "/before/raw" and "PIPELINE_OUT_DIR" not in os.environ
+    assert os.environ["PIPELINE_DB_PATH"] == "/before/w.duckdb"

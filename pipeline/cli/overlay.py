@@ -14,35 +14,18 @@ on no frontier, in no table or trend, in no mart. Quarantined files are listed o
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import webbrowser
-from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-# The environment the pipeline reads its paths from, pointed at the temporary folders for the overlay's run.
-_PATH_VARIABLES = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH")
+from pipeline.io.paths import pointed_at
+
 # The stages the overlay runs on the user's folder: what reads, checks and measures runs (docs/architecture.md).
 CHECKING_GROUPS = ("ingest", "validate", "metrics")
-
-
-@contextmanager
-def _paths(raw_dir: Path, out_dir: Path, db_path: Path):
-    """``PIPELINE_RAW_DIR``/``_OUT_DIR``/``_DB_PATH`` set to the overlay's folders for the block, restored after."""
-    before = {name: os.environ.get(name) for name in _PATH_VARIABLES}
-    os.environ.update(PIPELINE_RAW_DIR=str(raw_dir), PIPELINE_OUT_DIR=str(out_dir), PIPELINE_DB_PATH=str(db_path))
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def checking_assets() -> list:
@@ -78,7 +61,7 @@ def check_folder(raw_dir: Path) -> tuple[pa.Table, list[dict]]:
         raise FileNotFoundError(f"overlay: {raw_dir} is not a folder")
     with tempfile.TemporaryDirectory(prefix="overlay-run-") as tmp:
         db_path = Path(tmp) / "warehouse.duckdb"
-        with _paths(raw_dir.resolve(), Path(tmp) / "marts", db_path):
+        with pointed_at(raw_dir.resolve(), Path(tmp) / "marts", db_path):
             causes: list[str] = []
             result = materialize_all(
                 dg.DagsterInstance.ephemeral(), {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},

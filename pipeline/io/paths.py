@@ -12,6 +12,8 @@ A relative value given in the environment is taken relative to the current direc
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -145,3 +147,21 @@ def check_dagster_home() -> None:
     if not os.access(home, os.W_OK | os.X_OK):
         raise OutputLocationError(f"DAGSTER_HOME {home} is not writable (read-only volume or permissions): "
                                   "nothing run")
+
+
+@contextmanager
+def pointed_at(raw_dir: Path, out_dir: Path, db_path: Path) -> Iterator[None]:
+    """``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR`` and ``PIPELINE_DB_PATH`` set to these folders for the block and
+    restored after (unset again where they were unset): how a command runs the pipeline on folders of its own
+    (``python -m pipeline overlay``, the screenshot script) without changing the caller's environment."""
+    names = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH")
+    before = {name: os.environ.get(name) for name in names}
+    os.environ.update(PIPELINE_RAW_DIR=str(raw_dir), PIPELINE_OUT_DIR=str(out_dir), PIPELINE_DB_PATH=str(db_path))
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
