@@ -64,7 +64,7 @@ def test_every_mart_column_is_described_and_the_ui_shows_it(sample_run):
 
 
 def test_every_column_of_every_mart_file_carries_its_meaning_and_unit(sample_run):
-    """Issue 39: a reader of one Parquet file finds each column's meaning and unit in the file itself (field
+    """A reader of one Parquet file finds each column's meaning and unit in the file itself (field
     metadata ``description`` and ``unit``), in every file of every mart, partition files and file marts too."""
     import pyarrow.parquet as pq
 

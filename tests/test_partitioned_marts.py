@@ -170,7 +170,7 @@ def test_runs_written_a_few_partitions_at_a_time_equal_runs_written_at_once(samp
 
 
 def test_an_empty_partitioned_mart_opens_in_every_reader(sample_run):
-    """Issue 39: the sample saves no per-request records, so its ``requests/`` mart has no partition, and DuckDB's
+    """The sample saves no per-request records, so its ``requests/`` mart has no partition, and DuckDB's
     and Polars' globs raised on it. It holds one file of the mart's columns and no rows: every reader opens it as
     an empty table with those columns."""
     import pyarrow.dataset as pads
@@ -194,7 +194,7 @@ def test_an_empty_partitioned_mart_opens_in_every_reader(sample_run):
 
 
 def test_the_readmes_first_reading_example_gives_one_row_per_comparison_target_and_side(sample_run):
-    """Issue 39: the README's first DuckDB example printed every comparison row once per SLO (the unconstrained
+    """The README's first DuckDB example printed every comparison row once per SLO (the unconstrained
     rows and the SLO-restricted ones share comparisons.parquet). Run as written against the sample's marts, it
     returns each (comparison, target, side) once."""
     import re

@@ -120,7 +120,7 @@ def _target(comparison_id, side, index, target, book="seed", hw="mi355x", precis
 
 
 def test_each_group_is_read_at_the_targets_of_the_comparisons_holding_it():
-    """Issue 39: a group is read at each target of every comparison one of whose sides holds it (pooled keys take
+    """A group is read at each target of every comparison one of whose sides holds it (pooled keys take
     any value), null outside the day's frontier; a group no side holds has no row."""
     import pyarrow as pa
 
