@@ -155,8 +155,9 @@ def test_a_shared_warehouse_gives_each_use_a_fresh_cursor_of_one_database(tmp_pa
 
 
 def test_pointed_at_sets_the_three_paths_for_the_block_and_restores_them(monkeypatch, tmp_path):
-    """``pipeline.io.paths.pointed_at``: inside, the three variables name the given folders; after (also after an
-    error), a variable that was set has its value again and one that was unset is unset again."""
+    """``pipeline.io.paths.pointed_at``: inside, the three variables name the given folders and the caller's
+    ``PIPELINE_CACHE_DIR`` is unset (the cache goes beside the given warehouse); after (also after an error), a
+    variable that was set has its value again and one that was unset is unset again."""
     import os
 
     from pipeline.io.paths import pointed_at
@@ -164,9 +165,11 @@ def test_pointed_at_sets_the_three_paths_for_the_block_and_restores_them(monkeyp
     monkeypatch.setenv("PIPELINE_RAW_DIR", "/before/raw")
     monkeypatch.delenv("PIPELINE_OUT_DIR", raising=False)
     monkeypatch.setenv("PIPELINE_DB_PATH", "/before/w.duckdb")
+    monkeypatch.setenv("PIPELINE_CACHE_DIR", "/before/cache")
     with pytest.raises(RuntimeError), pointed_at(tmp_path / "raw", tmp_path / "out", tmp_path / "w.duckdb"):
         assert [os.environ[n] for n in ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH")] == [
             str(tmp_path / "raw"), str(tmp_path / "out"), str(tmp_path / "w.duckdb")]
+        assert "PIPELINE_CACHE_DIR" not in os.environ
         raise RuntimeError("the block failed")
     assert os.environ["PIPELINE_RAW_DIR"] == "/before/raw" and "PIPELINE_OUT_DIR" not in os.environ
-    assert os.environ["PIPELINE_DB_PATH"] == "/before/w.duckdb"
+    assert os.environ["PIPELINE_DB_PATH"] == "/before/w.duckdb" and os.environ["PIPELINE_CACHE_DIR"] == "/before/cache"

@@ -151,11 +151,14 @@ def check_dagster_home() -> None:
 
 @contextmanager
 def pointed_at(raw_dir: Path, out_dir: Path, db_path: Path) -> Iterator[None]:
-    """``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR`` and ``PIPELINE_DB_PATH`` set to these folders for the block and
-    restored after (unset again where they were unset): how a command runs the pipeline on folders of its own
-    (``python -m pipeline overlay``, the screenshot script) without changing the caller's environment."""
-    names = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH")
+    """``PIPELINE_RAW_DIR``, ``PIPELINE_OUT_DIR`` and ``PIPELINE_DB_PATH`` set to these folders for the block, and
+    ``PIPELINE_CACHE_DIR`` unset so the parse cache is the one beside ``db_path``; all four restored after (unset
+    again where they were unset): how a command runs the pipeline on folders of its own (``python -m pipeline
+    overlay``, the screenshot script) without changing the caller's environment or writing the caller's parse
+    cache (it holds one raw folder: another folder's save would cost the caller's next run a full parse)."""
+    names = ("PIPELINE_RAW_DIR", "PIPELINE_OUT_DIR", "PIPELINE_DB_PATH", "PIPELINE_CACHE_DIR")
     before = {name: os.environ.get(name) for name in names}
+    os.environ.pop("PIPELINE_CACHE_DIR", None)
     os.environ.update(PIPELINE_RAW_DIR=str(raw_dir), PIPELINE_OUT_DIR=str(out_dir), PIPELINE_DB_PATH=str(db_path))
     try:
         yield
