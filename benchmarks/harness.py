@@ -42,6 +42,7 @@ from pipeline.defs.validate.assets import quarantine, validated_runs  # noqa: E4
 from pipeline.defs.validate.checks import every_file_accounted_for, quarantine_rows_explained  # noqa: E402
 from pipeline.defs.validate.expectations import validated_runs_expectations  # noqa: E402
 from pipeline.defs.validate.ledger import ingest_ledger  # noqa: E402
+from pipeline.validate.suite_process import InProcessSuite  # noqa: E402
 
 BATCH_DATE = "2027-01-15"  # after every date of the generated history
 
@@ -107,7 +108,7 @@ def materialize(table: Table, label: str, instance: dg.DagsterInstance, keys: li
 
 def run_checks(table: Table, label: str, wh: Warehouse, paths: PipelinePaths) -> None:
     def all_checks():
-        results = list(validated_runs_expectations(warehouse=wh))
+        results = list(validated_runs_expectations(warehouse=wh, expectation_suite=InProcessSuite()))
         results += [every_file_accounted_for(warehouse=wh, paths=paths), quarantine_rows_explained(warehouse=wh),
                     metrics_finite_and_positive(warehouse=wh), frontier_strictly_monotone(warehouse=wh)]
         failed = [r.check_name for r in results if not r.passed]

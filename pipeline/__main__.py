@@ -31,7 +31,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline.io.storage import read_mart
-from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
+from pipeline.metrics.reference import DEFAULT_PRICE_BOOK, PRICE_TIERS
 
 def _instance():
     from pipeline.cli.operator import dagster_instance
@@ -45,7 +45,8 @@ def _progress(done: int, total: int, label: str, seconds: float) -> str:
     return f"[{'#' * filled}{'-' * (width - filled)}] {done:>2}/{total} {label:<60} {seconds:5.1f} s"
 
 
-def materialize_all(instance, run_config: dict | None = None, on_step=None, on_failure=None, asset_selection=None):
+def materialize_all(instance, run_config: dict | None = None, on_step=None, on_failure=None, asset_selection=None,
+                    expectation_suite=None):
     """Materialize every asset and run every check as one Dagster run of the job ``refresh_all``, over every
     run-date partition of PIPELINE_RAW_DIR.
 
@@ -68,6 +69,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         asset_selection: the asset keys to materialize (with their checks), e.g. the stages up to the metrics
             (``python -m pipeline overlay``); None = every asset. A subset never reaches
             ``comparisons/published_marts``, so it publishes nothing.
+        expectation_suite: where the GX suite runs (``pipeline.validate.suite_process``), e.g. the
+            ``SuiteProcess`` ``run`` started first thing; None = the check step's process. Not used with
+            ``asset_selection`` (Dagster refuses a resource override there).
     Returns:
         The run's ``ExecuteInProcessResult``.
     Raises:
@@ -80,7 +84,7 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         register_partitions,
         warehouse_run_dates,
     )
-    from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG, warehouse_resource
+    from pipeline.defs.resources import GENERATION_TAG, SNAPSHOT_TAG, SUITE_RESOURCE, warehouse_resource
     from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
 
@@ -116,7 +120,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
               **({SNAPSHOT_TAG: snapshot} if snapshot else {})},
         # every step runs in this process: one open warehouse for the whole run (SharedWarehouse says why); a run
         # of selected assets keeps the per-use warehouse, as Dagster refuses a resource override on a selection
-        **({"resources": {"warehouse": warehouse_resource(shared=True)}} if asset_selection is None else {}),
+        **({"resources": {"warehouse": warehouse_resource(shared=True),
+                          **({SUITE_RESOURCE: expectation_suite} if expectation_suite is not None else {})}}
+           if asset_selection is None else {}),
     )
     if not result.success:
         discard(Path(env_path("PIPELINE_OUT_DIR")), generation)  # nothing of it is published
@@ -159,9 +165,19 @@ def failure_line(event) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    # first thing, before this process opens a database or starts a thread: the GX suite's own process, which
+    # imports Great Expectations on the other core while this one loads the job and runs the first steps
+    from pipeline.validate.suite_process import SuiteProcess
+
+    with SuiteProcess() as suite:
+        return _run_with(args, started, suite)
+
+
+def _run_with(args: argparse.Namespace, started: float, suite) -> int:
+    """``run``'s work, the GX suite running in ``suite`` (a ``SuiteProcess``)."""
     from pipeline.io.paths import env_path
 
-    started = time.perf_counter()
     # CRITICAL keeps the terminal for the progress bar and the one-line causes printed below; every event,
     # tracebacks included, is still in the run's log.
     # the input-loss guards (the ingest's scan, the publish's accepted runs) and the one-writer guard, alike
@@ -193,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         result = materialize_all(instance, run_config, on_step=lambda done, total, label, seconds: print(
-            _progress(done, total, label, seconds), flush=True), on_failure=failed)
+            _progress(done, total, label, seconds), flush=True), on_failure=failed, expectation_suite=suite)
     except (FileNotFoundError, PermissionError) as exc:  # the raw folder is missing or cannot be listed
         print(f"pipeline stopped before any step, nothing published: {exc}", file=sys.stderr)
         return 1
@@ -373,7 +389,6 @@ def date_argument(text: str):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m pipeline`` parser: every command and option has help text."""
-    from pipeline.cli.compare import TIERS
 
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__, formatter_class=raw)
@@ -418,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "a target outside a side's frontier is clamped and marked *")
     cmp.add_argument("--price-book", default=DEFAULT_PRICE_BOOK, metavar="NAME",
                      help=f"price book for costs and tok/s/MW (default {DEFAULT_PRICE_BOOK}; --list names the others)")
-    cmp.add_argument("--tier", choices=TIERS, default="hyperscaler",
+    cmp.add_argument("--tier", choices=PRICE_TIERS, default="hyperscaler",
                      help="price tier of the table's $/M tok column and cost sentence (default hyperscaler)")
     fmt = cmp.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true",

@@ -12,6 +12,7 @@ from dagster_duckdb import DuckDBResource
 from pipeline.defs.validate import expectations as check_module
 from pipeline.validate import expectations
 from pipeline.validate.expectations import duplicates_by_run_id, run_suite
+from pipeline.validate.suite_process import InProcessSuite
 
 
 def _validated(run) -> tuple[pa.Table, list[str]]:
@@ -99,7 +100,8 @@ def test_the_check_splits_by_run_id_so_a_repeated_run_id_is_still_caught(sample_
 
     def checks() -> dict[str, tuple]:
         return {r.check_name: (r.passed, r.metadata["element_count"].value, r.metadata["unexpected_count"].value)
-                for r in check_module.validated_runs_expectations(warehouse=DuckDBResource(database=str(db)))}
+                for r in check_module.validated_runs_expectations(warehouse=DuckDBResource(database=str(db)),
+                                                                   expectation_suite=InProcessSuite())}
 
     whole = checks()
     monkeypatch.setattr(expectations, "SUITE_CHUNK_ROWS", 5)

@@ -26,9 +26,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pipeline.frontiers.spline import interpolate
+from pipeline.metrics.reference import PRICE_TIERS
 
 CI_METRICS = ("tput_per_gpu", "median_intvty")
-TIERS = ("hyperscaler", "neocloud", "rental")
+TIERS = PRICE_TIERS
 # the splined intervals of tok/s/GPU and interactivity, then each tier's cost interval ($/M tok)
 COMPARISON_CI_COLUMNS = (*(f"{m}_ci_{end}" for m in CI_METRICS for end in ("lo", "hi")),
                          *(f"cost_per_mtok_{t}_ci_{end}" for t in TIERS for end in ("lo", "hi")))

@@ -33,6 +33,7 @@ from pipeline.io.storage import (
     set_aside_corrupt_warehouse,
     table_names,
 )
+from pipeline.validate.suite_process import InProcessSuite
 
 # Every asset that writes the warehouse runs in this pool; dagster.yaml limits it to 1 (DuckDB has one writer).
 WAREHOUSE_POOL = "duckdb_warehouse"
@@ -442,6 +443,13 @@ def paths_resource() -> PipelinePaths:
                          else DEFAULT_STAT_SCAN_MINUTES)
 
 
+# The resource key of where the GX suite runs (``pipeline.validate.suite_process``): the code location's is the
+# check step's own process; ``python -m pipeline run`` gives its run a ``SuiteProcess`` it started first thing.
+SUITE_RESOURCE = "expectation_suite"
+
+
 @dg.definitions
 def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"warehouse": warehouse_resource(), "paths": paths_resource()})
+    # the GX suite runs in the step's process (``python -m pipeline run`` overrides it with a process it started)
+    return dg.Definitions(resources={"warehouse": warehouse_resource(), "paths": paths_resource(),
+                                     SUITE_RESOURCE: InProcessSuite()})

@@ -20,6 +20,7 @@ from pipeline.frontiers.latest import CI_COLUMNS, LINEAGE_INPUT_COLUMNS, SPREAD_
 from pipeline.frontiers.pareto import float_values, pareto_frontier
 from pipeline.frontiers.sides import POOLED, Side
 from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ, SIDE_KEY, SIDE_KEY_FIELDS, X_STAT_E2E_NORM, X_STAT_MEDIAN
+from pipeline.metrics.reference import PRICE_TIERS
 from pipeline.metrics.slo import NO_SLO  # the default ``slo`` value, also for the stages after this one
 
 # Metrics splined along each frontier, each on its own values at the frontier points (docs/metrics.md).
@@ -39,7 +40,7 @@ OPTIONAL_METRICS = (
     "input_tput_per_gpu",
     "measured_tok_s_per_mw",
     *(f"{direction}_cost_per_mtok_{tier}" for direction in ("output", "input")
-      for tier in ("hyperscaler", "neocloud", "rental")),
+      for tier in PRICE_TIERS),
 )
 # The run_metrics columns build_frontiers reads (concurrency is the run's conc; run_date, line_id and sweep_id
 # decide which runs are current, pipeline/frontiers/latest.py; length_off_nominal, from sql/run_lengths.sql, leaves

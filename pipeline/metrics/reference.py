@@ -51,7 +51,10 @@ def load_gpu_reference(path: Path | None = None) -> pa.Table:
 
 
 DEFAULT_PRICE_BOOK = "inferencex-seed"
-PRICE_COLUMNS = ("power_kw", "hyperscaler_usd_per_gpu_hour", "neocloud_usd_per_gpu_hour", "rental_usd_per_gpu_hour")
+# The price tiers a price book carries a $/GPU-hour for, cheapest kind of buyer last; every per-tier column of the
+# marts ($/M tokens, their intervals) and the command line's --tier choices are named from this list.
+PRICE_TIERS = ("hyperscaler", "neocloud", "rental")
+PRICE_COLUMNS = ("power_kw", *(f"{tier}_usd_per_gpu_hour" for tier in PRICE_TIERS))
 PRICE_BOOK_SCHEMA = pa.schema(
     [("price_book", pa.string()), ("price_book_version", pa.string()), ("hw", pa.string()),
      *[(c, pa.float64()) for c in PRICE_COLUMNS]]

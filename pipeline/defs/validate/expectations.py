@@ -7,8 +7,9 @@ import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.validate.assets import VALIDATED_KEY
-from pipeline.validate.expectations import build_suite, duplicates_by_run_id, run_suite, suite_chunks
+from pipeline.validate.expectations import build_suite, duplicates_by_run_id, suite_chunks
 from pipeline.validate.rules import DUPLICATE_SEARCH_COLUMNS
+from pipeline.validate.suite_process import InProcessSuite, SuiteProcessGone, SuiteRunner
 
 # the specs need only each expectation's name, severity and reason; the GPU keys the hw check holds runs to are
 # read from the warehouse's gpu_reference when the check runs, the model keys from the plausibility reference
@@ -22,8 +23,11 @@ _SUITE = build_suite(known_hw=(), known_models=())
         for item in _SUITE
     ],
 )
-def validated_runs_expectations(warehouse: DuckDBResource):
+def validated_runs_expectations(warehouse: DuckDBResource, expectation_suite: dg.ResourceParam[SuiteRunner]):
     """Run the GX suite once and report each expectation as its own check, with GX's statistics as metadata.
+    ``expectation_suite`` is where it runs (``pipeline.validate.suite_process``: this process, or a process the
+    run started before its first step); when that process has gone away the suite runs here instead (logged), so
+    the outcomes are the same either way.
 
     The runs are read and validated in ``suite_chunks`` slices split by a hash of ``run_id`` (so every copy of
     one ``run_id`` meets in one slice, as ``run_id_unique`` needs): GX holds a slice as pandas, several times its
@@ -39,16 +43,23 @@ def validated_runs_expectations(warehouse: DuckDBResource):
         duplicate_of = duplicates_by_run_id(conn.sql(
             f"select {', '.join(DUPLICATE_SEARCH_COLUMNS)} from validated_runs").to_arrow_table())
         parts = suite_chunks(total)
-        seen = []
+        seen: list[int] = []
 
         def chunks() -> Iterator[pa.Table]:
+            seen.clear()  # read whole again when the suite runs again here
             for part in range(parts):
                 chunk = conn.sql("select * from validated_runs where coalesce(hash(run_id), 0) % $parts = $part",
                                  params={"parts": parts, "part": part}).to_arrow_table()
                 seen.append(chunk.num_rows)
                 yield chunk
 
-        outcomes = run_suite(chunks(), known_hw, duplicate_of)
+        where = expectation_suite.where
+        try:
+            outcomes = expectation_suite.run_suite(chunks(), known_hw, duplicate_of)
+        except SuiteProcessGone as exc:
+            dg.get_dagster_logger().warning(f"{exc}; running the suite in this process instead")
+            where = f"{InProcessSuite.where} (its own process had ended)"
+            outcomes = InProcessSuite().run_suite(chunks(), known_hw, duplicate_of)
     if sum(seen) != total:
         raise RuntimeError(f"the GX suite's {parts} slices of validated_runs held {sum(seen)} rows of {total}")
     for outcome in outcomes:
@@ -62,6 +73,6 @@ def validated_runs_expectations(warehouse: DuckDBResource):
                 "unexpected_count": outcome.unexpected_count,
                 "unexpected_percent": outcome.unexpected_percent,
                 "examples": dg.MetadataValue.json(outcome.examples),
-                "engine": "great_expectations 1.x (ephemeral context)",
+                "engine": f"great_expectations 1.x (ephemeral context), {where}",
             },
         )

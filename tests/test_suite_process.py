@@ -1,0 +1,102 @@
+"""The GX suite in a process of its own (``pipeline.validate.suite_process``): the same outcomes as in the caller's
+process, the suite's errors raised in the caller, a process that went away named and replaced by the caller's own
+run of the suite, and ``python -m pipeline run`` running the suite there."""
+
+import os
+import shutil
+import signal
+
+import duckdb
+import pyarrow as pa
+import pytest
+from dagster_duckdb import DuckDBResource
+
+from pipeline.defs.validate import expectations as check_module
+from pipeline.validate.expectations import duplicates_by_run_id
+from pipeline.validate.suite_process import InProcessSuite, SuiteProcess, SuiteProcessGone
+
+
+def _validated(run) -> tuple[pa.Table, list[str]]:
+    with duckdb.connect(str(run.db_path), read_only=True) as conn:
+        runs = conn.sql("select * from validated_runs").to_arrow_table()
+        known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
+    return runs, known_hw
+
+
+def _with_defects(runs: pa.Table) -> pa.Table:
+    """Row 0 copied at the end (a run_id twice, a duplicate run) and row 1 without a model."""
+    runs = pa.concat_tables([runs, runs.slice(0, 1)])
+    models = runs["model"].to_pylist()
+    models[1] = None
+    return runs.set_column(runs.schema.get_field_index("model"), "model", pa.array(models, pa.string()))
+
+
+def test_the_suites_process_gives_the_outcomes_of_the_callers_process(sample_run):
+    runs, known_hw = _validated(sample_run)
+    bad = _with_defects(runs)
+    duplicates = duplicates_by_run_id(bad)
+    # two chunks, the copy of row 0 in its original's chunk (every copy of a run_id in one chunk, as run_suite asks)
+    last = bad.num_rows - 1
+    chunks = [pa.concat_tables([bad.slice(0, 30), bad.slice(last)]), bad.slice(30, last - 30)]
+    here = InProcessSuite().run_suite(chunks, known_hw, duplicates)
+    with SuiteProcess() as suite:
+        assert suite.pid != os.getpid()
+        there = suite.run_suite(iter(chunks), known_hw, duplicates)
+        again = suite.run_suite([runs], known_hw, duplicates_by_run_id(runs))  # the process serves many requests
+    assert there == here  # Outcome is a dataclass: every field, examples included
+    failed = {o.name for o in there if not o.success}
+    assert {"run_id_unique", "no_duplicate_runs", "model_present"} <= failed
+    assert all(o.success for o in again), [o.name for o in again if not o.success]
+
+
+def test_an_error_of_the_suite_is_raised_in_the_caller_and_the_process_keeps_serving(sample_run):
+    runs, known_hw = _validated(sample_run)
+    with SuiteProcess() as suite:
+        with pytest.raises(ValueError, match="at least one chunk"):
+            suite.run_suite([], known_hw, {})
+        outcomes = suite.run_suite([runs], known_hw, duplicates_by_run_id(runs))
+    assert outcomes and all(o.success for o in outcomes)
+
+
+def test_a_suite_process_that_went_away_is_named_and_the_check_runs_the_suite_itself(sample_run, tmp_path):
+    db = tmp_path / "warehouse.duckdb"
+    shutil.copy2(sample_run.db_path, db)
+    runs, known_hw = _validated(sample_run)
+    suite = SuiteProcess()
+    try:
+        os.kill(suite.pid, signal.SIGKILL)
+        with pytest.raises(SuiteProcessGone, match=f"process {suite.pid} ended"):
+            suite.run_suite([runs], known_hw, {})
+        checks = list(check_module.validated_runs_expectations(warehouse=DuckDBResource(database=str(db)),
+                                                               expectation_suite=suite))
+    finally:
+        suite.close()
+    here = list(check_module.validated_runs_expectations(warehouse=DuckDBResource(database=str(db)),
+                                                         expectation_suite=InProcessSuite()))
+    assert [(c.check_name, c.passed) for c in checks] == [(c.check_name, c.passed) for c in here]
+    assert all(c.passed for c in checks)
+    engine = checks[0].metadata["engine"].value
+    assert "its own process had ended" in engine, engine
+
+
+def test_python_m_pipeline_run_runs_the_suite_in_the_process_it_started(tmp_path, monkeypatch):
+    from conftest import SAMPLE_DIR
+
+    from pipeline.__main__ import main
+    from pipeline.validate import suite_process
+
+    shutil.copytree(SAMPLE_DIR / "vllm" / "h200", tmp_path / "raw")
+    monkeypatch.setenv("PIPELINE_RAW_DIR", str(tmp_path / "raw"))
+    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
+    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    asked: list[tuple[int, bool]] = []
+    original = suite_process.SuiteProcess.run_suite
+
+    def recorded(self, chunks, known_hw, duplicate_of):
+        asked.append((self.pid, self._process.is_alive()))
+        return original(self, chunks, known_hw, duplicate_of)
+
+    monkeypatch.setattr(suite_process.SuiteProcess, "run_suite", recorded)
+    assert main(["run"]) == 0
+    assert len(asked) == 1 and asked[0][0] != os.getpid() and asked[0][1], asked
