@@ -179,3 +179,53 @@ def test_the_sample_trends_are_read_at_the_comparisons_targets(sample_run):
         runs = conn.sql("select * from run_metrics where not length_off_nominal").to_arrow_table()
     at_35 = build_trends(runs).to_pylist()
     assert in_range > 0.9 > sum(r["in_range"] for r in at_35) / len(at_35)
+
+
+def test_only_the_groups_read_at_a_moved_target_change_their_rows():
+    """When comparison targets move, ``moved_targets`` names the rows that came, went or moved and
+    ``groups_reading`` the groups read at one of them: those are the groups whose rows differ between the old and
+    the new targets; every other group's rows are the same (so the trends asset keeps them on older dates)."""
+    import pyarrow as pa
+
+    from pipeline.comparisons.trends import (
+        COMPARISON_TARGET_SCHEMA,
+        GROUP_KEYS,
+        comparison_targets,
+        groups_reading,
+        moved_targets,
+        trend_frontiers,
+        trends_at_targets,
+    )
+
+    runs = [*RUNS, _run(D1, 30, 700, 16, framework="trt"), _run(D2, 35, 650, 16, framework="trt")]
+    old = comparison_targets(pa.Table.from_pylist([
+        *(_target("fw", side, i + 1, t, framework=fw) for side, fw in (("a", "sglang"), ("b", "vllm"))
+          for i, t in enumerate((20, 30, 40))),
+        *(_target("fw2", side, i + 1, t, framework=fw) for side, fw in (("a", "sglang"), ("b", "trt"))
+          for i, t in enumerate((25, 30, 35))),
+        _target("gone", "a", 1, 50, framework="vllm"),
+    ], schema=COMPARISON_TARGET_SCHEMA))
+    new_rows = [r for r in old.to_pylist() if r["comparison_id"] != "gone"]  # vllm's own comparison went
+    for r in new_rows:
+        if r["comparison_id"] == "fw2" and r["side"] == "b" and r["target_index"] == 2:
+            r["target_intvty"] = 32.0  # trt's band moved
+    new = comparison_targets(pa.Table.from_pylist(new_rows, schema=COMPARISON_TARGET_SCHEMA))
+    moved = moved_targets(old, new)
+    assert sorted((r["comparison_id"], r["target_intvty"]) for r in moved.to_pylist()) == [
+        ("fw2", 30.0), ("fw2", 32.0), ("gone", 50.0)]
+    assert moved_targets(new, new).num_rows == 0
+
+    frontiers = trend_frontiers(runs)
+    keys = frontiers.select(["price_book", *GROUP_KEYS]).group_by(["price_book", *GROUP_KEYS]).aggregate([])
+    reading = dict(zip(keys["framework"].to_pylist(), groups_reading(keys, moved).tolist()))
+    assert reading == {"trt": True, "vllm": True, "sglang": False}  # sglang is read at no moved target
+
+    def rows_by_group(targets):
+        out: dict[str, list] = {}
+        for r in trends_at_targets(frontiers, targets).to_pylist():
+            out.setdefault(r["framework"], []).append(r)
+        return out
+
+    before, after = rows_by_group(old), rows_by_group(new)
+    assert before["sglang"] == after["sglang"]
+    assert before["trt"] != after["trt"] and before["vllm"] != after["vllm"]

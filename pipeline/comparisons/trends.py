@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from pipeline.frontiers.latest import average_repeats
 from pipeline.frontiers.pareto import float_values, grouped_pareto_frontiers
-from pipeline.frontiers.sides import Side, run_fixed_key
+from pipeline.frontiers.sides import Side, holding_side_keys
 from pipeline.frontiers.spline import frontiers_at, slices
 from pipeline.ingest.schema import SIDE_KEY_FIELDS
 from pipeline.validate.lines import current_sweeps_by_date, first_rows, row_codes
@@ -181,14 +181,7 @@ def trends_at_targets(frontiers: pa.Table, targets: pa.Table) -> pa.Table:
     firsts = frontiers.take(pa.array(groups.first_point, pa.int64())).select(["price_book", *GROUP_KEYS])
     book_group = row_codes(firsts, firsts.column_names)  # the same (book, group) on every date: one code
     keys = firsts.take(pa.array(first_rows(book_group, int(book_group.max(initial=-1)) + 1), pa.int64())).to_pylist()
-    by_fixed_key: dict[tuple, list[tuple[Side, int]]] = {}
-    for row, target in enumerate(targets.select(["price_book", "x_intvty_stat", *(n for n, _ in GROUP_FIELDS)])
-                                 .to_pylist()):
-        side = Side(**{name: target[name] for name, _ in GROUP_FIELDS})
-        by_fixed_key.setdefault((target["price_book"], target["x_intvty_stat"], side.fixed_key), []).append(
-            (side, row))
-    held = [[row for side, row in by_fixed_key.get((key["price_book"], key["x_intvty_stat"], run_fixed_key(key)), ())
-             if side.matches(key)] for key in keys]  # per (book, group) code: its targets' rows
+    held = _targets_held(keys, targets)  # per (book, group) code: its targets' rows
     count = np.array([len(rows) for rows in held], dtype=np.int64)
     start = np.cumsum(count) - count
     flat = np.array([row for rows in held for row in rows], dtype=np.int64)
@@ -198,6 +191,43 @@ def trends_at_targets(frontiers: pa.Table, targets: pa.Table) -> pa.Table:
     chosen = targets.take(pa.array(pair_row, pa.int64()))
     return _read_at(frontiers, groups, pair_group, chosen["target_intvty"].to_numpy(zero_copy_only=False),
                     *(chosen[name].combine_chunks() for name, _ in TARGET_FIELDS))
+
+
+def _targets_held(keys: list[dict[str, Any]], targets: pa.Table) -> list[list[int]]:
+    """For each (price book, frontier group) of ``keys`` (dicts with ``price_book`` and the ``GROUP_KEYS``), the
+    rows of ``targets`` (``COMPARISON_TARGET_SCHEMA``) whose side holds it: the same price book and
+    ``x_intvty_stat``, and ``Side.matches`` on the group's keys (the side's pooled keys take any value)."""
+    by_side: dict[tuple, list[int]] = {}  # (book, x statistic, side key) -> target rows, ascending
+    for row, target in enumerate(targets.select(["price_book", "x_intvty_stat", *(n for n, _ in GROUP_FIELDS)])
+                                 .to_pylist()):
+        side = Side(**{name: target[name] for name, _ in GROUP_FIELDS})
+        by_side.setdefault((target["price_book"], target["x_intvty_stat"], side.side_key), []).append(row)
+    return [sorted({row for side_key in holding_side_keys(key)
+                    for row in by_side.get((key["price_book"], key["x_intvty_stat"], side_key), ())})
+            for key in keys]
+
+
+def groups_reading(keys: pa.Table, targets: pa.Table) -> np.ndarray:
+    """Which (price book, frontier group) rows of ``keys`` (columns ``price_book`` and the ``GROUP_KEYS``) the
+    trend mart reads at one or more of ``targets`` (``COMPARISON_TARGET_SCHEMA``), by ``trends_at_targets``' rule:
+    a bool array, one per row. With the targets that moved since the trend rows were read, these are the groups
+    whose rows of every date must be read again; the others' rows stand.
+
+    Raises:
+        KeyError: ``keys`` or ``targets`` lacks a column named above.
+    """
+    return np.array([bool(rows) for rows in _targets_held(keys.select(["price_book", *GROUP_KEYS]).to_pylist(),
+                                                          targets)], dtype=bool)
+
+
+def moved_targets(stored: pa.Table, current: pa.Table) -> pa.Table:
+    """The rows (``COMPARISON_TARGET_SCHEMA``) that are in one of two ``comparison_targets`` tables and not the
+    other: the targets that came, went or moved (a band changed, a comparison came or went)."""
+    old = set(map(tuple, zip(*(stored[name].to_pylist() for name in COMPARISON_TARGET_SCHEMA.names))))
+    new = set(map(tuple, zip(*(current[name].to_pylist() for name in COMPARISON_TARGET_SCHEMA.names))))
+    rows = sorted(old ^ new, key=repr)
+    return pa.Table.from_pylist([dict(zip(COMPARISON_TARGET_SCHEMA.names, row)) for row in rows],
+                                schema=COMPARISON_TARGET_SCHEMA)
 
 
 def comparison_targets(comparisons: pa.Table) -> pa.Table:

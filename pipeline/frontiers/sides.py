@@ -60,13 +60,14 @@ class Side:
         """The side's values of ``FIXED_KEYS``: a run can belong to it only when ``run_fixed_key`` equals this."""
         return tuple(getattr(self, name) for name in FIXED_KEYS)
 
+    @property
+    def side_key(self) -> tuple:
+        """(``fixed_key``, ``spec_decoding``, ``framework``): what ``holding_side_keys`` of a run is made of."""
+        return self.fixed_key, self.spec_decoding, self.framework
+
     def matches(self, run: Mapping[str, Any]) -> bool:
-        """Whether a run (``run_metrics`` row) belongs to this side."""
-        return (
-            run_fixed_key(run) == self.fixed_key
-            and (self.spec_decoding == POOLED or run["spec_decoding"] == self.spec_decoding)
-            and (self.framework == POOLED or run["framework"] == self.framework)
-        )
+        """Whether a run (``run_metrics`` row) belongs to this side (``holding_side_keys``)."""
+        return self.side_key in holding_side_keys(run)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,15 @@ def sides_of(comparison_id: str) -> tuple[str, Side, Side] | None:
 def run_fixed_key(run: Mapping[str, Any]) -> tuple:
     """A run's (``run_metrics`` row) values of ``FIXED_KEYS``, a null ``benchmark_type`` read as ``fixed_seq``."""
     return (*(run[name] for name in FIXED_KEYS[:-1]), run.get("benchmark_type") or FIXED_SEQ)
+
+
+def holding_side_keys(run: Mapping[str, Any]) -> tuple[tuple, ...]:
+    """The ``Side.side_key`` of every side a run (``run_metrics`` row) belongs to: its ``run_fixed_key``, with its
+    own ``spec_decoding`` or ``all`` (pooled), and its own ``framework`` or ``all``: four keys. The one rule of
+    membership (``Side.matches`` asks it; a caller matching many runs to many sides looks these keys up)."""
+    fixed = run_fixed_key(run)
+    return tuple((fixed, spec, framework) for spec in (run["spec_decoding"], POOLED)
+                 for framework in (run["framework"], POOLED))
 
 def side_label(kind: str, side: Side) -> str:
     """The label of a side in a comparison of ``kind``: the key that differs (MTP/Off, FP4, H200, SGLang)."""
