@@ -9,7 +9,6 @@ import dagster as dg
 import pytest
 from conftest import REPO
 
-from pipeline.comparisons.trends import GROUP_KEYS
 from pipeline.defs.automation import raw_logs_sensor
 from pipeline.defs.resources import PipelinePaths
 from pipeline.io.storage import content_hash, read_mart
@@ -99,18 +98,6 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
     import pipeline.defs.comparisons.report as trend_asset
 
     chunks = (trend_asset.TRENDS_READ_POINTS, trend_asset.TRENDS_MART_ROWS)
-    # when a night moves comparison targets, only the groups read at a moved target are read again on the older
-    # dates: (groups read again, groups stored) per night that moved targets
-    moved_reads: list[tuple[int, int]] = []
-    real_groups = trend_asset._groups_read_at
-
-    def groups_read_at(conn, targets):
-        chosen = real_groups(conn, targets)
-        stored = conn.execute(f"select count(*) from (select distinct price_book, {', '.join(GROUP_KEYS)} "
-                              f"from {trend_asset.TREND_POINTS_TABLE})").fetchall()[0][0]
-        moved_reads.append((chosen.num_rows, stored))
-        return chosen
-    monkeypatch.setattr(trend_asset, "_groups_read_at", groups_read_at)
     monkeypatch.setattr(trend_asset, "TRENDS_READ_POINTS", 40)
     monkeypatch.setattr(trend_asset, "TRENDS_MART_ROWS", 400)
     instance = dg.DagsterInstance.ephemeral()
@@ -162,7 +149,6 @@ def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, m
         writes = [(folded, why) for name, folded, why in mart_writes if name == mart]
         assert [folded for folded, _ in writes] == folds, (mart, writes)
         assert writes[0][1] == "whole rebuild" and writes[2][1].endswith(" changed files are in base"), writes
-    assert any(0 < moved < stored for moved, stored in moved_reads), moved_reads
     batches = _marts(out)
 
     # one full refresh over the final folder

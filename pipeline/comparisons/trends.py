@@ -207,29 +207,6 @@ def _targets_held(keys: list[dict[str, Any]], targets: pa.Table) -> list[list[in
             for key in keys]
 
 
-def groups_reading(keys: pa.Table, targets: pa.Table) -> np.ndarray:
-    """Which (price book, frontier group) rows of ``keys`` (columns ``price_book`` and the ``GROUP_KEYS``) the
-    trend mart reads at one or more of ``targets`` (``COMPARISON_TARGET_SCHEMA``), by ``trends_at_targets``' rule:
-    a bool array, one per row. With the targets that moved since the trend rows were read, these are the groups
-    whose rows of every date must be read again; the others' rows stand.
-
-    Raises:
-        KeyError: ``keys`` or ``targets`` lacks a column named above.
-    """
-    return np.array([bool(rows) for rows in _targets_held(keys.select(["price_book", *GROUP_KEYS]).to_pylist(),
-                                                          targets)], dtype=bool)
-
-
-def moved_targets(stored: pa.Table, current: pa.Table) -> pa.Table:
-    """The rows (``COMPARISON_TARGET_SCHEMA``) that are in one of two ``comparison_targets`` tables and not the
-    other: the targets that came, went or moved (a band changed, a comparison came or went)."""
-    old = set(map(tuple, zip(*(stored[name].to_pylist() for name in COMPARISON_TARGET_SCHEMA.names))))
-    new = set(map(tuple, zip(*(current[name].to_pylist() for name in COMPARISON_TARGET_SCHEMA.names))))
-    rows = sorted(old ^ new, key=repr)
-    return pa.Table.from_pylist([dict(zip(COMPARISON_TARGET_SCHEMA.names, row)) for row in rows],
-                                schema=COMPARISON_TARGET_SCHEMA)
-
-
 def comparison_targets(comparisons: pa.Table) -> pa.Table:
     """The targets the trend mart reads each frontier group at (``COMPARISON_TARGET_SCHEMA``), from ``comparisons``
     rows of every run (the ``comparisons`` table's ``slo = 'none'`` rows, ``pipeline.comparisons.compare``: each

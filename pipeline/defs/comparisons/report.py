@@ -28,9 +28,7 @@ from pipeline.comparisons.trends import (
     TREND_SCHEMA,
     TREND_METRICS,
     comparison_targets,
-    groups_reading,
     merge_trend_frontiers,
-    moved_targets,
     trend_frontiers,
     trends_at_targets,
 )
@@ -40,7 +38,6 @@ from pipeline.defs.partitions import RUN_DATE_PARTITIONS, SINGLE_RUN
 from pipeline.defs.resources import WAREHOUSE_POOL, PipelinePaths, generation_id
 from pipeline.defs.ui import table_metadata
 from pipeline.io.storage import (
-    column_names,
     date_groups,
     keep_openable,
     prune_mart_partitions,
@@ -98,10 +95,9 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     (``trend_frontier_points``). Partitioned by run date like ``run_metrics``: a new night builds only its own
     frontiers (reading earlier days' runs); a backfilled older day also rebuilds every later day, whose lines it
     can change (``undated`` runs have no place on a time axis and give none). When the comparisons' targets are
-    not those the trend rows were read at (``trend_targets``: a band moved, a comparison came or went), the
-    groups read at a target that came, went or moved (``moved_targets``, ``groups_reading``) are read again from
-    the stored frontiers of every date at the new targets, the other groups' rows stand, and every date holding
-    such a group has its mart partition rewritten, so a night's marts equal a full refresh's. Needs ``comparisons/matched_comparisons`` (no ``comparisons`` table: no target, no row).
+    not those the trend rows were read at (``trend_targets``: a band moved, a comparison came or went), every
+    date's stored frontiers are read again at the new targets and every partition rewritten, so a night's marts
+    equal a full refresh's. Needs ``comparisons/matched_comparisons`` (no ``comparisons`` table: no target, no row).
     """
     keys = list(context.partition_keys)
     columns = ", ".join(["price_book", "run_date", "run_id", "line_id", "sweep_id", "x_intvty", "median_intvty",
@@ -140,55 +136,23 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         conn.execute(f"delete from {TREND_POINTS_TABLE} where {_DAY} not in "
                      "(select run_date_partition from run_metrics)")
         targets = _comparison_targets(conn, tables)
-        # the stored trend rows stand only where they were read at the targets stored with them (a trends table
-        # of another shape, written before an upgrade, is read again whole)
-        stored = (comparison_targets(read_table(conn, TREND_TARGETS_TABLE))
-                  if TREND_TARGETS_TABLE in tables and column_names(conn, "trends") == TREND_SCHEMA.names else None)
-        # whole dates read again: every date without stored targets, else the dates whose frontiers were rebuilt;
-        # when targets moved, the groups read at a moved target are read again on their other dates too (their
-        # rows there were read at the old targets), and the other groups' rows stand
-        whole = [r[0] for r in conn.execute(f"select distinct {_DAY} from {TREND_POINTS_TABLE} order by 1")
-                 .fetchall()] if stored is None else build
-        moved_groups = (_groups_read_at(conn, moved_targets(stored, targets))
-                        if stored is not None and not stored.equals(targets) else None)
-        same_group = " and ".join(f"{{row}}.{k} is not distinct from g.{k}" for k in ("price_book", *GROUP_KEYS))
-        older: list[str] = []
-        rebuilt = set(whole)
-        if moved_groups is not None and moved_groups.num_rows:
-            conn.register("_moved_groups", moved_groups)
-            older = [r[0] for r in conn.execute(
-                f"select distinct strftime(p.run_date, '%Y-%m-%d') as day from {TREND_POINTS_TABLE} p semi join "
-                f"_moved_groups g on {same_group.format(row='p')} order by 1").fetchall() if r[0] not in rebuilt]
-        fresh_rows = 0
+        stored = comparison_targets(read_table(conn, TREND_TARGETS_TABLE)) if TREND_TARGETS_TABLE in tables else None
+        moved = stored is None or not stored.equals(targets)
+        # every date is read again when the targets moved, else the dates whose frontiers were rebuilt
+        reread = [r[0] for r in conn.execute(f"select distinct {_DAY} from {TREND_POINTS_TABLE} order by 1")
+                  .fetchall()] if moved else build
         # the dates are read, and their mart files written, a group of whole dates at a time: a frontier holds
         # tens of targets, so one read of every date would hold that many rows per frontier point at once
-        replace_partitions(conn, "trends", TREND_SCHEMA.empty_table(), whole, key_column=_DAY)
-        order = ", ".join(points.column_names[:len(GROUP_KEYS) + 2])
-        for group in date_groups(conn, TREND_POINTS_TABLE, whole, TRENDS_READ_POINTS, key_column=_DAY):
+        replace_partitions(conn, "trends", TREND_SCHEMA.empty_table(), reread, key_column=_DAY)
+        fresh_rows = 0
+        for group in date_groups(conn, TREND_POINTS_TABLE, reread, TRENDS_READ_POINTS, key_column=_DAY):
             fresh = trends_at_targets(merge_trend_frontiers([conn.sql(
-                f"select * from {TREND_POINTS_TABLE} where list_contains($dates, {_DAY}) order by {order}, x_intvty",
+                f"select * from {TREND_POINTS_TABLE} where list_contains($dates, {_DAY}) "
+                f"order by {', '.join(points.column_names[:len(GROUP_KEYS) + 2])}, x_intvty",
                 params={"dates": group}).to_arrow_table().cast(points.schema)]), targets)
             replace_partitions(conn, "trends", fresh, group, key_column=_DAY)
             fresh_rows += fresh.num_rows
             del fresh
-        if moved_groups is not None and moved_groups.num_rows:
-            try:
-                conn.execute(f"delete from trends t using _moved_groups g where list_contains($dates, "
-                             f"strftime(t.run_date, '%Y-%m-%d')) and {same_group.format(row='t')}", {"dates": older})
-                for group in date_groups(conn, TREND_POINTS_TABLE, older, TRENDS_READ_POINTS, key_column=_DAY):
-                    fresh = trends_at_targets(merge_trend_frontiers([conn.sql(
-                        f"select p.* from {TREND_POINTS_TABLE} p semi join _moved_groups g on "
-                        f"{same_group.format(row='p')} where list_contains($dates, strftime(p.run_date, '%Y-%m-%d')) "
-                        f"order by {order}, x_intvty", params={"dates": group}).to_arrow_table()
-                        .cast(points.schema)]), targets)
-                    conn.register("_moved_rows", fresh)
-                    conn.table("_moved_rows").insert_into("trends")
-                    conn.unregister("_moved_rows")
-                    fresh_rows += fresh.num_rows
-                    del fresh
-            finally:
-                conn.unregister("_moved_groups")
-        reread = sorted(set(whole) | set(older))
         write_table(conn, TREND_TARGETS_TABLE, targets)
         emptied = conn.execute(f"delete from trends where {_DAY} not in "
                                f"(select run_date_partition from run_metrics) returning {_DAY}").fetchall()
@@ -207,23 +171,14 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
     keep_openable(folder, TREND_SCHEMA)
     paths.publish_unless_later(context, warehouse)
     folder = paths.published(context, folder)
-    why = ("no stored targets: every group" if stored is None else "targets unchanged" if stored.equals(targets)
-           else f"targets moved: {moved_groups.num_rows if moved_groups is not None else 0} groups on every date")
+    why = "targets unchanged" if not moved else "no stored targets" if stored is None else "targets moved"
     context.log.info(f"trends: {fresh_rows} (group, date, target) rows for {len(reread)} dates ({why}) -> {folder}")
     return dg.MaterializeResult(metadata={
         **table_metadata(first if first is not None else TREND_SCHEMA.empty_table(), path=folder, mart="trends",
                          preview_columns=["run_date", "hw", "framework", "precision", "spec_decoding",
                                           "target_intvty", "in_range", "tput_per_gpu"]),
         "dagster/row_count": rows, "comparison_targets": targets.num_rows, "dates_read_again": len(reread),
-        "groups_read_again_on_every_date": moved_groups.num_rows if moved_groups is not None else 0,
         "rows_in_range_in_these_dates": in_range})
-
-
-def _groups_read_at(conn: duckdb.DuckDBPyConnection, targets: pa.Table) -> pa.Table:
-    """The (price book, frontier group) keys (``price_book`` and the ``GROUP_KEYS``) of the stored trend frontiers
-    that the trend mart reads at one or more of ``targets`` (``groups_reading``)."""
-    keys = conn.sql(f"select distinct price_book, {', '.join(GROUP_KEYS)} from {TREND_POINTS_TABLE}").to_arrow_table()
-    return keys.filter(pa.array(groups_reading(keys, targets), pa.bool_()))
 
 
 def _comparison_targets(conn: duckdb.DuckDBPyConnection, tables: set[str]) -> pa.Table:
