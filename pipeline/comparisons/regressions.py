@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -226,15 +227,73 @@ def robust_noise(x: np.ndarray) -> float:
 
 def change_points(x: np.ndarray, noise: float, min_size: int, penalty: float) -> list[int]:
     """Candidate change points of ``x`` (float64, shape (n,)): the index of the first point of every segment
-    after the first, by ``ruptures.Binseg`` (L2 cost: shifts of the mean) with penalty ``penalty × noise² ×
-    ln n`` and segments of at least ``min_size`` points. [] for a series shorter than 2 × ``min_size``."""
+    after the first, by ``ruptures.Binseg`` (L2 cost: shifts of the mean, ``cumulative_l2_cost``: ruptures'
+    ``CostL2`` from prefix sums) with penalty ``penalty × noise² × ln n`` and segments of at least ``min_size``
+    points. [] for a series shorter than 2 × ``min_size``.
+
+    The cuts are ``CostL2``'s but where two cuts tie exactly in real arithmetic (an isolated failure night in a
+    flat failure-rate series, either side of it): each cost breaks such a tie by its own rounding."""
     import ruptures  # imported here: only this stage needs it, and it pulls in its compiled extensions
 
     n = x.size
     if n < 2 * min_size:
         return []
-    algo = ruptures.Binseg(model="l2", min_size=min_size, jump=1).fit(x.reshape(-1, 1))
+    algo = ruptures.Binseg(custom_cost=cumulative_l2_cost(), min_size=min_size, jump=1).fit(x.reshape(-1, 1))
     return [int(b) for b in algo.predict(pen=penalty * noise * noise * math.log(n)) if b < n]
+
+
+def cumulative_l2_cost() -> Any:
+    """A new ruptures cost (a ``ruptures.base.BaseCost``) equal to ruptures' ``CostL2`` (the segment's sum of
+    squared deviations from its mean, in the signal's units squared) whose ``error(start, end)`` is O(1): from
+    prefix sums of the signal and of its squares, Σx² − (Σx)²/m over the segment's m points.
+
+    ``CostL2`` computes ``numpy.var`` of each candidate segment anew, and ``Binseg`` asks for two segments per
+    candidate cut: O(n) per error, O(n²) per split. The prefix sums are taken of the signal minus its mean (the
+    cost does not change with a shift, and centred sums lose fewer digits to the subtraction); an error the
+    rounding makes negative is 0, as a variance is.
+
+    ``fit(signal)``: a float array of shape (n,) or (n, 1). Raises ValueError for more than one column (the
+    series here have one); ``error`` raises ruptures' ``NotEnoughPoints`` for an empty segment, as ``CostL2``.
+    """
+    return _cumulative_l2_class()()
+
+
+@functools.cache
+def _cumulative_l2_class() -> type:
+    """The class of ``cumulative_l2_cost``, defined on first use (ruptures is imported only by this stage)."""
+    from ruptures.base import BaseCost
+    from ruptures.costs import NotEnoughPoints
+
+    class CumulativeL2Cost(BaseCost):
+        """``CostL2`` from prefix sums (``cumulative_l2_cost``)."""
+
+        model = "l2"
+
+        def __init__(self) -> None:
+            self.signal = None
+            self.min_size = 1
+            self._sums: list[float] = []
+            self._squares: list[float] = []
+
+        def fit(self, signal: np.ndarray) -> "CumulativeL2Cost":
+            x = np.asarray(signal, dtype=float)
+            x = x.reshape(-1, 1) if x.ndim == 1 else x
+            if x.ndim != 2 or x.shape[1] != 1:
+                raise ValueError(f"cumulative L2 cost: a signal of one column expected, got shape {x.shape}")
+            self.signal = x
+            centred = x[:, 0] - x[:, 0].mean() if x.shape[0] else x[:, 0]
+            self._sums = [0.0, *np.cumsum(centred).tolist()]
+            self._squares = [0.0, *np.cumsum(centred * centred).tolist()]
+            return self
+
+        def error(self, start: int, end: int) -> float:
+            size = end - start
+            if size < self.min_size:
+                raise NotEnoughPoints
+            total = self._sums[end] - self._sums[start]
+            return max(self._squares[end] - self._squares[start] - total * total / size, 0.0)
+
+    return CumulativeL2Cost
 
 
 def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionSettings = DetectionSettings(),
