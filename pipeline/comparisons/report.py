@@ -254,10 +254,11 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
     books = sorted({r["price_book"] for r in comparisons})
     book = default_book if default_book in books else (books[0] if books else default_book)
     index, dates = index_runs(runs), {r.get("source_file"): r.get("run_date") for r in runs}
+    drawn: dict[int, dict[str, Any]] = {}  # a run is on the pages of every comparison of its sides: drawn once
     pages, entries = [], []
     for comparison_id, rows in sorted(by_comparison.items()):
         name = named[comparison_id]
-        data = page_data(rows, points, runs, book, f"{name}.csv", index, dates)
+        data = page_data(rows, points, runs, book, f"{name}.csv", index, dates, drawn)
         shown = sorted((r for r in rows if r["price_book"] == book), key=lambda r: (r["target_index"], r["side"]))
         page = out_dir / f"{name}.html"
         page.write_text(_comparison_page(shown, data), encoding="utf-8")
@@ -304,7 +305,8 @@ def json_script(element_id: str, data: Any) -> str:
 def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]],
               runs: Sequence[Mapping[str, Any]], default_book: str, csv_name: str,
               index: Mapping[tuple, Sequence[Mapping[str, Any]]] | None = None,
-              dates: Mapping[Any, Any] | None = None) -> dict[str, Any]:
+              dates: Mapping[Any, Any] | None = None, drawn: dict[int, dict[str, Any]] | None = None
+              ) -> dict[str, Any]:
     """What one comparison page's script reads: per price book and side the frontier (``x`` tok/s/user and every
     metric splined for that side, in point order, plus ``price_per_mtok`` = hyperscaler cost × tok/s/GPU at the
     first point, the implied-cost numerator of ``compare._evaluate``), the default targets, the labels, the raw
@@ -318,6 +320,8 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         csv_name: the download's file name.
         index: ``index_runs(runs)``, built once for every page (default: built here).
         dates: run date by ``source_file`` over ``runs``, built once for every page (default: built here).
+        drawn: the chart points of runs drawn on earlier pages, by ``id`` of the run's row (``_side_runs``),
+            shared by every page of one report (default: none kept).
     Returns:
         A JSON-ready dict (floats as the marts hold them: JSON keeps every bit).
     """
@@ -341,7 +345,7 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         "metrics": list(SPLINED_METRICS + OPTIONAL_METRICS), "sparse_ratio": SPARSE_RATIO, "books": books,
         "has_measured": any("measured_tok_s_per_mw" in s["metrics"] for b in books.values()
                             for s in b["sides"].values()),
-        "runs": {k: _side_runs(first[k], runs, index) for k in ("a", "b")}, "colors": list(SIDE_COLORS),
+        "runs": {k: _side_runs(first[k], runs, index, drawn) for k in ("a", "b")}, "colors": list(SIDE_COLORS),
         "x_label": x_axis_label(first["a"].get("x_intvty_stat"), agentic),
         "csv_columns": list(CSV_COLUMNS), "csv_name": csv_name,
         "band_display": [first["a"]["band_display_min"], first["a"]["band_display_max"]], "tie_ratio": TIE_RATIO,
@@ -413,24 +417,34 @@ def index_runs(runs: Sequence[Mapping[str, Any]]) -> dict[tuple, list[Mapping[st
 
 
 def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
-               index: Mapping[tuple, Sequence[Mapping[str, Any]]] | None = None) -> list[dict[str, Any]]:
+               index: Mapping[tuple, Sequence[Mapping[str, Any]]] | None = None,
+               drawn: dict[int, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The raw runs of a comparison side as chart points: x (``x_intvty``), y (``tput_per_gpu``), file, date,
     configuration (runs left off the frontiers for off-nominal lengths say so). ``index`` (``index_runs(runs)``)
-    narrows the search to the side's fixed keys; the result is the same."""
+    narrows the search to the side's fixed keys; ``drawn`` keeps each run's point by ``id`` of its row, so a run
+    on many pages is drawn once (the caller keeps the rows alive while it holds ``drawn``, and must not change a
+    point); the result is the same."""
     side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
                 row["framework"], row["benchmark_type"])
+    belongs = side.matches
     if index is not None:
-        runs = index.get(side.fixed_key, ())
+        runs, belongs = index.get(side.fixed_key, ()), side.matches_pooled_keys  # the group holds the fixed key
+    stat = row.get("x_intvty_stat")
     out = []
     for r in runs:
-        if not side.matches(r) or r["x_intvty"] is None or r["tput_per_gpu"] is None:
+        if not belongs(r) or r["x_intvty"] is None or r["tput_per_gpu"] is None:
             continue
-        if row.get("x_intvty_stat") and r.get("x_intvty_stat") and r["x_intvty_stat"] != row["x_intvty_stat"]:
+        if stat and r.get("x_intvty_stat") and r["x_intvty_stat"] != stat:
             continue  # a run whose x_intvty is another statistic than the frontier's is not drawn on its axis
-        config = _point_config(r) + (" · left off the frontier (lengths off nominal)"
-                                     if r.get("length_off_nominal") else "")
-        out.append({"x": float(r["x_intvty"]), "y": float(r["tput_per_gpu"]), "file": r.get("source_file"),
-                    "date": _date(r.get("run_date")), "config": config})
+        point = None if drawn is None else drawn.get(id(r))
+        if point is None:
+            config = _point_config(r) + (" · left off the frontier (lengths off nominal)"
+                                         if r.get("length_off_nominal") else "")
+            point = {"x": float(r["x_intvty"]), "y": float(r["tput_per_gpu"]), "file": r.get("source_file"),
+                     "date": _date(r.get("run_date")), "config": config}
+            if drawn is not None:
+                drawn[id(r)] = point
+        out.append(point)
     return out
 
 

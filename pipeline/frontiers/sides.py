@@ -62,11 +62,13 @@ class Side:
 
     def matches(self, run: Mapping[str, Any]) -> bool:
         """Whether a run (``run_metrics`` row) belongs to this side."""
-        return (
-            run_fixed_key(run) == self.fixed_key
-            and (self.spec_decoding == POOLED or run["spec_decoding"] == self.spec_decoding)
-            and (self.framework == POOLED or run["framework"] == self.framework)
-        )
+        return run_fixed_key(run) == self.fixed_key and self.matches_pooled_keys(run)
+
+    def matches_pooled_keys(self, run: Mapping[str, Any]) -> bool:
+        """Whether a run whose ``run_fixed_key`` is this side's ``fixed_key`` belongs to it: its spec decoding and
+        framework are the side's, or the side pools them (for callers that grouped the runs by fixed key)."""
+        return ((self.spec_decoding == POOLED or run["spec_decoding"] == self.spec_decoding)
+                and (self.framework == POOLED or run["framework"] == self.framework))
 
 
 @dataclass(frozen=True)
