@@ -444,6 +444,8 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     A line's points are the sweeps that were current on the dates the line ran (``current_sweeps_by_date``: on a
     date with several sweeps, the newest; a re-run attempt replaces its earlier attempts); each point is the
     mean over the sweep's runs at that concurrency (its repeats), dated the first date the sweep was current.
+    The points are column work over the runs (numpy: one group per (point, concurrency), ``repeat_stats`` for
+    the means and spreads, numpy's own bits); Python steps once per (line, date) and once per series.
 
     Args:
         runs: one row per run (no price-book duplicates) with ``LINE_INPUT_COLUMNS`` and ``metrics`` (float);
@@ -456,14 +458,15 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     table = runs.filter(pc.is_valid(runs["run_date"]))
     if table.num_rows == 0:
         return []
-    days = sorted(set(table["run_date"].to_pylist()))
-    by_day: dict[dt.date, set[str]] = {}
-    for day, line in zip(table["run_date"].to_pylist(), table["line_id"].to_pylist()):
-        by_day.setdefault(day, set()).add(line)
+    ran = table.group_by(["run_date", "line_id"]).aggregate([])  # the lines that ran on each date
+    by_day: dict[dt.date, list[str]] = {}
+    for day, line in zip(ran["run_date"].to_pylist(), ran["line_id"].to_pylist()):
+        by_day.setdefault(day, []).append(line)
+    days = sorted(by_day)
     sweep_of = table["sweep_id"].to_pylist()
     points: dict[str, list[tuple[dt.date, str, list[int]]]] = {}  # line -> [(first day, sweep, rows)]
     for day, current in current_sweeps_by_date(table.select(["run_date", "line_id", "sweep_id"]), days):
-        for line in sorted(by_day[day]):
+        for line in by_day[day]:  # each line's points are its own: the order of the lines does not matter
             if line not in current:
                 continue
             rows = current[line]
@@ -473,36 +476,106 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
                 held[-1] = (held[-1][0], sweep, rows)  # the same sweep, more of its runs visible
             else:
                 held.append((day, sweep, rows))
-    cols = {name: table[name].to_pylist() for name in (*LINE_INPUT_COLUMNS, *metrics)}
-    series: dict[tuple[str, str], Series] = {}
+    # every point as its runs: (line, first day, sweep) per point, the lines in name order, and its rows in
+    # current_sweeps_by_date's order; a row is one entry per point it is in
+    point_line: list[str] = []
+    point_day: list[dt.date] = []
+    point_sweep: list[str] = []
+    member_rows: list[int] = []
+    sizes: list[int] = []
+    line_points: list[int] = []  # per line (name order), its number of points
     for line in sorted(points):
+        line_points.append(len(points[line]))
         for day, sweep, rows in points[line]:
-            by_conc: dict[int, list[int]] = {}
-            for row in rows:
-                by_conc.setdefault(cols["conc"][row], []).append(row)
-            for conc, members in sorted(by_conc.items(), key=lambda kv: (kv[0] is None, kv[0])):
-                if conc is None:
-                    continue
-                first = members[0]
-                link = next((cols["run_url"][r] for r in members if cols["run_url"][r]), None) or cols["source_file"][first]
-                for metric in metrics:
-                    vals = [cols[metric][r] for r in members if cols[metric][r] is not None
-                            and math.isfinite(cols[metric][r])]
-                    if not vals:
-                        continue
-                    sid = f"{line}|conc={conc}"
-                    s = series.get((sid, metric))
-                    if s is None:
-                        keys = {k: cols[k][first] for k in (*SIDE_KEY, "line_id")}
-                        s = series[(sid, metric)] = Series("line", sid, {**keys, "conc": conc, "price_book": None,
-                                                                         "target_intvty": None}, metric)
-                    s.dates.append(day)
-                    s.sweeps.append(sweep)
-                    s.values.append(float(np.mean(vals)))
-                    s.repeat_sd.append(float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan"))
-                    s.repeat_n.append(len(vals))
-                    s.links.append(link)
+            point_line.append(line)
+            point_day.append(day)
+            point_sweep.append(sweep)
+            member_rows.extend(rows)
+            sizes.append(len(rows))
+    rows = np.asarray(member_rows, dtype=np.int64)
+    point = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    conc_column = table["conc"].combine_chunks()
+    has_conc = conc_column.is_valid().to_numpy(zero_copy_only=False)[rows]  # a run without a concurrency: no point
+    rows, point = rows[has_conc], point[has_conc]
+    conc = pc.cast(conc_column, pa.float64()).to_numpy(zero_copy_only=False)[rows]  # exact for any concurrency
+    # one group per (point, concurrency), the points in order and each point's concurrencies ascending; a group's
+    # runs keep their order (lexsort is stable)
+    order = np.lexsort((conc, point))
+    rows, point, conc = rows[order], point[order], conc[order]
+    new_group = np.r_[True, (point[1:] != point[:-1]) | (conc[1:] != conc[:-1])][:rows.size]
+    starts, group_of = np.flatnonzero(new_group), np.cumsum(new_group) - 1
+    first = rows[starts]
+    # each group's link: the first of its runs with a run_url, else its first run's source file
+    urls = table["run_url"].to_pylist()
+    files = table["source_file"].to_pylist()
+    with_url = np.fromiter((bool(urls[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
+    position = np.where(with_url, np.arange(rows.size), rows.size)
+    first_url = np.minimum.reduceat(position, starts) if starts.size else position
+    links = [urls[rows[u]] if u < rows.size else files[f] for u, f in zip(first_url.tolist(), first.tolist())]
+    first_rows = pa.array(first)
+    key_values = {k: table[k].take(first_rows).to_pylist() for k in (*SIDE_KEY, "line_id")}
+    conc_values = conc_column.take(first_rows).to_pylist()  # as the table holds them (the series id writes it)
+    line_of_point = np.repeat(np.arange(len(line_points), dtype=np.int64), line_points)
+    group_point, group_conc = point[starts], conc[starts]
+    series: dict[tuple[str, str], Series] = {}
+    for metric in metrics:
+        values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)[rows]
+        usable = np.isfinite(values)  # a null, NaN or infinite value is left out of its point
+        counts = np.bincount(group_of[usable], minlength=starts.size)
+        kept = np.flatnonzero(counts > 0)
+        if not kept.size:
+            continue  # no run has a value of this metric: no series
+        means, sds = repeat_stats(values[usable], counts[kept])
+        # the kept groups by series (line, concurrency), each series' points in order
+        p, c = group_point[kept], group_conc[kept]
+        order = np.lexsort((p, c, line_of_point[p]))
+        kept, p, c, means, sds, n = kept[order], p[order], c[order], means[order], sds[order], counts[kept][order]
+        edges = np.flatnonzero(np.r_[True, (line_of_point[p][1:] != line_of_point[p][:-1]) | (c[1:] != c[:-1]),
+                                     True]).tolist()
+        kept, p = kept.tolist(), p.tolist()
+        means, sds, n = means.tolist(), sds.tolist(), n.tolist()
+        for a, b in zip(edges, edges[1:]):
+            g = kept[a]
+            line_conc = conc_values[g]
+            sid = f"{point_line[p[a]]}|conc={line_conc}"
+            keys = {k: key_values[k][g] for k in (*SIDE_KEY, "line_id")}
+            series[(sid, metric)] = Series(
+                "line", sid, {**keys, "conc": line_conc, "price_book": None, "target_intvty": None}, metric,
+                dates=[point_day[i] for i in p[a:b]], sweeps=[point_sweep[i] for i in p[a:b]], values=means[a:b],
+                repeat_sd=sds[a:b], repeat_n=n[a:b], links=[links[i] for i in kept[a:b]])
     return [series[k] for k in sorted(series)]
+
+
+# numpy adds fewer than this many values one after the other from 0 (its pairwise summation starts above)
+_SEQUENTIAL_SUM = 8
+
+
+def repeat_stats(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group of consecutive ``values`` (float64; group sizes ``counts``, each ≥ 1): ``numpy.mean`` and
+    ``numpy.std(ddof=1)`` (NaN for a group of one), the same bits as those calls on each group's slice.
+
+    numpy sums fewer than ``_SEQUENTIAL_SUM`` values in order from 0, so such groups are summed here one column
+    of groups at a time (column work over the groups); a larger group, whose sum numpy splits pairwise, is
+    passed to numpy itself.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    small = counts < _SEQUENTIAL_SUM
+    sums, squares = np.zeros(counts.size), np.zeros(counts.size)
+    for k in range(int(counts[small].max(initial=0))):
+        take = np.flatnonzero(small & (counts > k))
+        sums[take] += values[starts[take] + k]
+    means = sums / counts
+    for k in range(int(counts[small].max(initial=0))):
+        take = np.flatnonzero(small & (counts > k))
+        deviation = values[starts[take] + k] - means[take]
+        squares[take] += deviation * deviation
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sds = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), np.nan)
+    for g in np.flatnonzero(~small).tolist():
+        chunk = values[starts[g]:starts[g] + counts[g]]
+        means[g], sds[g] = np.mean(chunk), np.std(chunk, ddof=1)
+    return means, sds
 
 
 def failure_runs(raw_runs: pa.Table) -> pa.Table:
