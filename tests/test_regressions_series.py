@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from pipeline.comparisons import regressions
 from pipeline.comparisons.regressions import line_series, repeat_stats
 from pipeline.validate.lines import run_lineage
 
@@ -115,3 +116,37 @@ def test_line_series_equal_the_reference_built_night_by_night(seed):
     assert any(n > 1 for s in got for n in s.repeat_n)
     assert any(sweep.startswith("gha:") for s in got for sweep in s.sweeps)
     assert any(len(s.dates) >= 5 for s in got)
+
+
+def test_frontier_series_one_point_per_date_a_shared_target_once_gaps_left_out():
+    day = [dt.date(2026, 5, d) for d in range(1, 6)]
+    group = {"model": "dsr1", "isl": 1024, "osl": 1024, "hw": "b200", "precision": "fp4", "spec_decoding": "mtp",
+             "framework": "sglang", "benchmark_type": "fixed_seq", "x_intvty_stat": "median"}
+
+    def row(book, when, target, comparison, tput, cost=1.0, **other):
+        return {**group, **other, "price_book": book, "run_date": when, "target_intvty": target,
+                "comparison_id": comparison, "tput_per_gpu": tput, "cost_per_mtok_hyperscaler": cost}
+
+    rows = [  # out of date order, as a table may hold them
+        row("seed", day[2], 50.0, "c1", 900.0), row("seed", day[0], 50.0, "c1", 1000.0),
+        row("seed", day[0], 50.0, "c2", 1000.0),  # c2 shares the target: one point
+        row("seed", day[1], 50.0, "c1", None, cost=None),  # no value that day: a gap
+        row("seed", day[3], 50.0, "c1", math.inf), row("seed", day[3], 50.0, "c2", math.nan),
+        row("seed", day[4], 50.0, "c1", 800.0),
+        row("seed", None, 50.0, "c1", 1.0),  # undated: no place on the axis
+        row("other", day[0], 50.0, "c1", 2000.0), row("seed", day[0], 37.5, "c3", 1100.0),
+        row("seed", day[1], 50.0, "c1", 950.0, hw="h200"),
+    ]
+    table = pa.Table.from_pylist(rows)
+    got = {(s.series_id, s.metric): s for s in regressions.frontier_series(table, ["tput_per_gpu"])}
+    sid = "seed|dsr1|1024|1024|b200|fp4|mtp|sglang|fixed_seq|median|at=50"
+    assert sorted(got) == sorted([(sid, "tput_per_gpu"), (sid.replace("at=50", "at=37.5"), "tput_per_gpu"),
+                                  (sid.replace("seed|", "other|"), "tput_per_gpu"),
+                                  (sid.replace("b200", "h200"), "tput_per_gpu")])
+    s = got[(sid, "tput_per_gpu")]
+    assert s.dates == [day[0], day[2], day[4]] and s.values == [1000.0, 900.0, 800.0]
+    assert s.sweeps == [d.isoformat() for d in s.dates] and s.repeat_n == [1, 1, 1] and s.links == [None] * 3
+    assert s.keys == {**{k: v for k, v in group.items() if k != "x_intvty_stat"}, "line_id": None, "conc": None,
+                      "price_book": "seed", "target_intvty": 50.0}
+    assert [x.series_id for x in regressions.frontier_series(table, ["tput_per_gpu"])] == sorted(
+        x for x, _ in got)

@@ -48,7 +48,7 @@ from pipeline.comparisons.trends import GROUP_FIELDS
 from pipeline.io.columns import SIDE_KEY
 from pipeline.io.opener import open_text
 from pipeline.io.paths import reference_dir
-from pipeline.validate.lines import current_sweeps_by_date, line_and_sweep_ids
+from pipeline.validate.lines import current_sweeps_by_date, first_rows, line_and_sweep_ids, row_codes
 
 SERIES_KINDS = ("line", "frontier")
 LINE_METRICS = ("tput_per_gpu", "median_tpot_s", "p99_ttft_s", "failure_rate")
@@ -601,37 +601,52 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     target two comparisons of the group share (trend rows alike but for ``comparison_id``) is one series.
 
     Args:
-        trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``).
-        metrics: columns of ``trends`` to build series of.
+        trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``); undated rows are left out.
+        metrics: columns of ``trends`` to build series of (float; null, NaN and infinite values are gaps).
+    Returns:
+        Series sorted by series id, then metric. Column work (numpy groups per series, a stable lexsort by
+        target, date and table order); Python writes each series id once and each series' lists once.
     """
     metrics = list(metrics)
-    rows = sorted(trends.to_pylist(), key=lambda r: (r["price_book"], *(str(r[k]) for k in FRONTIER_GROUP),
-                                                     r["target_intvty"], r["run_date"]))
-    series: dict[tuple[str, str], Series] = {}
-    for row in rows:
-        if row["run_date"] is None:
-            continue
-        group = "|".join(str(row[k]) for k in FRONTIER_GROUP)
-        sid = f"{row['price_book']}|{group}|at={row['target_intvty']:g}"
-        for metric in metrics:
-            value = row.get(metric)
-            if value is None or not math.isfinite(value):
-                continue
-            s = series.get((sid, metric))
-            if s is not None and s.dates[-1] == row["run_date"]:
-                continue  # the same target of another comparison of the group: the same value, one point
-            if s is None:
-                keys = {k: row[k] for k in SIDE_KEY}
-                s = series[(sid, metric)] = Series("frontier", sid, {**keys, "line_id": None, "conc": None,
-                                                                     "price_book": row["price_book"],
-                                                                     "target_intvty": row["target_intvty"]}, metric)
-            s.dates.append(row["run_date"])
-            s.sweeps.append(row["run_date"].isoformat())
-            s.values.append(float(value))
-            s.repeat_sd.append(float("nan"))
-            s.repeat_n.append(1)
-            s.links.append(None)
-    return [series[k] for k in sorted(series)]
+    table = trends.filter(pc.is_valid(trends["run_date"]))
+    if table.num_rows == 0:
+        return []
+    # the series of each row: its id text, written once per distinct (price book, group, target)
+    code = row_codes(table, ("price_book", *FRONTIER_GROUP, "target_intvty"))
+    firsts = first_rows(code, int(code.max()) + 1)
+    named = table.select(["price_book", *FRONTIER_GROUP, "target_intvty"]).take(pa.array(firsts)).to_pylist()
+    sids = [f"{r['price_book']}|{'|'.join(str(r[k]) for k in FRONTIER_GROUP)}|at={r['target_intvty']:g}"
+            for r in named]
+    sid_index: dict[str, int] = {}
+    of_code = np.array([sid_index.setdefault(sid, len(sid_index)) for sid in sids], dtype=np.int64)
+    sid_names = list(sid_index)
+    series_of = of_code[code]
+    # each series' rows by target, then date (a series id may hold targets its text rounds alike), then table order
+    day = pc.cast(table["run_date"], pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False)
+    target = pc.cast(table["target_intvty"], pa.float64()).to_numpy(zero_copy_only=False)
+    order = np.lexsort((np.arange(table.num_rows), day, target, series_of))
+    dates = table["run_date"].to_pylist()
+    key_columns = {k: table[k].to_pylist() for k in (*SIDE_KEY, "price_book", "target_intvty")}
+    out: dict[tuple[str, str], Series] = {}
+    for metric in metrics:
+        values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)
+        rows = order[np.isfinite(values[order])]  # a date without a value is a gap, not a point
+        # the same target of another comparison of the group on the same date: the same value, one point
+        keep = np.r_[True, (series_of[rows][1:] != series_of[rows][:-1]) | (day[rows][1:] != day[rows][:-1])]
+        rows = rows[keep[:rows.size]]
+        edges = np.flatnonzero(np.r_[True, series_of[rows][1:] != series_of[rows][:-1], True]).tolist()
+        row_list, value_list = rows.tolist(), values[rows].tolist()
+        for a, b in zip(edges, edges[1:]):
+            first = row_list[a]
+            sid = sid_names[series_of[first]]
+            point_dates = [dates[r] for r in row_list[a:b]]
+            out[(sid, metric)] = Series(
+                "frontier", sid, {**{k: key_columns[k][first] for k in SIDE_KEY}, "line_id": None, "conc": None,
+                                  "price_book": key_columns["price_book"][first],
+                                  "target_intvty": key_columns["target_intvty"][first]}, metric,
+                dates=point_dates, sweeps=[d.isoformat() for d in point_dates], values=value_list[a:b],
+                repeat_sd=[math.nan] * (b - a), repeat_n=[1] * (b - a), links=[None] * (b - a))
+    return [out[k] for k in sorted(out)]
 
 
 def detect(series: Iterable[Series], rules: Mapping[tuple[str, str], MetricRule],
