@@ -16,7 +16,7 @@ from pipeline.comparisons.regressions import change_points, cumulative_l2_cost, 
 def _series(rng: np.random.Generator, kind: str) -> np.ndarray:
     """One random nightly series: 0–4 steps of N(0, 0.3) at random nights plus noise, at the levels the search
     sees (log of a few thousand tok/s/GPU, seconds, absolute failure rates, a level far from zero)."""
-    n = int(rng.integers(5, 150))
+    n = int(rng.integers(5, 100))
     steps = np.zeros(n)
     for _ in range(int(rng.integers(0, 5))):
         steps[int(rng.integers(1, n)):] += rng.normal(0.0, 0.3)
@@ -41,7 +41,7 @@ def _cuts(x: np.ndarray, cost: BaseCost | None, min_size: int = 2, penalty: floa
 def test_the_same_change_points_as_ruptures_costl2_on_seeded_random_series(kind):
     rng = np.random.default_rng(20261127)
     cut_somewhere = 0
-    for _ in range(300):
+    for _ in range(200):
         x = _series(rng, kind)
         for min_size, penalty in ((2, 4.0), (2, 1.0), (3, 4.0)):
             if x.size < 2 * min_size:
@@ -49,7 +49,7 @@ def test_the_same_change_points_as_ruptures_costl2_on_seeded_random_series(kind)
             reference = _cuts(x, None, min_size, penalty)
             assert _cuts(x, cumulative_l2_cost(), min_size, penalty) == reference, (kind, x.tolist())
             cut_somewhere += len(reference) > 1
-    assert cut_somewhere > 300  # the series do have change points to agree on, not only none
+    assert cut_somewhere > 200  # the series do have change points to agree on, not only none
 
 
 def test_every_segment_s_error_is_costl2_s():
