@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ from pipeline.comparisons.trends import GROUP_FIELDS
 from pipeline.io.columns import SIDE_KEY
 from pipeline.io.opener import open_text
 from pipeline.io.paths import reference_dir
-from pipeline.validate.lines import current_sweeps_by_date, line_and_sweep_ids
+from pipeline.validate.lines import current_sweeps_by_date, first_rows, line_and_sweep_ids, row_codes
 
 SERIES_KINDS = ("line", "frontier")
 LINE_METRICS = ("tput_per_gpu", "median_tpot_s", "p99_ttft_s", "failure_rate")
@@ -226,15 +227,73 @@ def robust_noise(x: np.ndarray) -> float:
 
 def change_points(x: np.ndarray, noise: float, min_size: int, penalty: float) -> list[int]:
     """Candidate change points of ``x`` (float64, shape (n,)): the index of the first point of every segment
-    after the first, by ``ruptures.Binseg`` (L2 cost: shifts of the mean) with penalty ``penalty × noise² ×
-    ln n`` and segments of at least ``min_size`` points. [] for a series shorter than 2 × ``min_size``."""
+    after the first, by ``ruptures.Binseg`` (L2 cost: shifts of the mean, ``cumulative_l2_cost``: ruptures'
+    ``CostL2`` from prefix sums) with penalty ``penalty × noise² × ln n`` and segments of at least ``min_size``
+    points. [] for a series shorter than 2 × ``min_size``.
+
+    The cuts are ``CostL2``'s but where two cuts tie exactly in real arithmetic (an isolated failure night in a
+    flat failure-rate series, either side of it): each cost breaks such a tie by its own rounding."""
     import ruptures  # imported here: only this stage needs it, and it pulls in its compiled extensions
 
     n = x.size
     if n < 2 * min_size:
         return []
-    algo = ruptures.Binseg(model="l2", min_size=min_size, jump=1).fit(x.reshape(-1, 1))
+    algo = ruptures.Binseg(custom_cost=cumulative_l2_cost(), min_size=min_size, jump=1).fit(x.reshape(-1, 1))
     return [int(b) for b in algo.predict(pen=penalty * noise * noise * math.log(n)) if b < n]
+
+
+def cumulative_l2_cost() -> Any:
+    """A new ruptures cost (a ``ruptures.base.BaseCost``) equal to ruptures' ``CostL2`` (the segment's sum of
+    squared deviations from its mean, in the signal's units squared) whose ``error(start, end)`` is O(1): from
+    prefix sums of the signal and of its squares, Σx² − (Σx)²/m over the segment's m points.
+
+    ``CostL2`` computes ``numpy.var`` of each candidate segment anew, and ``Binseg`` asks for two segments per
+    candidate cut: O(n) per error, O(n²) per split. The prefix sums are taken of the signal minus its mean (the
+    cost does not change with a shift, and centred sums lose fewer digits to the subtraction); an error the
+    rounding makes negative is 0, as a variance is.
+
+    ``fit(signal)``: a float array of shape (n,) or (n, 1). Raises ValueError for more than one column (the
+    series here have one); ``error`` raises ruptures' ``NotEnoughPoints`` for an empty segment, as ``CostL2``.
+    """
+    return _cumulative_l2_class()()
+
+
+@functools.cache
+def _cumulative_l2_class() -> type:
+    """The class of ``cumulative_l2_cost``, defined on first use (ruptures is imported only by this stage)."""
+    from ruptures.base import BaseCost
+    from ruptures.costs import NotEnoughPoints
+
+    class CumulativeL2Cost(BaseCost):
+        """``CostL2`` from prefix sums (``cumulative_l2_cost``)."""
+
+        model = "l2"
+
+        def __init__(self) -> None:
+            self.signal = None
+            self.min_size = 1
+            self._sums: list[float] = []
+            self._squares: list[float] = []
+
+        def fit(self, signal: np.ndarray) -> "CumulativeL2Cost":
+            x = np.asarray(signal, dtype=float)
+            x = x.reshape(-1, 1) if x.ndim == 1 else x
+            if x.ndim != 2 or x.shape[1] != 1:
+                raise ValueError(f"cumulative L2 cost: a signal of one column expected, got shape {x.shape}")
+            self.signal = x
+            centred = x[:, 0] - x[:, 0].mean() if x.shape[0] else x[:, 0]
+            self._sums = [0.0, *np.cumsum(centred).tolist()]
+            self._squares = [0.0, *np.cumsum(centred * centred).tolist()]
+            return self
+
+        def error(self, start: int, end: int) -> float:
+            size = end - start
+            if size < self.min_size:
+                raise NotEnoughPoints
+            total = self._sums[end] - self._sums[start]
+            return max(self._squares[end] - self._squares[start] - total * total / size, 0.0)
+
+    return CumulativeL2Cost
 
 
 def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionSettings = DetectionSettings(),
@@ -385,6 +444,8 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     A line's points are the sweeps that were current on the dates the line ran (``current_sweeps_by_date``: on a
     date with several sweeps, the newest; a re-run attempt replaces its earlier attempts); each point is the
     mean over the sweep's runs at that concurrency (its repeats), dated the first date the sweep was current.
+    The points are column work over the runs (numpy: one group per (point, concurrency), ``repeat_stats`` for
+    the means and spreads, numpy's own bits); Python steps once per (line, date) and once per series.
 
     Args:
         runs: one row per run (no price-book duplicates) with ``LINE_INPUT_COLUMNS`` and ``metrics`` (float);
@@ -397,14 +458,15 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     table = runs.filter(pc.is_valid(runs["run_date"]))
     if table.num_rows == 0:
         return []
-    days = sorted(set(table["run_date"].to_pylist()))
-    by_day: dict[dt.date, set[str]] = {}
-    for day, line in zip(table["run_date"].to_pylist(), table["line_id"].to_pylist()):
-        by_day.setdefault(day, set()).add(line)
+    ran = table.group_by(["run_date", "line_id"]).aggregate([])  # the lines that ran on each date
+    by_day: dict[dt.date, list[str]] = {}
+    for day, line in zip(ran["run_date"].to_pylist(), ran["line_id"].to_pylist()):
+        by_day.setdefault(day, []).append(line)
+    days = sorted(by_day)
     sweep_of = table["sweep_id"].to_pylist()
     points: dict[str, list[tuple[dt.date, str, list[int]]]] = {}  # line -> [(first day, sweep, rows)]
     for day, current in current_sweeps_by_date(table.select(["run_date", "line_id", "sweep_id"]), days):
-        for line in sorted(by_day[day]):
+        for line in by_day[day]:  # each line's points are its own: the order of the lines does not matter
             if line not in current:
                 continue
             rows = current[line]
@@ -414,36 +476,106 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
                 held[-1] = (held[-1][0], sweep, rows)  # the same sweep, more of its runs visible
             else:
                 held.append((day, sweep, rows))
-    cols = {name: table[name].to_pylist() for name in (*LINE_INPUT_COLUMNS, *metrics)}
-    series: dict[tuple[str, str], Series] = {}
+    # every point as its runs: (line, first day, sweep) per point, the lines in name order, and its rows in
+    # current_sweeps_by_date's order; a row is one entry per point it is in
+    point_line: list[str] = []
+    point_day: list[dt.date] = []
+    point_sweep: list[str] = []
+    member_rows: list[int] = []
+    sizes: list[int] = []
+    line_points: list[int] = []  # per line (name order), its number of points
     for line in sorted(points):
+        line_points.append(len(points[line]))
         for day, sweep, rows in points[line]:
-            by_conc: dict[int, list[int]] = {}
-            for row in rows:
-                by_conc.setdefault(cols["conc"][row], []).append(row)
-            for conc, members in sorted(by_conc.items(), key=lambda kv: (kv[0] is None, kv[0])):
-                if conc is None:
-                    continue
-                first = members[0]
-                link = next((cols["run_url"][r] for r in members if cols["run_url"][r]), None) or cols["source_file"][first]
-                for metric in metrics:
-                    vals = [cols[metric][r] for r in members if cols[metric][r] is not None
-                            and math.isfinite(cols[metric][r])]
-                    if not vals:
-                        continue
-                    sid = f"{line}|conc={conc}"
-                    s = series.get((sid, metric))
-                    if s is None:
-                        keys = {k: cols[k][first] for k in (*SIDE_KEY, "line_id")}
-                        s = series[(sid, metric)] = Series("line", sid, {**keys, "conc": conc, "price_book": None,
-                                                                         "target_intvty": None}, metric)
-                    s.dates.append(day)
-                    s.sweeps.append(sweep)
-                    s.values.append(float(np.mean(vals)))
-                    s.repeat_sd.append(float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan"))
-                    s.repeat_n.append(len(vals))
-                    s.links.append(link)
+            point_line.append(line)
+            point_day.append(day)
+            point_sweep.append(sweep)
+            member_rows.extend(rows)
+            sizes.append(len(rows))
+    rows = np.asarray(member_rows, dtype=np.int64)
+    point = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    conc_column = table["conc"].combine_chunks()
+    has_conc = conc_column.is_valid().to_numpy(zero_copy_only=False)[rows]  # a run without a concurrency: no point
+    rows, point = rows[has_conc], point[has_conc]
+    conc = pc.cast(conc_column, pa.float64()).to_numpy(zero_copy_only=False)[rows]  # exact for any concurrency
+    # one group per (point, concurrency), the points in order and each point's concurrencies ascending; a group's
+    # runs keep their order (lexsort is stable)
+    order = np.lexsort((conc, point))
+    rows, point, conc = rows[order], point[order], conc[order]
+    new_group = np.r_[True, (point[1:] != point[:-1]) | (conc[1:] != conc[:-1])][:rows.size]
+    starts, group_of = np.flatnonzero(new_group), np.cumsum(new_group) - 1
+    first = rows[starts]
+    # each group's link: the first of its runs with a run_url, else its first run's source file
+    urls = table["run_url"].to_pylist()
+    files = table["source_file"].to_pylist()
+    with_url = np.fromiter((bool(urls[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
+    position = np.where(with_url, np.arange(rows.size), rows.size)
+    first_url = np.minimum.reduceat(position, starts) if starts.size else position
+    links = [urls[rows[u]] if u < rows.size else files[f] for u, f in zip(first_url.tolist(), first.tolist())]
+    first_rows = pa.array(first)
+    key_values = {k: table[k].take(first_rows).to_pylist() for k in (*SIDE_KEY, "line_id")}
+    conc_values = conc_column.take(first_rows).to_pylist()  # as the table holds them (the series id writes it)
+    line_of_point = np.repeat(np.arange(len(line_points), dtype=np.int64), line_points)
+    group_point, group_conc = point[starts], conc[starts]
+    series: dict[tuple[str, str], Series] = {}
+    for metric in metrics:
+        values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)[rows]
+        usable = np.isfinite(values)  # a null, NaN or infinite value is left out of its point
+        counts = np.bincount(group_of[usable], minlength=starts.size)
+        kept = np.flatnonzero(counts > 0)
+        if not kept.size:
+            continue  # no run has a value of this metric: no series
+        means, sds = repeat_stats(values[usable], counts[kept])
+        # the kept groups by series (line, concurrency), each series' points in order
+        p, c = group_point[kept], group_conc[kept]
+        order = np.lexsort((p, c, line_of_point[p]))
+        kept, p, c, means, sds, n = kept[order], p[order], c[order], means[order], sds[order], counts[kept][order]
+        edges = np.flatnonzero(np.r_[True, (line_of_point[p][1:] != line_of_point[p][:-1]) | (c[1:] != c[:-1]),
+                                     True]).tolist()
+        kept, p = kept.tolist(), p.tolist()
+        means, sds, n = means.tolist(), sds.tolist(), n.tolist()
+        for a, b in zip(edges, edges[1:]):
+            g = kept[a]
+            line_conc = conc_values[g]
+            sid = f"{point_line[p[a]]}|conc={line_conc}"
+            keys = {k: key_values[k][g] for k in (*SIDE_KEY, "line_id")}
+            series[(sid, metric)] = Series(
+                "line", sid, {**keys, "conc": line_conc, "price_book": None, "target_intvty": None}, metric,
+                dates=[point_day[i] for i in p[a:b]], sweeps=[point_sweep[i] for i in p[a:b]], values=means[a:b],
+                repeat_sd=sds[a:b], repeat_n=n[a:b], links=[links[i] for i in kept[a:b]])
     return [series[k] for k in sorted(series)]
+
+
+# numpy adds fewer than this many values one after the other from 0 (its pairwise summation starts above)
+_SEQUENTIAL_SUM = 8
+
+
+def repeat_stats(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group of consecutive ``values`` (float64; group sizes ``counts``, each ≥ 1): ``numpy.mean`` and
+    ``numpy.std(ddof=1)`` (NaN for a group of one), the same bits as those calls on each group's slice.
+
+    numpy sums fewer than ``_SEQUENTIAL_SUM`` values in order from 0, so such groups are summed here one column
+    of groups at a time (column work over the groups); a larger group, whose sum numpy splits pairwise, is
+    passed to numpy itself.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    small = counts < _SEQUENTIAL_SUM
+    sums, squares = np.zeros(counts.size), np.zeros(counts.size)
+    for k in range(int(counts[small].max(initial=0))):
+        take = np.flatnonzero(small & (counts > k))
+        sums[take] += values[starts[take] + k]
+    means = sums / counts
+    for k in range(int(counts[small].max(initial=0))):
+        take = np.flatnonzero(small & (counts > k))
+        deviation = values[starts[take] + k] - means[take]
+        squares[take] += deviation * deviation
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sds = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), np.nan)
+    for g in np.flatnonzero(~small).tolist():
+        chunk = values[starts[g]:starts[g] + counts[g]]
+        means[g], sds[g] = np.mean(chunk), np.std(chunk, ddof=1)
+    return means, sds
 
 
 def failure_runs(raw_runs: pa.Table) -> pa.Table:
@@ -469,37 +601,52 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     target two comparisons of the group share (trend rows alike but for ``comparison_id``) is one series.
 
     Args:
-        trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``).
-        metrics: columns of ``trends`` to build series of.
+        trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``); undated rows are left out.
+        metrics: columns of ``trends`` to build series of (float; null, NaN and infinite values are gaps).
+    Returns:
+        Series sorted by series id, then metric. Column work (numpy groups per series, a stable lexsort by
+        target, date and table order); Python writes each series id once and each series' lists once.
     """
     metrics = list(metrics)
-    rows = sorted(trends.to_pylist(), key=lambda r: (r["price_book"], *(str(r[k]) for k in FRONTIER_GROUP),
-                                                     r["target_intvty"], r["run_date"]))
-    series: dict[tuple[str, str], Series] = {}
-    for row in rows:
-        if row["run_date"] is None:
-            continue
-        group = "|".join(str(row[k]) for k in FRONTIER_GROUP)
-        sid = f"{row['price_book']}|{group}|at={row['target_intvty']:g}"
-        for metric in metrics:
-            value = row.get(metric)
-            if value is None or not math.isfinite(value):
-                continue
-            s = series.get((sid, metric))
-            if s is not None and s.dates[-1] == row["run_date"]:
-                continue  # the same target of another comparison of the group: the same value, one point
-            if s is None:
-                keys = {k: row[k] for k in SIDE_KEY}
-                s = series[(sid, metric)] = Series("frontier", sid, {**keys, "line_id": None, "conc": None,
-                                                                     "price_book": row["price_book"],
-                                                                     "target_intvty": row["target_intvty"]}, metric)
-            s.dates.append(row["run_date"])
-            s.sweeps.append(row["run_date"].isoformat())
-            s.values.append(float(value))
-            s.repeat_sd.append(float("nan"))
-            s.repeat_n.append(1)
-            s.links.append(None)
-    return [series[k] for k in sorted(series)]
+    table = trends.filter(pc.is_valid(trends["run_date"]))
+    if table.num_rows == 0:
+        return []
+    # the series of each row: its id text, written once per distinct (price book, group, target)
+    code = row_codes(table, ("price_book", *FRONTIER_GROUP, "target_intvty"))
+    firsts = first_rows(code, int(code.max()) + 1)
+    named = table.select(["price_book", *FRONTIER_GROUP, "target_intvty"]).take(pa.array(firsts)).to_pylist()
+    sids = [f"{r['price_book']}|{'|'.join(str(r[k]) for k in FRONTIER_GROUP)}|at={r['target_intvty']:g}"
+            for r in named]
+    sid_index: dict[str, int] = {}
+    of_code = np.array([sid_index.setdefault(sid, len(sid_index)) for sid in sids], dtype=np.int64)
+    sid_names = list(sid_index)
+    series_of = of_code[code]
+    # each series' rows by target, then date (a series id may hold targets its text rounds alike), then table order
+    day = pc.cast(table["run_date"], pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False)
+    target = pc.cast(table["target_intvty"], pa.float64()).to_numpy(zero_copy_only=False)
+    order = np.lexsort((np.arange(table.num_rows), day, target, series_of))
+    dates = table["run_date"].to_pylist()
+    key_columns = {k: table[k].to_pylist() for k in (*SIDE_KEY, "price_book", "target_intvty")}
+    out: dict[tuple[str, str], Series] = {}
+    for metric in metrics:
+        values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)
+        rows = order[np.isfinite(values[order])]  # a date without a value is a gap, not a point
+        # the same target of another comparison of the group on the same date: the same value, one point
+        keep = np.r_[True, (series_of[rows][1:] != series_of[rows][:-1]) | (day[rows][1:] != day[rows][:-1])]
+        rows = rows[keep[:rows.size]]
+        edges = np.flatnonzero(np.r_[True, series_of[rows][1:] != series_of[rows][:-1], True]).tolist()
+        row_list, value_list = rows.tolist(), values[rows].tolist()
+        for a, b in zip(edges, edges[1:]):
+            first = row_list[a]
+            sid = sid_names[series_of[first]]
+            point_dates = [dates[r] for r in row_list[a:b]]
+            out[(sid, metric)] = Series(
+                "frontier", sid, {**{k: key_columns[k][first] for k in SIDE_KEY}, "line_id": None, "conc": None,
+                                  "price_book": key_columns["price_book"][first],
+                                  "target_intvty": key_columns["target_intvty"][first]}, metric,
+                dates=point_dates, sweeps=[d.isoformat() for d in point_dates], values=value_list[a:b],
+                repeat_sd=[math.nan] * (b - a), repeat_n=[1] * (b - a), links=[None] * (b - a))
+    return [out[k] for k in sorted(out)]
 
 
 def detect(series: Iterable[Series], rules: Mapping[tuple[str, str], MetricRule],

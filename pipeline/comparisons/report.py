@@ -254,13 +254,20 @@ def build_report(comparisons: Sequence[Mapping[str, Any]], frontiers: Sequence[M
     books = sorted({r["price_book"] for r in comparisons})
     book = default_book if default_book in books else (books[0] if books else default_book)
     index, dates = index_runs(runs), {r.get("source_file"): r.get("run_date") for r in runs}
+    # a side is on the pages of every comparison holding it: its runs are drawn, and written as JSON, once
+    drawn: dict[Any, Any] = {}
+    encoded: dict[int, str] = {}  # id of a side's run list (kept alive by drawn) -> its JSON text
     pages, entries = [], []
     for comparison_id, rows in sorted(by_comparison.items()):
         name = named[comparison_id]
-        data = page_data(rows, points, runs, book, f"{name}.csv", index, dates)
+        data = page_data(rows, points, runs, book, f"{name}.csv", index, dates, drawn)
+        for side_runs in data["runs"].values():
+            if id(side_runs) not in encoded:
+                encoded[id(side_runs)] = json_text(side_runs)
+        runs_text = "{" + ",".join(f"{json_text(k)}:{encoded[id(v)]}" for k, v in data["runs"].items()) + "}"
         shown = sorted((r for r in rows if r["price_book"] == book), key=lambda r: (r["target_index"], r["side"]))
         page = out_dir / f"{name}.html"
-        page.write_text(_comparison_page(shown, data), encoding="utf-8")
+        page.write_text(_comparison_page(shown, data, {"runs": runs_text}), encoding="utf-8")
         pages.append(page)
         entries.append((name, shown))
     if explorer is not None:
@@ -292,11 +299,25 @@ def page_names(by_comparison: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict
     return names
 
 
-def json_script(element_id: str, data: Any) -> str:
-    """``data`` as a ``<script type="application/json">`` element: JSON with ``<``, ``>`` and ``&`` written as
-    ``\\u003c``/``\\u003e``/``\\u0026``, so no value (a label holding ``</script>``) can end the element or open a
-    comment; NaN and infinities are refused (``ValueError``), as JSON has none."""
-    text = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+def json_text(data: Any) -> str:
+    """``data`` as the compact JSON the pages embed (no spaces, UTF-8 text as is); NaN and infinities are refused
+    (``ValueError``), as JSON has none."""
+    return json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+
+
+def json_script(element_id: str, data: Any, encoded: Mapping[str, str] | None = None) -> str:
+    """``data`` as a ``<script type="application/json">`` element: JSON (``json_text``) with ``<``, ``>`` and ``&``
+    written as ``\\u003c``/``\\u003e``/``\\u0026``, so no value (a label holding ``</script>``) can end the element
+    or open a comment; NaN and infinities are refused (``ValueError``), as JSON has none.
+
+    ``encoded``: for some top-level keys of the dict ``data``, their value's ``json_text`` already written (a value
+    many pages share is encoded once); the text is the same as without it, since compact JSON writes an object
+    as ``{`` + ``"key":value`` joined by ``,`` + ``}``."""
+    if encoded:
+        text = "{" + ",".join(f"{json_text(k)}:{encoded[k] if k in encoded else json_text(v)}"
+                              for k, v in data.items()) + "}"
+    else:
+        text = json_text(data)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f'<script type="application/json" id="{html_text(element_id)}">{text}</script>'
 
@@ -304,7 +325,7 @@ def json_script(element_id: str, data: Any) -> str:
 def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]],
               runs: Sequence[Mapping[str, Any]], default_book: str, csv_name: str,
               index: Mapping[tuple, Sequence[Mapping[str, Any]]] | None = None,
-              dates: Mapping[Any, Any] | None = None) -> dict[str, Any]:
+              dates: Mapping[Any, Any] | None = None, drawn: dict[Any, Any] | None = None) -> dict[str, Any]:
     """What one comparison page's script reads: per price book and side the frontier (``x`` tok/s/user and every
     metric splined for that side, in point order, plus ``price_per_mtok`` = hyperscaler cost × tok/s/GPU at the
     first point, the implied-cost numerator of ``compare._evaluate``), the default targets, the labels, the raw
@@ -318,6 +339,8 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         csv_name: the download's file name.
         index: ``index_runs(runs)``, built once for every page (default: built here).
         dates: run date by ``source_file`` over ``runs``, built once for every page (default: built here).
+        drawn: the runs of sides and the chart points of runs drawn on earlier pages (``_side_runs``), shared by
+            every page of one report (default: none kept).
     Returns:
         A JSON-ready dict (floats as the marts hold them: JSON keeps every bit).
     """
@@ -341,7 +364,7 @@ def page_data(rows: Sequence[Mapping[str, Any]], points: Mapping[tuple[str, str]
         "metrics": list(SPLINED_METRICS + OPTIONAL_METRICS), "sparse_ratio": SPARSE_RATIO, "books": books,
         "has_measured": any("measured_tok_s_per_mw" in s["metrics"] for b in books.values()
                             for s in b["sides"].values()),
-        "runs": {k: _side_runs(first[k], runs, index) for k in ("a", "b")}, "colors": list(SIDE_COLORS),
+        "runs": {k: _side_runs(first[k], runs, index, drawn) for k in ("a", "b")}, "colors": list(SIDE_COLORS),
         "x_label": x_axis_label(first["a"].get("x_intvty_stat"), agentic),
         "csv_columns": list(CSV_COLUMNS), "csv_name": csv_name,
         "band_display": [first["a"]["band_display_min"], first["a"]["band_display_max"]], "tie_ratio": TIE_RATIO,
@@ -413,24 +436,38 @@ def index_runs(runs: Sequence[Mapping[str, Any]]) -> dict[tuple, list[Mapping[st
 
 
 def _side_runs(row: Mapping[str, Any], runs: Sequence[Mapping[str, Any]],
-               index: Mapping[tuple, Sequence[Mapping[str, Any]]] | None = None) -> list[dict[str, Any]]:
+               index: Mapping[tuple, Sequence[Mapping[str, Any]]] | None = None,
+               drawn: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
     """The raw runs of a comparison side as chart points: x (``x_intvty``), y (``tput_per_gpu``), file, date,
     configuration (runs left off the frontiers for off-nominal lengths say so). ``index`` (``index_runs(runs)``)
-    narrows the search to the side's fixed keys; the result is the same."""
+    narrows the search to the side's fixed keys; ``drawn`` keeps each side's list (by its keys and x statistic)
+    and each run's point (by ``id`` of its row), so a side or a run on many pages is drawn once (the caller keeps
+    the rows alive while it holds ``drawn``, and must not change a list or a point); the result is the same."""
     side = Side(row["model"], row["isl"], row["osl"], row["hw"], row["precision"], row["spec_decoding"],
                 row["framework"], row["benchmark_type"])
+    stat = row.get("x_intvty_stat")
+    if drawn is not None and ("side", side, stat) in drawn:
+        return drawn[("side", side, stat)]
+    belongs = side.matches
     if index is not None:
-        runs = index.get(side.fixed_key, ())
+        runs, belongs = index.get(side.fixed_key, ()), side.matches_pooled_keys  # the group holds the fixed key
     out = []
     for r in runs:
-        if not side.matches(r) or r["x_intvty"] is None or r["tput_per_gpu"] is None:
+        if not belongs(r) or r["x_intvty"] is None or r["tput_per_gpu"] is None:
             continue
-        if row.get("x_intvty_stat") and r.get("x_intvty_stat") and r["x_intvty_stat"] != row["x_intvty_stat"]:
+        if stat and r.get("x_intvty_stat") and r["x_intvty_stat"] != stat:
             continue  # a run whose x_intvty is another statistic than the frontier's is not drawn on its axis
-        config = _point_config(r) + (" · left off the frontier (lengths off nominal)"
-                                     if r.get("length_off_nominal") else "")
-        out.append({"x": float(r["x_intvty"]), "y": float(r["tput_per_gpu"]), "file": r.get("source_file"),
-                    "date": _date(r.get("run_date")), "config": config})
+        point = None if drawn is None else drawn.get(("run", id(r)))
+        if point is None:
+            config = _point_config(r) + (" · left off the frontier (lengths off nominal)"
+                                         if r.get("length_off_nominal") else "")
+            point = {"x": float(r["x_intvty"]), "y": float(r["tput_per_gpu"]), "file": r.get("source_file"),
+                     "date": _date(r.get("run_date")), "config": config}
+            if drawn is not None:
+                drawn[("run", id(r))] = point
+        out.append(point)
+    if drawn is not None:
+        drawn[("side", side, stat)] = out
     return out
 
 
@@ -574,10 +611,11 @@ def _cell(value: float | None, fmt: str, interval: tuple[float | None, float | N
     return fmt.format(value) + ("" if lo is None or hi is None else f" [{fmt.format(lo)}–{fmt.format(hi)}]")
 
 
-def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> str:
+def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any],
+                     encoded: Mapping[str, str] | None = None) -> str:
     """One comparison's page: the default book's table, its three sentences (middle target) and one sentence line
     per target as written by Python (the script redraws them from ``data`` with the same rules, for the targets
-    and price book the reader picks), the controls, the chart's canvas."""
+    and price book the reader picks), the controls, the chart's canvas. ``encoded``: ``json_script``'s."""
     first = rows[0]
     targets = sorted({r["target_index"] for r in rows})
     at = {(r["target_index"], r["side"]): r for r in rows}
@@ -637,7 +675,7 @@ def _comparison_page(rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any])
         "extrapolated.</p>"
         f"{excluded}<div class='chart'><canvas id='frontier-chart' role='img' "
         "aria-label='frontier chart: throughput vs interactivity, every run and both frontiers'></canvas></div>"
-        f"{caveat}{json_script('page-data', data)}"
+        f"{caveat}{json_script('page-data', data, encoded)}"
         f"<script src='assets/{CHART_JS}'></script><script src='assets/{RULES_JS}'></script>"
         "<script src='assets/comparison.js'></script>"
     )

@@ -66,8 +66,15 @@ class Side:
         return self.fixed_key, self.spec_decoding, self.framework
 
     def matches(self, run: Mapping[str, Any]) -> bool:
-        """Whether a run (``run_metrics`` row) belongs to this side (``holding_side_keys``)."""
-        return self.side_key in holding_side_keys(run)
+        """Whether a run (``run_metrics`` row) belongs to this side: its fixed keys are the side's and
+        ``matches_pooled_keys``."""
+        return run_fixed_key(run) == self.fixed_key and self.matches_pooled_keys(run)
+
+    def matches_pooled_keys(self, run: Mapping[str, Any]) -> bool:
+        """Whether a run whose ``run_fixed_key`` is this side's ``fixed_key`` belongs to it: its spec decoding and
+        framework are the side's, or the side pools them (``pooled_key_choices``; for callers that grouped the
+        runs by fixed key)."""
+        return (self.spec_decoding, self.framework) in pooled_key_choices(run)
 
 
 @dataclass(frozen=True)
@@ -128,13 +135,18 @@ def run_fixed_key(run: Mapping[str, Any]) -> tuple:
     return (*(run[name] for name in FIXED_KEYS[:-1]), run.get("benchmark_type") or FIXED_SEQ)
 
 
+def pooled_key_choices(run: Mapping[str, Any]) -> tuple[tuple, ...]:
+    """The (``spec_decoding``, ``framework``) pairs of the sides a run belongs to among those with its fixed keys:
+    its own value or ``all`` (pooled) for each, four pairs. The one rule of pooling (``Side.matches_pooled_keys``,
+    ``holding_side_keys``)."""
+    return tuple((spec, framework) for spec in (run["spec_decoding"], POOLED) for framework in (run["framework"], POOLED))
+
+
 def holding_side_keys(run: Mapping[str, Any]) -> tuple[tuple, ...]:
-    """The ``Side.side_key`` of every side a run (``run_metrics`` row) belongs to: its ``run_fixed_key``, with its
-    own ``spec_decoding`` or ``all`` (pooled), and its own ``framework`` or ``all``: four keys. The one rule of
-    membership (``Side.matches`` asks it; a caller matching many runs to many sides looks these keys up)."""
+    """The ``Side.side_key`` of every side a run (``run_metrics`` row) belongs to: its ``run_fixed_key`` with each
+    of its ``pooled_key_choices``, four keys (a caller matching many runs to many sides looks these keys up)."""
     fixed = run_fixed_key(run)
-    return tuple((fixed, spec, framework) for spec in (run["spec_decoding"], POOLED)
-                 for framework in (run["framework"], POOLED))
+    return tuple((fixed, spec, framework) for spec, framework in pooled_key_choices(run))
 
 def side_label(kind: str, side: Side) -> str:
     """The label of a side in a comparison of ``kind``: the key that differs (MTP/Off, FP4, H200, SGLang)."""

@@ -1,0 +1,50 @@
+"""The report's comparison pages written by ``build_report`` (runs grouped by their sides' fixed keys, each run's
+chart point drawn once and shared by every page it is on) are byte for byte the pages each comparison's data
+gives when every run is scanned with ``Side.matches`` and drawn anew for its page."""
+
+from collections import Counter, defaultdict
+
+import duckdb
+
+from pipeline.comparisons.report import (
+    REPORT_PRICE_BOOK,
+    _comparison_page,
+    _side_runs,
+    build_report,
+    page_data,
+    page_names,
+)
+from pipeline.defs.comparisons.report import chart_runs
+
+
+def _read(db_path):
+    with duckdb.connect(str(db_path), read_only=True) as conn:
+        comparisons = conn.sql("select * exclude (slo) from comparisons where slo = 'none'").to_arrow_table().to_pylist()
+        frontiers = conn.sql("select * exclude (slo) from frontiers where slo = 'none'").to_arrow_table().to_pylist()
+        return comparisons, frontiers, chart_runs(conn)
+
+
+def test_pages_with_shared_run_points_equal_pages_scanning_every_run(sample_run, tmp_path):
+    comparisons, frontiers, runs = _read(sample_run.db_path)
+    written = build_report(comparisons, frontiers, runs, tmp_path / "report")
+    by_comparison = defaultdict(list)
+    for row in comparisons:
+        by_comparison[row["comparison_id"]].append(row)
+    points = defaultdict(list)
+    for row in frontiers:
+        points[(row["price_book"], row["side_id"])].append(row)
+    names = page_names(by_comparison)
+    pages_of = Counter()
+    for comparison_id, rows in by_comparison.items():
+        name = names[comparison_id]
+        data = page_data(rows, points, runs, REPORT_PRICE_BOOK, f"{name}.csv")
+        # the reference: every run of the book scanned with Side.matches for each side, drawn for this page only
+        first = {r["side"]: r for r in rows if r["target_index"] == 1}
+        data["runs"] = {side: _side_runs(first[side], runs) for side in ("a", "b")}
+        shown = sorted((r for r in rows if r["price_book"] == REPORT_PRICE_BOOK),
+                       key=lambda r: (r["target_index"], r["side"]))
+        page = tmp_path / "report" / f"{name}.html"
+        assert page in written
+        assert page.read_bytes() == _comparison_page(shown, data).encode("utf-8"), name
+        pages_of.update({(p["file"], p["x"], p["config"]) for side in data["runs"].values() for p in side})
+    assert max(pages_of.values()) > 1  # runs on several pages: the case the shared points are for
