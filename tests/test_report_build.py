@@ -48,3 +48,22 @@ def test_pages_with_shared_run_points_equal_pages_scanning_every_run(sample_run,
         assert page.read_bytes() == _comparison_page(shown, data).encode("utf-8"), name
         pages_of.update({(p["file"], p["x"], p["config"]) for side in data["runs"].values() for p in side})
     assert max(pages_of.values()) > 1  # runs on several pages: the case the shared points are for
+
+
+def test_the_charts_runs_come_in_run_id_order_whatever_the_tables_row_order(sample_run):
+    """A page's bytes follow the order of its runs: ``chart_runs`` gives them in ``run_id`` order, so a warehouse
+    whose ``run_metrics`` rows were written in another order (DuckDB keeps no row order between runs) draws the
+    same pages."""
+    with duckdb.connect(str(sample_run.db_path), read_only=True) as conn:
+        stored = chart_runs(conn)
+        ids = [r[0] for r in conn.execute("select run_id from run_metrics where price_book = "
+                                          "(select min(price_book) from run_metrics)").fetchall()]
+        with duckdb.connect() as other:
+            table = conn.sql("select * from run_metrics").to_arrow_table()
+            other.register("incoming", table)
+            other.execute("create table run_metrics as select * from incoming order by run_id desc")
+            reversed_rows = chart_runs(other)
+            other_ids = [r[0] for r in other.execute("select run_id from run_metrics where price_book = "
+                                                     "(select min(price_book) from run_metrics)").fetchall()]
+    assert len(ids) == len(set(ids)) > 10 and other_ids != ids  # the two tables' row orders differ
+    assert reversed_rows == stored

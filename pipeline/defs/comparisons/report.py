@@ -193,7 +193,7 @@ def _comparison_targets(conn: duckdb.DuckDBPyConnection, tables: set[str]) -> pa
 def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_BOOK) -> list[dict[str, Any]]:
     """The ``run_metrics`` rows of ``price_book`` a comparison chart draws (side keys, ``x_intvty`` tok/s/user,
     ``tput_per_gpu`` tok/s/GPU) and its hover text needs (``source_file``, ``run_date``, ``conc``, ``tp``, ``ep``,
-    ``num_gpus``, ``length_off_nominal``, each where the table has it): one dict per run.
+    ``num_gpus``, ``length_off_nominal``, each where the table has it): one dict per run, in ``run_id`` order.
 
     Raises:
         duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
@@ -202,7 +202,9 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
     optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal",
                             "x_intvty_stat") if c in names]
     return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
-                    f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book",
+                    f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book "
+                    # run_metrics keeps no row order between runs: in run_id order a page's bytes are the same
+                    "order by run_id",
                     params={"book": price_book}).to_arrow_table().to_pylist()
 
 
