@@ -299,6 +299,7 @@ def test_rerun_attempt_replaces_the_earlier_one_on_every_line(real_logs, tmp_pat
 
 # 9. A night that accepts nothing publishes nothing -----------------------------------------------------------------
 
+@pytest.mark.long
 def test_a_folder_with_no_accepted_run_publishes_nothing(real_logs, tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
