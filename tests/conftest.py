@@ -77,9 +77,9 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=slow)
             items[:] = keep
         return
-    workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    if workers > 1 and config.getoption("dist", "no") in ("load", "worksteal"):
-        items[:] = long_first(items, workers)
+    workerinput = getattr(config, "workerinput", {})
+    if workerinput.get(WORKSTEAL_INPUT) and workerinput.get("workercount", 1) > 1:
+        items[:] = long_first(items, workerinput["workercount"])
 
 
 # Scheduling under `-n N` (README's test command runs `-n 2`). xdist's default `load` hands each worker long runs of
@@ -90,15 +90,33 @@ def pytest_collection_modifyitems(config, items):
 # of those blocks, dealt round-robin by tier, so each worker starts on its share of them and only short tests are
 # left to steal at the end.
 
-@pytest.hookimpl(tryfirst=True)
+# the key of xdist's workerinput telling a worker that the controller schedules by work stealing (a worker's own
+# config says dist "no", whatever the controller's is)
+WORKSTEAL_INPUT = "inference_frontier_worksteal"
+
+
+def _steals(config) -> bool:
+    """Whether this controller schedules by work stealing: xdist's default distribution (``load``) or
+    ``--dist worksteal``; any other ``--dist`` is left to xdist."""
+    return config.getvalue("dist") in ("load", "worksteal")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Under ``-n N`` with xdist's default distribution (``load``) or ``--dist worksteal``: xdist's work-stealing
-    scheduler, the distribution ``long_first`` orders the collection for. Any other ``--dist`` is xdist's own."""
-    if config.getvalue("dist") in ("load", "worksteal"):
+    """(controller) xdist's work-stealing scheduler when ``_steals``, the distribution ``long_first`` orders the
+    collection for; else None (xdist's own choice)."""
+    if _steals(config):
         from xdist.scheduler import WorkStealingScheduling
 
         return WorkStealingScheduling(config, log)
     return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(controller) Tell each worker, through its ``workerinput``, whether the session schedules by work stealing,
+    so its ``pytest_collection_modifyitems`` orders the collection for it."""
+    node.workerinput[WORKSTEAL_INPUT] = _steals(node.config)
 
 
 def long_tier(item) -> int | None:
