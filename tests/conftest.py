@@ -67,15 +67,108 @@ def in_mutation_run() -> bool:
 
 def pytest_collection_modifyitems(config, items):
     """In a mutation run, deselect the tests that request a ``WHOLE_PIPELINE_FIXTURES`` fixture (too slow to run
-    once per mutant); otherwise change nothing."""
-    if not in_mutation_run():
+    once per mutant). In a worker of a work-stealing session (``-n N``, ``pytest_xdist_make_scheduler``), order the
+    tests into the workers' first blocks (``long_first``). Otherwise change nothing."""
+    if in_mutation_run():
+        keep, slow = [], []
+        for item in items:
+            (slow if WHOLE_PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())) else keep).append(item)
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = keep
         return
-    keep, slow = [], []
+    workerinput = getattr(config, "workerinput", {})
+    if workerinput.get(WORKSTEAL_INPUT) and workerinput.get("workercount", 1) > 1:
+        items[:] = long_first(items, workerinput["workercount"])
+
+
+# Scheduling under `-n N` (README's test command runs `-n 2`). xdist's default `load` hands each worker long runs of
+# consecutive tests, so where the few tests that take most of the time land is an accident of their file names: two
+# of them on one worker, or one started last, leave the other worker idle at the end. Work stealing (xdist's
+# `worksteal`) gives worker i the i-th of N contiguous blocks of the collection and lets an idle worker take the
+# back half of another's remaining tests; `long_first` puts the tests marked `long` (pyproject's marker) at the front
+# of those blocks, dealt round-robin by tier, so each worker starts on its share of them and only short tests are
+# left to steal at the end.
+
+# the key of xdist's workerinput telling a worker that the controller schedules by work stealing (a worker's own
+# config says dist "no", whatever the controller's is)
+WORKSTEAL_INPUT = "inference_frontier_worksteal"
+
+
+def _steals(config) -> bool:
+    """Whether this controller schedules by work stealing: xdist's default distribution (``load``) or
+    ``--dist worksteal``; any other ``--dist`` is left to xdist."""
+    return config.getvalue("dist") in ("load", "worksteal")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """(controller) xdist's work-stealing scheduler when ``_steals``, the distribution ``long_first`` orders the
+    collection for; else None (xdist's own choice)."""
+    if _steals(config):
+        from xdist.scheduler import WorkStealingScheduling
+
+        return WorkStealingScheduling(config, log)
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(controller) Tell each worker, through its ``workerinput``, whether the session schedules by work stealing,
+    so its ``pytest_collection_modifyitems`` orders the collection for it."""
+    node.workerinput[WORKSTEAL_INPUT] = _steals(node.config)
+
+
+def long_tier(item) -> int | None:
+    """The tier of a test marked ``@pytest.mark.long(tier)``, None when unmarked. Tier 1: the first test each worker
+    runs; tier 2: the next; ``long`` without an argument is tier 3. Tiers pair a test that mostly waits on the
+    processes it starts (the README's Dagster commands, the PostgreSQL run) with one that computes in the worker,
+    so the two workers' first tests do not both leave a core idle."""
+    mark = item.get_closest_marker("long")
+    if mark is None:
+        return None
+    return int(mark.args[0]) if mark.args else 3
+
+
+def long_first(items: list, workers: int) -> list:
+    """``items`` reordered for ``workers`` work-stealing workers: the collection is cut into the blocks xdist's
+    ``WorkStealingScheduling`` gives them (block i: ``len(remaining) // (workers - i)`` items, in order); each block
+    starts with its share of the ``long`` tests, dealt to the blocks round-robin by tier (ties: collection order),
+    and is filled up with the other tests in collection order. A ``long`` test that uses a module-scoped fixture
+    takes its whole module along (the fixture is then set up once, not once here and once where the rest of the
+    module runs). The same items, each once; deterministic, so every worker collects the same order (xdist
+    requires it)."""
+    modules: dict[str, list] = {}
     for item in items:
-        (slow if WHOLE_PIPELINE_FIXTURES & set(getattr(item, "fixturenames", ())) else keep).append(item)
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = keep
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    marked = sorted((item for item in items if long_tier(item) is not None), key=long_tier)
+    heads: list[list] = [[] for _ in range(workers)]
+    taken: set[int] = set()
+    dealt = 0
+    for item in marked:
+        if id(item) in taken:
+            continue
+        unit = [item]
+        if _uses_module_fixture(item):
+            unit += [other for other in modules[item.nodeid.split("::")[0]] if id(other) not in taken | {id(item)}]
+        taken.update(map(id, unit))
+        heads[dealt % workers].extend(unit)
+        dealt += 1
+    rest = [item for item in items if id(item) not in taken]
+    ordered, remaining = [], len(items)
+    for block, head in enumerate(heads):
+        size = remaining // (workers - block)
+        fill = max(0, size - len(head))
+        ordered += head + rest[:fill]
+        rest = rest[fill:]
+        remaining -= len(head) + fill
+    return ordered + rest
+
+
+def _uses_module_fixture(item) -> bool:
+    """Whether the test requests a module-scoped fixture (directly or through another fixture)."""
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(defs and defs[-1].scope == "module" for defs in definitions.values())
 
 
 @pytest.fixture

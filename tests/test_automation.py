@@ -8,6 +8,7 @@ import time
 
 import dagster as dg
 import duckdb
+import pytest
 from conftest import SAMPLE_DIR
 
 from pipeline.defs.automation import nightly_refresh, raw_logs_sensor
@@ -64,6 +65,7 @@ def test_sensor_requests_only_affected_dates(tmp_path):
     assert [r.partition_key for r in again.run_requests] == ["2026-08-01"]
 
 
+@pytest.mark.long
 def test_partitioned_materialization_touches_only_the_new_date(tmp_path, run_pipeline):
     raw = tmp_path / "raw"
     shutil.copytree(SAMPLE_DIR, raw)
@@ -200,6 +202,7 @@ def test_the_date_folder_fast_path_finds_new_nights_and_the_stat_scan_finds_old_
     assert [r.partition_key for r in _tick(raw, third.cursor, instance).run_requests] == ["2026-07-20"]
 
 
+@pytest.mark.long
 def test_the_sensors_runs_run_their_steps_in_the_runs_own_process(tmp_path, monkeypatch):
     """A night's run is small: the sensor asks for the in-process executor (pipeline/defs/jobs.py), so a step
     starts no process of its own; a run without that config keeps a process per step (the multiprocess

@@ -91,6 +91,7 @@ def test_reingesting_the_same_folder_changes_nothing(tmp_path):
     assert [q["reason_code"] for q in second[1] if q["source_file"] == "good/z_again.json"] == ["duplicate_run"]
 
 
+@pytest.mark.long
 def test_200_mb_detailed_result_ingests_under_1_gib(tmp_path):
     """A vLLM --save-detailed result of ~200 MB (per-request arrays), generated here, parsed in a fresh process."""
     raw = tmp_path / "raw"

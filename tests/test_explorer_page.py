@@ -367,6 +367,7 @@ def test_table_cells_equal_python_compare_for_50_random_pairs(explorer_site, bro
     assert log["errors"] == []
 
 
+@pytest.mark.long
 def test_table_cells_equal_python_compare_on_the_real_logs(real_logs, run_pipeline, browser):
     """The same over the real result files (627 runs: dozens of sides per workload, disaggregated and agentic
     ones), 40 seeded random pairs, the page opened from disk."""

@@ -155,6 +155,7 @@ def _consistent(out_dir: Path) -> None:
     assert sum(ledger.column("accepted_rows").to_pylist()) == len(run_ids)
 
 
+@pytest.mark.long
 def test_a_kill_after_every_step_leaves_the_previous_generation(sample_run_copy, monkeypatch, tmp_path):
     """The night after a good run, a quarter of the sample's H200 logs are gone (a deliberate shrink): the CLI's run
     is stopped after each asset step in turn, as a kill would (no clean-up runs); every time the published marts

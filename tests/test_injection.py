@@ -212,6 +212,7 @@ def test_pipeline_runs_to_the_report_on_hostile_names(hostile_run):
         ("long", "model.json", "invalid_metadata:model"): 1})
 
 
+@pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
     from playwright.sync_api import sync_playwright

@@ -284,6 +284,7 @@ def history(real_logs, tmp_path_factory):
             "repeat": repeat, "day0": day0}
 
 
+@pytest.mark.long
 def test_history_from_the_real_export(history, run_pipeline):
     run = run_pipeline(history["raw_dir"])
     assert run.result.success and all(run.check_results().values()), run.check_results()

@@ -57,6 +57,7 @@ def _env(monkeypatch, tmp_path, name):
     return raw, out, db
 
 
+@pytest.mark.long
 def test_nightly_batches_give_the_marts_of_one_full_refresh(history, tmp_path, monkeypatch):
     from pipeline.__main__ import materialize_all
     from pipeline.definitions import defs

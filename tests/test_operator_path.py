@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from conftest import REPO, SAMPLE_DIR
 
 from pipeline.defs.partitions import RUN_DATE_PARTITIONS
@@ -33,6 +34,7 @@ def readme_operator_commands() -> list[str]:
     return commands
 
 
+@pytest.mark.long(1)
 def test_readme_operator_commands_work_on_a_fresh_instance(tmp_path):
     commands = readme_operator_commands()
     assert any("pipeline partitions" in c for c in commands)

@@ -103,6 +103,7 @@ def test_sample_values_trace_back_to_files(sample_run):
     assert runs[(name, 0)]["num_gpus"] == raw[0]["num_prefill_gpu"] + raw[0]["num_decode_gpu"]
 
 
+@pytest.mark.long
 def test_real_logs_every_file_accounted_for(real_logs, run_pipeline):
     run = run_pipeline(real_logs)
     assert run.result.success

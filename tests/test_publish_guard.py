@@ -129,6 +129,7 @@ def test_a_reference_edit_that_drops_gpus_is_refused(morning, capsys, monkeypatc
     assert published_dir(m.out).name == since
 
 
+@pytest.mark.long
 def test_two_losses_under_the_share_add_up_and_allow_shrink_moves_the_baseline(morning, capsys):
     m = morning
     first = published_dir(m.out).name
@@ -208,6 +209,7 @@ def test_a_sweep_moved_to_an_older_date_is_loss(morning, capsys):
     _refused(code, err, SAMPLE_RUNS, SAMPLE_RUNS, 36, "42.9%", since)
 
 
+@pytest.mark.long
 def test_a_date_whose_runs_all_went_is_not_carried_over_from_the_last_publish(morning, capsys):
     """The TRT-LLM lines' newer sweep (12 runs, 2026-07-21) is published; then its files go with 12 SGLang Qwen runs
     and the warehouse. The new warehouse never saw 2026-07-21, so the run must not carry that date's runs/ files
@@ -232,6 +234,7 @@ def test_a_date_whose_runs_all_went_is_not_carried_over_from_the_last_publish(mo
     assert {p.name for p in (m.out / "runs" / "dsr1").iterdir()} == {"2026-07-14", "undated"}
 
 
+@pytest.mark.long
 def test_a_nightly_run_for_one_date_rewrites_what_a_refused_run_left_unpublished(morning, capsys):
     """A full run that loses 24 runs of 2026-07-14 (their sidecars) is refused, but has written its warehouse. A sensor's run for
     the date ``undated`` alone must not publish 2026-07-14's old runs/ files beside the new warehouse's frontiers:

@@ -248,6 +248,7 @@ def _cli(*argv) -> str:
     return buffer.getvalue()
 
 
+@pytest.mark.long
 def test_one_injected_step_on_real_rows_is_found_announced_once_and_shown(real_logs, tmp_path, run_pipeline,
                                                                         webhook, monkeypatch):
     url, hook = webhook
@@ -339,6 +340,7 @@ def test_without_a_webhook_nothing_is_sent_and_the_check_still_names_them(real_l
 
 # --- accuracy, measured (benchmarks/regressions.py; not timed) ---------------------------------------------------------
 
+@pytest.mark.long(1)
 def test_accuracy_targets_at_the_measured_noise():
     """At the CV measured on the real history (3 %): ≥ 95 % recall at −10 % and −20 %, ≤ 1 false alarm per 100
     series × 60 nights without a step; the HUD rule (0.8 × the median of 3 nights) misses most −10 % steps."""

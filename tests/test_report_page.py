@@ -127,6 +127,7 @@ def test_typed_targets_equal_the_python_spline_with_the_comparison_rule(marts, b
     assert_offline(log)
 
 
+@pytest.mark.long
 def test_page_spline_equals_python_at_many_targets_on_every_page(marts, browser_page):
     """The page's evaluator against ``interpolate(clamp=True)`` at 241 targets from below to above each side's
     frontier, every metric the side has, every comparison and price book of the sample: equal bit for bit."""

@@ -39,6 +39,7 @@ def test_content_hash_ignores_row_order_but_not_values():
     assert content_hash(a) != content_hash(pa.table({"x": [1, 2], "y": [0.5, 0.2500001]}))
 
 
+@pytest.mark.long
 def test_kill_mid_write_leaves_previous_marts_readable(sample_run_copy, run_pipeline, tmp_path):
     run = sample_run_copy  # the previous night's marts and warehouse, at run_pipeline's paths
     before = _hashes(run.out_dir)

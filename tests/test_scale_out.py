@@ -67,6 +67,7 @@ def postgres_url():
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.long(2)
 def test_two_partitions_materialize_in_parallel_on_postgres(postgres_url, tmp_path, monkeypatch):
     from pipeline.definitions import defs
     from pipeline.defs.partitions import register_partitions
