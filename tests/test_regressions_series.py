@@ -150,3 +150,22 @@ def test_frontier_series_one_point_per_date_a_shared_target_once_gaps_left_out()
                       "price_book": "seed", "target_intvty": 50.0}
     assert [x.series_id for x in regressions.frontier_series(table, ["tput_per_gpu"])] == sorted(
         x for x, _ in got)
+
+
+def test_a_metric_with_no_value_on_any_date_gives_no_frontier_series():
+    """Every trend row's value of a metric null or not finite (a hostile folder's frontiers that never reach a
+    target): no series of that metric, the other metric's series as usual."""
+    group = {"model": "dsr1", "isl": 1024, "osl": 1024, "hw": "b200", "precision": "fp4", "spec_decoding": "mtp",
+             "framework": "sglang", "benchmark_type": "fixed_seq", "x_intvty_stat": "median"}
+    rows = [{**group, "price_book": "seed", "run_date": dt.date(2026, 5, d), "target_intvty": 50.0,
+             "comparison_id": "c1", "tput_per_gpu": 900.0 + d, "cost_per_mtok_hyperscaler": [None, math.nan][d % 2]}
+            for d in (1, 2, 3)]
+    table = pa.Table.from_pylist(rows, schema=pa.schema([*(pa.field(k, pa.int64() if k in ("isl", "osl")
+                                                                     else pa.string()) for k in group),
+                                                         ("price_book", pa.string()), ("run_date", pa.date32()),
+                                                         ("target_intvty", pa.float64()),
+                                                         ("comparison_id", pa.string()),
+                                                         ("tput_per_gpu", pa.float64()),
+                                                         ("cost_per_mtok_hyperscaler", pa.float64())]))
+    got = regressions.frontier_series(table, ["tput_per_gpu", "cost_per_mtok_hyperscaler"])
+    assert [(s.metric, s.values) for s in got] == [("tput_per_gpu", [901.0, 902.0, 903.0])]

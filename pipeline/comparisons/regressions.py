@@ -631,6 +631,8 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     for metric in metrics:
         values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)
         rows = order[np.isfinite(values[order])]  # a date without a value is a gap, not a point
+        if rows.size == 0:  # no value of this metric on any date: no series
+            continue
         # the same target of another comparison of the group on the same date: the same value, one point
         keep = np.r_[True, (series_of[rows][1:] != series_of[rows][:-1]) | (day[rows][1:] != day[rows][:-1])]
         rows = rows[keep[:rows.size]]
