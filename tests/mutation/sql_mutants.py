@@ -51,6 +51,7 @@ SQL_TEST_FILES = (
     "tests/test_quarantine_scope_sql.py",
     "tests/test_regression_inputs_sql.py",
     "tests/test_parse_cache_sql.py",
+    "tests/test_raw_partitions_sql.py",
     "tests/test_dashboard_arithmetic.py",
     "tests/test_gpu_count.py",
     "tests/test_nominal_lengths.py",
