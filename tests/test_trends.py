@@ -2,6 +2,7 @@
 
 import datetime as dt
 
+import pyarrow as pa
 import pytest
 
 from pipeline.comparisons.trends import build_trends
@@ -246,3 +247,17 @@ def test_frontiers_merged_from_slices_of_whole_groups_are_the_whole_runs_frontie
         ("sglang", 20, 1200), ("sglang", 40, 900), ("sglang", 60, 300), ("sglang", 40, 800), ("sglang", 60, 350),
         ("vllm", 30, 100)]
     assert merged.equals(trend_frontiers(dated))
+
+
+def test_without_comparison_targets_no_group_is_read():
+    # the trend mart reads a group only at its comparisons' targets: no comparison (an empty targets table) gives
+    # no row, also when there are frontiers; and no frontier with some targets gives none either
+    from pipeline.comparisons.trends import (
+        COMPARISON_TARGET_SCHEMA, TREND_SCHEMA, trend_frontiers, trends_at_targets)
+
+    frontiers = trend_frontiers([run for run in RUNS if run["run_date"] is not None])
+    assert frontiers.num_rows == 6
+    none = trends_at_targets(frontiers, COMPARISON_TARGET_SCHEMA.empty_table())
+    assert none.num_rows == 0 and none.schema == TREND_SCHEMA
+    targets = pa.Table.from_pylist([_target("c1", "a", 1, 30)], schema=COMPARISON_TARGET_SCHEMA)
+    assert trends_at_targets(frontiers.slice(0, 0), targets).num_rows == 0
