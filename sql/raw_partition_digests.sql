@@ -20,7 +20,7 @@ with r as (
 )
 select
     r.run_date_partition as partition_key,
-    sha256(string_agg(r.run_hash::varchar || coalesce(power.sha256, ''), chr(10)
+    sha256(string_agg(r.run_hash::varchar || coalesce(power.sha256, ''), E'\n'
                       order by r.source_file, r.source_row)) as digest
 from r
 left join files power on power.source_file = r.power_path

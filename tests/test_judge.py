@@ -14,7 +14,7 @@ from conftest import REPO, SAMPLE_DIR
 
 from pipeline.ingest.folder import ingest_folder
 from pipeline.metrics.reference import load_gpu_reference
-from pipeline.io.storage import date_groups
+from pipeline.io.storage import date_groups, table_names
 from pipeline.validate.judge import judge_raw_runs
 from pipeline.validate.rules import RUN_SCHEMA, accepted_runs
 
@@ -86,18 +86,25 @@ def test_judging_by_groups_of_dates_gives_the_whole_tables_verdicts(raw_runs, ma
     assert judged.preview.num_rows > 0 and judged.preview.schema == RUN_SCHEMA
 
 
-def test_a_batch_run_unique_in_its_batch_is_a_duplicate_of_another_dates_accepted_run(raw_runs):
-    """The nightly case: the last night's dates against the other dates' accepted runs (``validated_runs``),
-    judged one date a group, as ``accepted_runs`` with every other accepted run as ``accepted_elsewhere``."""
+def _with_validated_runs(raw_runs: pa.Table, batch_keys: list[str], drop: tuple[str, ...] = ()):
+    """A warehouse whose ``validated_runs`` holds the accepted runs of the dates outside ``batch_keys`` (without
+    the columns ``drop``: a table stored before a schema change), and the raw runs of ``batch_keys``."""
     conn = _warehouse(raw_runs)
-    batch_keys = [DAYS[-1]]
     in_batch = pc.is_in(raw_runs["run_date_partition"], value_set=pa.array(batch_keys))
     earlier = raw_runs.filter(pc.invert(in_batch))
     accepted_earlier, _ = accepted_runs(earlier, KNOWN_HW)
-    validated = earlier.filter(pa.array(accepted_earlier))
-    conn.register("_validated", validated)
+    conn.register("_validated", earlier.filter(pa.array(accepted_earlier)).drop_columns(list(drop)))
     conn.execute("create table validated_runs as select * from _validated")
-    batch = raw_runs.filter(in_batch)
+    conn.unregister("_validated")
+    return conn, raw_runs.filter(in_batch)
+
+
+def test_a_batch_run_unique_in_its_batch_is_a_duplicate_of_another_dates_accepted_run(raw_runs):
+    """The nightly case: the last night's dates against the other dates' accepted runs (``validated_runs``),
+    judged one date a group, as ``accepted_runs`` with every other accepted run as ``accepted_elsewhere``."""
+    batch_keys = [DAYS[-1]]
+    conn, batch = _with_validated_runs(raw_runs, batch_keys)
+    validated = conn.sql("select * from validated_runs").to_arrow_table().cast(RUN_SCHEMA)
     accepted, rejects = accepted_runs(batch, KNOWN_HW, validated)
     judged = judge_raw_runs(conn, batch_keys, KNOWN_HW, max_rows=1)
     of_copies = [r for r in rejects.to_pylist() if r["source_file"].startswith("0-copy/")]
@@ -113,3 +120,45 @@ def test_no_raw_runs_in_the_dates_judges_nothing(raw_runs):
     counts = (judged.accepted, judged.rejects.num_rows, len(judged.rejected_rows), judged.preview.num_rows)
     assert counts == (0, 0, 0, 0)
     assert np.asarray(judged.rejected_rows).dtype == np.int64
+
+
+def test_judging_leaves_no_relation_of_its_own_registered(raw_runs):
+    """The batch (``_batch``) and the rows to search (``_maybe``) are registered on the caller's warehouse
+    connection only while their query runs: the connection is the asset's, and a name left behind would shadow
+    (or be read as) a table of that name."""
+    conn, _ = _with_validated_runs(raw_runs, [DAYS[-1]])
+    before = table_names(conn)
+    judge_raw_runs(conn, [DAYS[-1]], KNOWN_HW, max_rows=1)
+    assert table_names(conn) == before == {"raw_runs", "validated_runs"}
+
+
+def test_a_validated_runs_table_of_an_older_schema_is_not_searched_for_duplicates(raw_runs):
+    """``validated_runs`` stored before a schema change (here: without its last column) is not the raw runs'
+    schema; this run rebuilds it, so its rows are not the other dates' accepted runs: the batch is judged alone,
+    as ``accepted_runs`` without ``accepted_elsewhere``, and the re-dated copies of the first night's runs are
+    accepted (against the first night they are duplicates: the test above)."""
+    batch_keys = [DAYS[-1]]
+    conn, batch = _with_validated_runs(raw_runs, batch_keys, drop=(RUN_SCHEMA.names[-1],))
+    accepted, rejects = accepted_runs(batch, KNOWN_HW)
+    judged = judge_raw_runs(conn, batch_keys, KNOWN_HW, max_rows=1)
+    assert _rejects(judged.rejects) == _rejects(rejects)
+    accepted_ids = _accepted_ids(conn, judged.rejected_rows, batch_keys)
+    assert accepted_ids == sorted(batch["run_id"].filter(pa.array(accepted)).to_pylist())
+    assert {f"copy-{i}" for i in range(6)} <= set(accepted_ids)
+
+
+def test_the_preview_is_the_accepted_runs_among_the_first_preview_rows_raw_rows_of_the_first_group(raw_runs):
+    """``preview_rows`` bounds the raw rows the preview is chosen from (storage order, first group of dates
+    only), not the accepted ones it shows: the expected preview is read back by rowid and judged by
+    ``accepted_runs`` over the whole table."""
+    conn = _warehouse(raw_runs)
+    keys = sorted(set(raw_runs["run_date_partition"].to_pylist()))
+    first_group = date_groups(conn, "raw_runs", keys, 50)[0]
+    first_rows = [run_id for (run_id,) in conn.execute(
+        "select run_id from raw_runs where list_contains($keys, run_date_partition) order by rowid limit 7",
+        {"keys": first_group}).fetchall()]
+    accepted, _ = accepted_runs(raw_runs, KNOWN_HW)
+    accepted_ids = set(raw_runs["run_id"].filter(pa.array(accepted)).to_pylist())
+    judged = judge_raw_runs(conn, keys, KNOWN_HW, max_rows=50, preview_rows=7)
+    assert judged.preview["run_id"].to_pylist() == [r for r in first_rows if r in accepted_ids]
+    assert judged.preview.num_rows > 0 and judged.preview.schema == RUN_SCHEMA

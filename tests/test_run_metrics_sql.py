@@ -199,3 +199,50 @@ def test_every_cost_column_by_hand():
         assert no_input[f"input_cost_per_mtok_{tier}"] is None
         assert no_input[f"output_cost_per_mtok_{tier}"] == pytest.approx(price / 1.44, rel=1e-12)
         assert no_output[f"output_cost_per_mtok_{tier}"] is None
+
+
+def test_every_cost_tier_and_direction_and_the_power_metrics_by_hand():
+    # MI355X (gpu_reference.csv): 2.65 kW all-in, $1.48 / $1.90 / $2.10 per GPU-h (hyperscaler / neocloud / rental).
+    # 8 GPUs: 8000 tok/s total -> 1000 tok/s/GPU, output 3000 -> 375, input 5000 -> 625 tok/s/GPU.
+    # $/M tok = $/GPU-h / (tok/s/GPU × 3600 / 1e6): ÷ 3.6 (total), ÷ 2.25 (input), ÷ 1.35 (output).
+    # tok/s/MW = 1000 × 1000 / 2.65; J/token = 2.65 × 1000 / 1000 = 2.65.
+    (m,) = _metrics({"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "output_tput_tok_s": 3000.0,
+                     "input_tput_tok_s": 5000.0, "median_tpot_s": 0.02})
+    expected = {
+        "cost_per_mtok_hyperscaler": 1.48 / 3.6, "cost_per_mtok_neocloud": 1.90 / 3.6,
+        "cost_per_mtok_rental": 2.10 / 3.6,
+        "input_cost_per_mtok_hyperscaler": 1.48 / 2.25, "input_cost_per_mtok_neocloud": 1.90 / 2.25,
+        "input_cost_per_mtok_rental": 2.10 / 2.25,
+        "output_cost_per_mtok_hyperscaler": 1.48 / 1.35, "output_cost_per_mtok_neocloud": 1.90 / 1.35,
+        "output_cost_per_mtok_rental": 2.10 / 1.35,
+        "tok_s_per_mw": 1e6 / 2.65, "j_per_token": 2.65,
+    }
+    assert {k: m[k] for k in expected} == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_zero_input_or_output_rate_has_no_cost_rather_than_an_infinite_one():
+    # a run reporting 0 input tok/s (and one reporting 0 output tok/s): $/M input tokens is undefined, null (DuckDB
+    # would give inf for x / 0.0); the other direction keeps its cost: 1.48 / (1000 × 0.0036) = 1.48 / 3.6
+    (no_input, no_output) = _metrics(
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "output_tput_tok_s": 8000.0, "input_tput_tok_s": 0.0,
+         "median_tpot_s": 0.02},
+        {"hw": "mi355x", "tp": 8, "total_tput_tok_s": 8000.0, "output_tput_tok_s": 0.0, "input_tput_tok_s": 8000.0,
+         "median_tpot_s": 0.02})
+    for tier in ("hyperscaler", "neocloud", "rental"):
+        assert no_input[f"input_cost_per_mtok_{tier}"] is None and no_output[f"output_cost_per_mtok_{tier}"] is None
+    assert no_input["output_cost_per_mtok_hyperscaler"] == pytest.approx(1.48 / 3.6, rel=1e-12)
+    assert no_output["input_cost_per_mtok_hyperscaler"] == pytest.approx(1.48 / 3.6, rel=1e-12)
+
+
+def test_measured_energy_per_output_token_of_a_disaggregated_run_and_of_a_run_without_output():
+    # GB200, 4 prefill + 12 decode GPUs (16), 600 W per GPU measured: the output tokens come from the decode GPUs,
+    # 6000 tok/s / 12 = 500 tok/s/GPU, so J/output token = 600 W × 16 GPUs / (500 × 12 tok/s) = 1.6 (dividing by
+    # all 16 GPUs' rate would say 1.2). A run with 0 output tok/s has no J/output token: null, not inf.
+    power = [{"run_id": run_id, "power_source": "telemetry", "power_valid": True, "avg_power_w_per_gpu": 600.0,
+              "energy_j": 600.0 * 16 * 100} for run_id in ("r0", "r1")]
+    disagg = {"hw": "gb200", "disagg": True, "num_prefill_gpu": 4, "num_decode_gpu": 12,
+              "total_tput_tok_s": 16000.0, "input_tput_tok_s": 10000.0, "median_tpot_s": 0.01}
+    (split, silent) = _metrics({**disagg, "output_tput_tok_s": 6000.0}, {**disagg, "output_tput_tok_s": 0.0},
+                               power=power)
+    assert split["measured_j_per_output_token"] == pytest.approx(1.6, rel=1e-12)
+    assert silent["measured_j_per_output_token"] is None

@@ -2,6 +2,7 @@
 
 import datetime as dt
 
+import pyarrow as pa
 import pytest
 
 from pipeline.comparisons.trends import build_trends
@@ -179,3 +180,84 @@ def test_the_sample_trends_are_read_at_the_comparisons_targets(sample_run):
         runs = conn.sql("select * from run_metrics where not length_off_nominal").to_arrow_table()
     at_35 = build_trends(runs).to_pylist()
     assert in_range > 0.9 > sum(r["in_range"] for r in at_35) / len(at_35)
+
+
+def _in_book(run, book, price_usd_per_gpu_hour):
+    """``run`` priced in another price book: every cost tier at ``price_usd_per_gpu_hour`` $/GPU-h."""
+    cost = price_usd_per_gpu_hour / (run["tput_per_gpu"] * 3600 / 1e6)
+    return {**run, "price_book": book, "cost_per_mtok_hyperscaler": cost, "cost_per_mtok_neocloud": cost,
+            "cost_per_mtok_rental": cost}
+
+
+def test_a_single_run_is_a_one_point_trend():
+    # one run, one date: a one-point frontier, read at its own interactivity (30) as its own value
+    rows = build_trends([_run(D1, 30, 100, 4)], target_intvty=30).to_pylist()
+    assert [(r["run_date"], r["tput_per_gpu"], r["runs"], r["frontier_points"], r["in_range"]) for r in rows] == [
+        (D1, 100.0, 1, 1, True)]
+
+
+def test_no_dated_run_or_no_run_in_the_dates_gives_no_rows():
+    from pipeline.comparisons.trends import TREND_SCHEMA
+
+    undated = build_trends([_run(None, 30, 2000, 64), _run(None, 40, 1000, 32)])
+    assert undated.num_rows == 0 and undated.schema == TREND_SCHEMA
+    # the runs are dated 2026-07-01 and 2026-07-02; 2026-07-05 has none
+    elsewhere = build_trends(RUNS, dates=[dt.date(2026, 7, 5)])
+    assert elsewhere.num_rows == 0 and elsewhere.schema == TREND_SCHEMA
+
+
+def test_one_line_in_two_price_books_is_read_in_each_book():
+    # one line (sglang), two points (20, 1200) and (40, 900) in book seed at 1.48 $/GPU-h and in book other at
+    # 2.96 $/GPU-h. Two points (spline.steffen_tangents): s = -300 / 20 = -15, m0 = 1.5 s, m1 = 0.75 s; at the
+    # midpoint (t = 0.5, h = 20) the Hermite value is (y0 + y1) / 2 + h / 8 × (m0 - m1) = 1050 + 2.5 × 0.75 × -15
+    # = 1021.875 tok/s/GPU in both books. Cost on its own points: seed 1.48 / (1200 × 0.0036) = 0.342592593 and
+    # 1.48 / (900 × 0.0036) = 0.456790123 $/M tok, s = 0.005709877: 0.399691358 + 1.875 × s = 0.410397377; the
+    # other book's price is twice seed's, so twice that: 0.820794753.
+    seed = [_run(D1, 20, 1200, 64), _run(D1, 40, 900, 32)]
+    runs = seed + [_in_book(run, "other", 2.96) for run in seed]
+    rows = {r["price_book"]: r for r in build_trends(runs, target_intvty=30).to_pylist()}
+    assert set(rows) == {"seed", "other"}
+    for book, cost in (("seed", 0.410397377), ("other", 0.820794753)):
+        assert (rows[book]["run_date"], rows[book]["runs"], rows[book]["frontier_points"]) == (D1, 2, 2)
+        assert rows[book]["tput_per_gpu"] == pytest.approx(1021.875)
+        assert rows[book]["cost_per_mtok_hyperscaler"] == pytest.approx(cost, rel=1e-8)
+
+
+def test_a_price_book_without_runs_on_a_date_has_no_row_that_date():
+    # book seed has runs on 2026-07-01 only, book other on 2026-07-02 only: one row each, on its own date (the
+    # lines as of 2026-07-02 in book seed are still the 2026-07-01 sweep, but seed has no run that day)
+    runs = [_run(D1, 30, 1000, 8), _in_book(_run(D2, 30, 700, 8), "other", 2.96)]
+    rows = build_trends(runs, target_intvty=30).to_pylist()
+    assert [(r["price_book"], r["run_date"], r["tput_per_gpu"]) for r in rows] == [
+        ("other", D2, 700.0), ("seed", D1, 1000.0)]
+
+
+def test_frontiers_merged_from_slices_of_whole_groups_are_the_whole_runs_frontiers():
+    from pipeline.comparisons.trends import merge_trend_frontiers, trend_frontiers
+
+    assert merge_trend_frontiers([]).num_rows == 0
+    dated = [run for run in RUNS if run["run_date"] is not None]
+    vllm = [run for run in dated if run["framework"] == "vllm"]
+    sglang = [run for run in dated if run["framework"] == "sglang"]
+    merged = merge_trend_frontiers([trend_frontiers(vllm), trend_frontiers(sglang)])
+    # key order: sglang before vllm; 2026-07-01's sglang frontier (20, 1200), (40, 900), (60, 300), then
+    # 2026-07-02's (40, 800), (60, 350), then vllm's one point (30, 100)
+    assert list(zip(merged["framework"].to_pylist(), merged["x_intvty"].to_pylist(),
+                    merged["tput_per_gpu"].to_pylist())) == [
+        ("sglang", 20, 1200), ("sglang", 40, 900), ("sglang", 60, 300), ("sglang", 40, 800), ("sglang", 60, 350),
+        ("vllm", 30, 100)]
+    assert merged.equals(trend_frontiers(dated))
+
+
+def test_without_comparison_targets_no_group_is_read():
+    # the trend mart reads a group only at its comparisons' targets: no comparison (an empty targets table) gives
+    # no row, also when there are frontiers; and no frontier with some targets gives none either
+    from pipeline.comparisons.trends import (
+        COMPARISON_TARGET_SCHEMA, TREND_SCHEMA, trend_frontiers, trends_at_targets)
+
+    frontiers = trend_frontiers([run for run in RUNS if run["run_date"] is not None])
+    assert frontiers.num_rows == 6
+    none = trends_at_targets(frontiers, COMPARISON_TARGET_SCHEMA.empty_table())
+    assert none.num_rows == 0 and none.schema == TREND_SCHEMA
+    targets = pa.Table.from_pylist([_target("c1", "a", 1, 30)], schema=COMPARISON_TARGET_SCHEMA)
+    assert trends_at_targets(frontiers.slice(0, 0), targets).num_rows == 0

@@ -17,9 +17,6 @@ def request_stats_view(conn: Any) -> None:
     ``ingest/parsed_requests`` never ran gets an empty ``raw_requests`` table (``REQUEST_SCHEMA``) first, so the
     view has its input; the asset's first write keeps that table (same columns)."""
     if "raw_requests" not in table_names(conn):
-        conn.register("_empty_requests", REQUEST_SCHEMA.empty_table())
-        try:
-            conn.execute("create table if not exists raw_requests as select * from _empty_requests")
-        finally:
-            conn.unregister("_empty_requests")
+        # created from the Arrow table directly: no relation is registered on the caller's connection
+        conn.from_arrow(REQUEST_SCHEMA.empty_table()).create("raw_requests")
     conn.execute(sql_text("run_request_stats"))

@@ -32,6 +32,9 @@ GROUP_ROWS = 100_000
 # width of the ln|TPOT| buckets sql/duplicate_candidates.sql joins on: any width well above the tolerance finds the
 # same rows (two runs within it are in one bucket or adjacent ones); narrower buckets pair fewer runs
 TPOT_BUCKET_WIDTH = 1000 * SAME_MEASUREMENT_RTOL
+# the validated_runs asset's preview is of the accepted rows among the first this many raw rows (enough for its 12
+# preview rows unless nearly all of them were rejected), not of a copy of every accepted row
+PREVIEW_SCAN_ROWS = 1000
 _SEARCH_SCHEMA = pa.schema([RUN_SCHEMA.field(name) for name in DUPLICATE_SEARCH_COLUMNS])
 
 
@@ -54,7 +57,7 @@ class Judged:
 
 
 def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: Iterable[str],
-                   max_rows: int = GROUP_ROWS, preview_rows: int = 1000) -> Judged:
+                   max_rows: int = GROUP_ROWS, preview_rows: int = PREVIEW_SCAN_ROWS) -> Judged:
     """Judge the ``raw_runs`` rows of run dates ``keys`` as ``pipeline.validate.rules.accepted_runs`` would judge
     them all at once, with the accepted ``validated_runs`` of other dates as its ``accepted_elsewhere``.
 
@@ -71,7 +74,7 @@ def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: I
         keys: run-date partition keys.
         known_hw: the GPU reference's ``hw`` keys.
         max_rows: rows per group.
-        preview_rows: raw rows of the first group the preview is chosen from.
+        preview_rows: raw rows of the first group the preview is chosen from (default ``PREVIEW_SCAN_ROWS``).
     Raises:
         KeyError: ``raw_runs`` lacks a ``RUN_SCHEMA`` column a rule's screen reads.
     """

@@ -36,8 +36,8 @@ def lengths_off_nominal(runs: pa.Table) -> list[bool]:
     rows = runs.select(list(LENGTH_INPUT_COLUMNS))
     with duckdb.connect() as conn:
         # the view reads a relation named validated_runs, whose run_id it passes through: key the rows by position
-        conn.register("validated_runs", rows.set_column(0, "run_id", pa.array(
-            [str(at) for at in range(runs.num_rows)], pa.string())))
+        keyed = rows.set_column(0, "run_id", pa.array([str(at) for at in range(runs.num_rows)]))  # inferred: string
+        conn.register("validated_runs", keyed)
         conn.execute(sql_text("run_lengths"))
         found = dict(conn.execute("select cast(run_id as bigint), length_off_nominal from run_lengths").fetchall())
     return [bool(found[at]) for at in range(runs.num_rows)]

@@ -48,6 +48,10 @@ COPIED = ("pipeline", "sql", "tests", "data", "benchmarks", "pyproject.toml")
 SQL_TEST_FILES = (
     "tests/test_run_metrics_sql.py",
     "tests/test_ingest_ledger_sql.py",
+    "tests/test_quarantine_scope_sql.py",
+    "tests/test_regression_inputs_sql.py",
+    "tests/test_parse_cache_sql.py",
+    "tests/test_raw_partitions_sql.py",
     "tests/test_dashboard_arithmetic.py",
     "tests/test_gpu_count.py",
     "tests/test_nominal_lengths.py",
@@ -336,13 +340,16 @@ def pytest_extra_args(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
 
 def fast_tests(mapping: dict) -> tuple[dict[str, list[str]], list[str]]:
     """Per SQL file, the mapped tests to run per mutant: those whose clean run took at most ``SLOW_TEST_S``; for a
-    file read only by slower tests (the ones running the whole Dagster job), its fastest test alone. Returns
-    ``({sql name: [test ids]}, [the slow test ids left out])``."""
+    file read only by slower tests (the ones running the whole Dagster job), its fastest test alone. Fastest
+    first: a mutant stops at its first failing test (``-x``), so a file's focused tests, which kill most of its
+    mutants, run before the whole-pipeline ones. Returns ``({sql name: [test ids]}, [the slow test ids left
+    out])``."""
     durations = mapping["durations"]
     chosen, left_out = {}, set()
     for name, tests in mapping["tests_by_file"].items():
+        tests = sorted(tests, key=lambda t: durations.get(t, 0.0))
         fast = [t for t in tests if durations.get(t, 0.0) <= SLOW_TEST_S]
-        chosen[name] = fast or sorted(tests, key=lambda t: durations.get(t, 0.0))[:1]
+        chosen[name] = fast or tests[:1]
         left_out |= set(tests) - set(chosen[name])
     return chosen, sorted(left_out)
 

@@ -33,9 +33,6 @@ from pipeline.validate.rules import QUARANTINE_SCHEMA, quarantine_table
 RAW_KEY = dg.AssetKey(["ingest", "parsed_runs"])
 VALIDATED_KEY = dg.AssetKey(["validate", "accepted_runs"])
 QUARANTINE_KEY = dg.AssetKey(["validate", "quarantine"])
-# the asset's preview is of the accepted rows among the first this many raw rows (enough for its 12 preview rows
-# unless nearly all of them were rejected), not of a copy of every accepted row
-PREVIEW_SCAN_ROWS = 1000
 
 
 @dg.asset(
@@ -63,7 +60,7 @@ def validated_runs(context: dg.AssetExecutionContext, warehouse: DuckDBResource)
         # first the rows of files that are gone: a run judged against them would be the duplicate of a file that
         # no longer exists (a file re-dated, its old date not refreshed) and be quarantined for it
         emptied = drop_vanished_files(conn)
-        judged = judge_raw_runs(conn, keys, known_hw, preview_rows=PREVIEW_SCAN_ROWS)
+        judged = judge_raw_runs(conn, keys, known_hw)
         rejects, n_accepted = judged.rejects, judged.accepted
         # DuckDB reads the accepted rows straight from the raw table: an Arrow copy would hold every accepted row
         # in memory at once
