@@ -100,3 +100,33 @@ def test_python_m_pipeline_run_runs_the_suite_in_the_process_it_started(tmp_path
     monkeypatch.setattr(suite_process.SuiteProcess, "run_suite", recorded)
     assert main(["run"]) == 0
     assert len(asked) == 1 and asked[0][0] != os.getpid() and asked[0][1], asked
+
+
+def test_the_suites_process_ends_when_its_caller_is_killed(tmp_path):
+    """A caller killed with SIGKILL (as the kill tests do to a run) leaves no suite process behind: the process
+    reads the end of the pipe and ends."""
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "suite.pid"
+    script = ("import os, signal, time\n"
+              "from pipeline.validate.suite_process import SuiteProcess\n"
+              "suite = SuiteProcess()\n"
+              f"open({str(pid_file)!r}, 'w').write(str(suite.pid))\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    caller = subprocess.run([sys.executable, "-c", script], timeout=120)
+    assert caller.returncode == -signal.SIGKILL
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 60  # the process first finishes importing Great Expectations, then reads the end
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{child}/stat") as stat:
+            if stat.read().split()[2] == "Z":  # ended, not yet reaped (its parent is gone: init reaps it)
+                return
+        time.sleep(0.2)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError(f"suite process {child} still running 60 s after its caller was killed")

@@ -72,7 +72,10 @@ class SuiteProcess(SuiteRunner):
     def __init__(self) -> None:
         context = multiprocessing.get_context("fork")
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child,), name="great-expectations-suite", daemon=True)
+        # the child closes its copy of this end, so that it reads the end of the pipe (and ends) when this process
+        # ends, however it ends (a killed caller does not end its daemon children)
+        self._process = context.Process(target=_serve, args=(child, self._conn), name="great-expectations-suite",
+                                        daemon=True)
         self._process.start()
         child.close()
 
@@ -132,9 +135,11 @@ class SuiteProcess(SuiteRunner):
         self.close()
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, callers_end: Connection) -> None:
     """The suite process's loop: import GX now (the reason the process exists), then answer each suite request
-    until asked to stop or the caller's end of the pipe closes."""
+    until asked to stop or the caller's end of the pipe closes (``callers_end``, the fork's copy of it, is closed
+    first: while it is open here the pipe never ends)."""
+    callers_end.close()
     import great_expectations  # noqa: F401  (imported while the caller's run does its first steps)
 
     from pipeline.validate.expectations import run_suite
