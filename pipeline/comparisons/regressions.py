@@ -42,7 +42,6 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from scipy import stats
 
 from pipeline.comparisons.trends import GROUP_FIELDS
 from pipeline.io.columns import SIDE_KEY
@@ -376,6 +375,8 @@ def _judge(x: np.ndarray, y: np.ndarray, lo: int, cut: int, hi: int, settings: D
         if np.any((first_nights - (level_before + level_after) / 2) * math.copysign(1.0, diff) <= 0):
             continue
         t = diff / (noise * math.sqrt(1 / len(before) + 1 / len(after)))
+        from scipy import stats  # imported where a change is tested: a large import most runs do not need
+
         p = float(2 * stats.t.sf(abs(t), df))
         return before, after, p, float(y[before.start:before.stop].mean()), float(y[after.start:after.stop].mean())
     return None

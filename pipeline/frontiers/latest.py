@@ -21,7 +21,6 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from scipy import stats
 
 from pipeline.frontiers.pareto import float_values
 from pipeline.validate.lines import first_appearance_numbers, run_lineage
@@ -58,10 +57,13 @@ def t_intervals(values: np.ndarray, group: np.ndarray, counts: np.ndarray) -> tu
     repeated = counts > 1
     lo, hi = np.full(counts.size, np.nan), np.full(counts.size, np.nan)
     n = counts[repeated]
-    distinct_n, which = np.unique(n, return_inverse=True)
-    t = stats.t.ppf(0.5 + CI_LEVEL / 2, distinct_n - 1)[which]
-    half = t * np.sqrt(squares[repeated] / (n - 1)) / np.sqrt(n)
-    lo[repeated], hi[repeated] = means[repeated] - half, means[repeated] + half
+    if n.size:  # scipy.stats is imported where a repeat needs it: most runs have none, and it is a large import
+        from scipy import stats
+
+        distinct_n, which = np.unique(n, return_inverse=True)
+        t = stats.t.ppf(0.5 + CI_LEVEL / 2, distinct_n - 1)[which]
+        half = t * np.sqrt(squares[repeated] / (n - 1)) / np.sqrt(n)
+        lo[repeated], hi[repeated] = means[repeated] - half, means[repeated] + half
     return lo, hi
 
 
