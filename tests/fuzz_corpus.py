@@ -1,4 +1,4 @@
-"""A hostile raw folder built from real result files (issue 40): seeded mutants of every real run log and of the
+"""A hostile raw folder built from real result files: seeded mutants of every real run log and of the
 sidecars, ``runs.csv`` and power logs that describe them, plus the file-system and naming cases a careless or
 hostile operator produces, beside untouched copies of the same files.
 

@@ -78,7 +78,7 @@ def test_emptied_folder_after_a_good_run_publishes_nothing(after_a_good_run, cap
     assert f"ingest__parsed_runs: raw folder {raw} is empty" in err[0]
     assert len(err) == 2 and "nothing after it was published" in err[1]  # the cause, then where it stopped
     assert _mart_bytes(out) == before
-    # --allow-shrink accepts a smaller history, never an empty one: no mart can be built from nothing (issue 41)
+    # --allow-shrink accepts a smaller history, never an empty one: no mart can be built from nothing
     assert main(["run", "--allow-shrink"]) == 1
     assert f"raw folder {raw} is empty" in capsys.readouterr().err.splitlines()[0]
     assert _mart_bytes(out) == before
@@ -286,7 +286,7 @@ def test_an_agentic_re_measurement_is_a_repeat_not_a_crash(real_logs, tmp_path, 
 ])
 def test_secondary_statistics_that_cannot_be_true_are_quarantined(real_logs, tmp_path, change, code):
     """A real Kimi-K2.5 MTP result with one secondary statistic broken: a p99 of 1e308 ms, a negative std, or
-    percentiles out of order is a broken file, whatever its median says (issue 40, item 4)."""
+    percentiles out of order is a broken file, whatever its median says."""
     from pipeline.ingest.keys import gpu_keys
     from pipeline.validate.rules import validate_table
 

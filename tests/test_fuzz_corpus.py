@@ -1,4 +1,4 @@
-"""The hostile corpus of issue 40 in one run: over a thousand seeded mutants of the real logs and of the sidecars,
+"""The hostile corpus in one run: over a thousand seeded mutants of the real logs and of the sidecars,
 ``runs.csv`` files and power logs that describe sample runs, plus links out of the folder, FIFOs, a device, a
 2 GiB sparse power log, names that are not UTF-8, and hostile model names (``tests/fuzz_corpus.py``), beside
 untouched copies of the same files. The whole pipeline runs over it as a user runs it (``python -m pipeline

@@ -1,4 +1,4 @@
-"""Honest cells and sentences on real result files (issue 37, items 4, 5, 11a, 11b; docs/metrics.md sections 8a,
+"""Honest cells and sentences on real result files (docs/metrics.md sections 8a,
 11, 12a and 14).
 
 One pipeline run over rows of the real InferenceX dashboard export (``REAL_LOGS``), written to a temporary raw

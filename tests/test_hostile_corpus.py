@@ -1,4 +1,4 @@
-"""One hostile folder, one pipeline run (issue 17): every bad-input case of ``tests/bad_inputs/`` plus the cases that
+"""One hostile folder, one pipeline run: every bad-input case of ``tests/bad_inputs/`` plus the cases that
 cannot be committed as plain files (a file name that is not UTF-8, broken ``runs.csv`` manifests, a symlink out of
 the raw folder), beside good runs. The run succeeds, no blocking check fails, the good runs are accepted with the
 numbers of their files, and every bad file has its named reason: one bad file costs its own ledger row, nothing

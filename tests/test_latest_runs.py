@@ -1,4 +1,4 @@
-"""The latest-run rule, repeats and duplicates (docs/metrics.md "Latest run per line"; issue 12, items 1-2).
+"""The latest-run rule, repeats and duplicates (docs/metrics.md "Latest run per line").
 
 Small hand-built tables first (never skip), then a history built from the real dashboard export: re-dated copies
 with changed numbers, a partial re-sweep, a repeat and a raw vLLM result beside the InferenceX agg row made from

@@ -146,7 +146,7 @@ def test_the_length_rule_is_written_once():
 
 def test_input_throughput_is_derived_in_one_place():
     """``parsers.base.input_throughput`` is the one place a parser derives input tok/s from total and output tok/s
-    (issue 41: both TRT-LLM parsers subtracted inline): no other parser module assigns ``input_tput_tok_s`` from a
+    (both TRT-LLM parsers once subtracted it inline): no other parser module assigns ``input_tput_tok_s`` from a
     subtraction."""
     import re
     root = Path(__file__).resolve().parents[1]

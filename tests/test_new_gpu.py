@@ -72,7 +72,7 @@ def test_without_the_reference_rows_the_same_run_is_unknown_hw(tmp_path, monkeyp
 def test_the_reference_table_is_the_one_list_of_gpus_and_their_order(tmp_path, monkeypatch):
     """No GPU list in code: a GPU added as a row is a key the parse recognizes (longest match first, so ``x9000``
     is not read as ``x900``), and comparisons list GPUs in the table's row order; a GPU removed from the table is
-    no longer a key (issue 41)."""
+    no longer a key."""
     from pipeline.frontiers.sides import _gpu_rank
     from pipeline.ingest.keys import gpu_display_order, gpu_keys, normalize_hw
 

@@ -1,4 +1,4 @@
-"""Plausibility reference, its rules at their boundaries, and the per-file limits of the parse (issue 17)."""
+"""Plausibility reference, its rules at their boundaries, and the per-file limits of the parse."""
 
 import json
 import re
@@ -143,7 +143,7 @@ def test_integer_ranges():
 
 
 def test_the_tpot_bound_is_read_from_the_reference_by_the_rules_and_the_suite(tmp_path, monkeypatch):
-    """plausibility.csv's ``median_tpot_s`` row is the one TPOT bound (issue 41: it was also written as 0.5 ms and
+    """plausibility.csv's ``median_tpot_s`` row is the one TPOT bound (it was also written as 0.5 ms and
     5 s in rules.py twice and in the GX suite): raising its minimum to 1 ms makes a 0.8 ms median TPOT read from
     ``*_ms`` keys a unit slip for the unit rule and the range rule, and the blocking expectation reads it too."""
     from pipeline.validate.expectations import build_suite

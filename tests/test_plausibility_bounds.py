@@ -1,4 +1,4 @@
-"""Plausibility without a wildcard (issue 40, item 4): a model missing from ``model_active_params.csv`` is
+"""Plausibility without a wildcard: a model missing from ``model_active_params.csv`` is
 quarantined (``unknown_model_size``) instead of being bounded by a guessed size; median tok/s/user is held under what
 the GPU's memory bandwidth can decode for the model (``implausible:median_intvty``); E2EL − TTFT must agree with
 TPOT × (OSL − 1) (``inconsistent:e2el``).

@@ -152,7 +152,7 @@ def test_measure_runs_links_power_log_and_reports_missing(tmp_path):
                                            (1731.0, "implausible_power"), (1730.0, None), (612.0, None)])
 def test_average_power_a_gpu_cannot_draw_is_implausible(watts, reason):
     """Board power of an H200 above its all-in 1.73 kW per GPU (gpu_reference.csv), or not above 0 W, is never
-    published: a negative draw gave a tok/s/MW of -97 million, a ×1000 one 84 tok/s/MW (issue 40 hostile corpus)."""
+    published: a negative draw gave a tok/s/MW of -97 million, a ×1000 one 84 tok/s/MW (the hostile corpus)."""
     run = {"run_id": "r", "hw": "h200", "reference_power_kw": 1.73, "reported_avg_power_w_per_gpu": watts,
            "reported_energy_j": watts * 8 * 100}
     (row,) = measure_runs([run], Path("."))

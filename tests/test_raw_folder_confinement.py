@@ -92,7 +92,7 @@ def test_power_log_inside_the_folder_is_still_read(raw):
     assert row["power_invalid_reason"] == "no_window"  # read and parsed; this hand-made run gives no window
 
 
-# ---- the files a run log points to follow the run logs' rules (issue 40, item 2) ---------------------------------
+# ---- the files a run log points to follow the run logs' rules ---------------------------------
 # Each case is parsed under an alarm: a FIFO opened for reading without O_NONBLOCK waits for a writer forever.
 
 def _ingest_within(folder, seconds=30):
@@ -227,7 +227,7 @@ def _stat_saying(size):
 
 
 def test_a_file_that_grows_while_read_is_read_to_its_end_within_its_cap(tmp_path, monkeypatch):
-    """The opener's growth branch (issue 41: ``read_whole``'s was untested): a run log still being written is read
+    """The opener's growth branch (``read_whole``'s was untested): a run log still being written is read
     to its end, as a buffered read would; one that grows past its kind's cap is refused, never held whole."""
     from pipeline.io import opener
 

@@ -1,4 +1,4 @@
-"""Regressions found and announced (issue 38): the detector on hand-made series, the metric rules as data, the
+"""Regressions found and announced: the detector on hand-made series, the metric rules as data, the
 status across runs, the webhook against a real HTTP server on loopback, and the whole pipeline over a nightly
 history built from real InferenceX export rows with one injected −15 % step (and the same history without it)."""
 

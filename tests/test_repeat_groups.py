@@ -1,4 +1,4 @@
-"""Repeats can never fail a run (issue 40): a property test over seeded random histories of two sides, fixed-
+"""Repeats can never fail a run: a property test over seeded random histories of two sides, fixed-
 sequence and agentic, whose repeat groups have one member, identical members (zero variance), near-identical or
 far-apart members, and members of which only some carry a metric. Frontiers and the matched-interactivity
 comparison are built from each; neither raises, and every interval they publish is a finite, ordered pair or

@@ -1,4 +1,4 @@
-"""Value tests for the rule modules (issue 18): each expectation is hand-computed (the arithmetic is in the
+"""Value tests for the rule modules: each expectation is hand-computed (the arithmetic is in the
 comment) or comes from an independent implementation written here, never from the code under test. Each test
 names the mutant it is there to kill; README "Tests" gives the mutation command and scores."""
 

@@ -116,7 +116,7 @@ def test_input_cost_divides_by_the_input_rate_and_output_cost_by_the_output_rate
 
 def test_totals_over_gpus_win_over_a_reported_per_gpu_value():
     """docs/metrics.md: tok/s/GPU is the run's totals ÷ its GPUs whenever the totals are there; a per-GPU value the
-    source reports is used only without them (issue 41: no fixture had both with different values)."""
+    source reports is used only without them (no fixture had both with different values)."""
     (m,) = _metrics({"hw": "mi355x", "tp": 8, "total_tput_tok_s": 800.0, "output_tput_tok_s": 400.0,
                      "input_tput_tok_s": 400.0, "reported_tput_per_gpu": 55.6, "reported_output_tput_per_gpu": 27.7,
                      "reported_input_tput_per_gpu": 27.9, "median_tpot_s": 0.0174})

@@ -1,4 +1,4 @@
-"""Safe keys (issue 40, item 3): every metadata value that names a partition folder, a file, a report page or a
+"""Safe keys: every metadata value that names a partition folder, a file, a report page or a
 label is a bounded key that no two different values share.
 
 - a model key that cannot be one folder name (``..``, ``.``, ``a/b``, ``a\\b``, a leading dot, NUL, 200
