@@ -130,3 +130,29 @@ def test_the_suites_process_ends_when_its_caller_is_killed(tmp_path):
         time.sleep(0.2)
     os.kill(child, signal.SIGKILL)
     raise AssertionError(f"suite process {child} still running 60 s after its caller was killed")
+
+
+def test_an_answer_that_cannot_be_sent_is_raised_in_the_caller_as_a_runtime_error(monkeypatch):
+    """An error (or a result) the pipe cannot pickle comes back as a RuntimeError naming it, and the process goes on
+    serving (the forked process runs the monkeypatched suite: a fork copies the caller as it is)."""
+    from pipeline.validate import expectations
+
+    class Unpicklable(Exception):
+        def __reduce__(self):
+            raise TypeError("not picklable")
+
+    calls = iter(["error", "result"])
+
+    def fake_suite(chunks, known_hw, duplicate_of):
+        list(chunks)
+        if next(calls) == "error":
+            raise Unpicklable("bad bound")
+        return [lambda: None]  # a function cannot be pickled
+
+    monkeypatch.setattr(expectations, "run_suite", fake_suite)
+    table = pa.table({"run_id": ["a"]})
+    with SuiteProcess() as suite:
+        with pytest.raises(RuntimeError, match="could not send its answer .*Unpicklable: bad bound"):
+            suite.run_suite([table], [], {})
+        with pytest.raises(RuntimeError, match="could not send its answer .*outcomes not sent"):
+            suite.run_suite([table], [], {})

@@ -161,9 +161,9 @@ def _serve(conn: Connection, callers_end: Connection) -> None:
             pass
         try:
             conn.send(answer)
-        except Exception as exc:  # an error that cannot be pickled: its text, raised as a RuntimeError
-            conn.send(("error", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]}") if answer[0] == "error"
-                       else exc))
+        except Exception as exc:  # an answer that cannot be pickled: its text, raised in the caller as a RuntimeError
+            what = f"{type(answer[1]).__name__}: {answer[1]}" if answer[0] == "error" else f"outcomes not sent: {exc!r}"
+            conn.send(("error", RuntimeError(f"the suite's process could not send its answer ({what})")))
 
 
 def _chunks(conn: Connection) -> Iterator[pa.Table]:
