@@ -36,9 +36,7 @@ from pipeline.ingest.keys import (
 )
 from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ
 from pipeline.io.storage import read_mart
-from pipeline.metrics.reference import PRICE_TIERS
 
-TIERS = PRICE_TIERS
 SIDE_KEYS = ("hw", "precision", "spec_decoding", "framework")
 # What a user may type for a side key; ``spec`` is short for ``spec_decoding``.
 KEY_ALIASES = {"spec": "spec_decoding", "gpu": "hw"}

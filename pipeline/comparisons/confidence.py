@@ -29,10 +29,9 @@ from pipeline.frontiers.spline import interpolate
 from pipeline.metrics.reference import PRICE_TIERS
 
 CI_METRICS = ("tput_per_gpu", "median_intvty")
-TIERS = PRICE_TIERS
 # the splined intervals of tok/s/GPU and interactivity, then each tier's cost interval ($/M tok)
 COMPARISON_CI_COLUMNS = (*(f"{m}_ci_{end}" for m in CI_METRICS for end in ("lo", "hi")),
-                         *(f"cost_per_mtok_{t}_ci_{end}" for t in TIERS for end in ("lo", "hi")))
+                         *(f"cost_per_mtok_{t}_ci_{end}" for t in PRICE_TIERS for end in ("lo", "hi")))
 SPLINED_CI_COLUMNS = COMPARISON_CI_COLUMNS[:4]
 
 
@@ -52,7 +51,7 @@ def side_intervals(points: Sequence[Mapping[str, Any]], targets: Sequence[float]
         return rows
     x = np.array([p["x_intvty"] for p in points], dtype=float)  # the frontier's x-axis, as the values use
     values = interpolate(x, np.array([[p[c] for c in whole] for p in points], dtype=float), targets, clamp=True)
-    prices = {tier: price_per_mtok(points, tier) for tier in TIERS}
+    prices = {tier: price_per_mtok(points, tier) for tier in PRICE_TIERS}
     for row, at_target in zip(rows, values):
         row.update(zip(whole, map(float, at_target)))
         lo, hi = row["tput_per_gpu_ci_lo"], row["tput_per_gpu_ci_hi"]

@@ -30,7 +30,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.comparisons.compare import GAP_RATIO, REPEAT_SPREAD_LIMIT, SPARSE_RATIO, TIE_RATIO
-from pipeline.comparisons.confidence import TIERS
 from pipeline.comparisons.plots import x_axis_label
 from pipeline.comparisons.regressions import FRONTIER_GROUP
 from pipeline.comparisons.trends import DEFAULT_TARGET_INTVTY, GROUP_KEYS, TREND_METRICS, trend_frontiers
@@ -45,6 +44,7 @@ from pipeline.frontiers.sides import Side
 from pipeline.ingest.keys import framework_label, hw_label, precision_label, spec_label
 from pipeline.ingest.schema import AGENTIC_TRACES, FIXED_SEQ
 from pipeline.io.columns import SIDE_KEY
+from pipeline.metrics.reference import PRICE_TIERS
 
 EXPLORER_PAGE = "explorer.html"
 EXPLORER_SCRIPT = "explorer.js"
@@ -54,7 +54,7 @@ Y_METRICS: tuple[tuple[str, str], ...] = (
     ("tput_per_gpu", "Throughput (tok/s/GPU)"),
     ("output_tput_per_gpu", "Output throughput (output tok/s/GPU)"),
     ("input_tput_per_gpu", "Input throughput (input tok/s/GPU)"),
-    *((f"{kind}cost_per_mtok_{tier}", f"Cost ($/M {word}tokens, {tier})") for tier in TIERS
+    *((f"{kind}cost_per_mtok_{tier}", f"Cost ($/M {word}tokens, {tier})") for tier in PRICE_TIERS
       for kind, word in (("", ""), ("output_", "output "), ("input_", "input "))),
     ("tok_s_per_mw", "tok/s/MW (all-in power)"),
     ("measured_tok_s_per_mw", "tok/s/MW (measured telemetry)"),
@@ -94,7 +94,7 @@ EXPLORER_CSV_COLUMNS = (
     "target_clamped", "bracket_lo_intvty", "bracket_hi_intvty", "bracket_ratio", "bracket_lo_repeat_spread",
     "bracket_hi_repeat_spread", *SPLINED_METRICS, *OPTIONAL_METRICS, "implied_cost_per_mtok_hyperscaler",
     "sparse_frontier", "cell_basis", "cell_note", "tput_per_gpu_ci_lo", "tput_per_gpu_ci_hi", "median_intvty_ci_lo",
-    "median_intvty_ci_hi", *(f"cost_per_mtok_{t}_ci_{end}" for t in TIERS for end in ("lo", "hi")),
+    "median_intvty_ci_hi", *(f"cost_per_mtok_{t}_ci_{end}" for t in PRICE_TIERS for end in ("lo", "hi")),
     "difference_significant", "band_phrase", "cost_sentence", "tput_sentence")
 
 

@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pipeline.comparisons.compare import GAP_RATIO, REPEAT_SPREAD_LIMIT, SPARSE_RATIO, TIE_RATIO, headline
-from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, TIERS, price_per_mtok, whole_interval_columns
+from pipeline.comparisons.confidence import COMPARISON_CI_COLUMNS, price_per_mtok, whole_interval_columns
 from pipeline.comparisons.plots import SIDE_COLORS, frontier_chart, latency_cdf_chart, x_axis_label
 from pipeline.frontiers.points import OPTIONAL_METRICS, SPLINED_METRICS
 from pipeline.frontiers.sides import POOLED, Side, run_fixed_key, sides_of
 from pipeline.ingest.keys import FRAMEWORK_LABELS, normalize_framework, normalize_spec
 from pipeline.ingest.schema import AGENTIC_TRACES
 from pipeline.io.storage import markdown_text
-from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
+from pipeline.metrics.reference import DEFAULT_PRICE_BOOK, PRICE_TIERS
 
 KIND_SUFFIX = {"spec_decoding": "Speculative Decoding", "precision": "Precision", "hardware": "Hardware",
                "framework": "Framework"}
@@ -391,7 +391,7 @@ def frontier_data(pts: Sequence[Mapping[str, Any]], dates: Mapping[Any, Any]) ->
         "price_per_mtok": price_per_mtok(pts),
         # the intervals the points have (every point, else none: never bridged), splined like a metric
         "ci": {c: [float(p[c]) for p in pts] for c in whole_interval_columns(pts)},
-        "prices_per_mtok": {t: price_per_mtok(pts, t) for t in TIERS},
+        "prices_per_mtok": {t: price_per_mtok(pts, t) for t in PRICE_TIERS},
         "repeat_spread": [p.get("repeat_spread") for p in pts],
         "points": [{"file": p["source_file"], "config": _point_config(p),
                     "date": _date(dates.get(p["source_file"]))} for p in pts],
