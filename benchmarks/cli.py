@@ -13,7 +13,7 @@ Targets:
   checkout: no warehouse, no marts, no parse cache, no ``__pycache__`` of ``pipeline/``) and warm (the same
   command again), three times each: median (min-max);
 - ``python -m pipeline run`` end to end (report included) on a generated folder <= 1.3x the benchmark's asset
-  work on the same folder (``benchmarks/run.py``'s full refresh + asset checks, cold cache both);
+  work on the same folder (``benchmarks/run.py``'s full refresh + asset checks + HTML report, cold cache both);
 - a nightly batch of 2,000 runs <= 2 s of asset work (``benchmarks/run.py``'s batch: the tick and the run's
   assets), onto 10k (three times) and onto 100k (once, the run beside which the CLI is timed);
 - the README command's peak resident set (the largest of one process: a run or its GX suite process), printed
@@ -175,7 +175,7 @@ def cli_beside_asset_work(work: Path, runs: int) -> list[tuple[str, str, bool]]:
     parse cache) beside the benchmark's full refresh + checks over the same folder, one after the other; the
     same benchmark run's nightly batch of ``BATCH`` runs onto that folder is the batch target's row at this size."""
     bench = _benchmark(work, runs, BATCH)
-    asset_work = bench["full_s"] + bench["checks_s"]
+    asset_work = bench["full_s"] + bench["checks_s"] + bench["report_s"]  # the CLI's run draws the report too
     batch = [(f"nightly batch of {BATCH:,} onto {runs:,} <= 2 s of asset work (one run)", f"{bench['batch_s']:.2f} s",
               bench["batch_s"] <= 2)]
     folder = Path(tempfile.mkdtemp(dir=work, prefix=f"cli-{runs}-"))
