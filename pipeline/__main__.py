@@ -60,7 +60,9 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
 
     Args:
         instance: the Dagster instance (ephemeral, or DAGSTER_HOME's, where the run then shows in the UI).
-        run_config: the run's config (e.g. logger level, price-book overrides, ``allow_shrink``).
+        run_config: the run's config (e.g. logger level, price-book overrides, ``allow_shrink``). Unless it
+            configures ``comparisons__report``, the report gets ``report_config(instance)`` (no charts for the
+            Dagster UI on a throwaway instance).
         on_step: called as ``on_step(done, total, label, seconds)`` as each step ends (succeeded or failed):
             ``label`` is the asset key (``validate/accepted_runs``) or the check's name (``… (failed)`` for a
             failed step), ``seconds`` the wall time since the previous step ended.
@@ -109,11 +111,12 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
             on_step(done, total, f"{label} (failed)" if event.is_step_failure else label, now - last)
             last = now
 
+    run_config = with_report_config(run_config, instance, asset_selection)
     run_id = str(uuid.uuid4())  # Dagster's run ids are UUID4 strings; known before the run starts
     instance.add_event_listener(run_id, step_ended)
     generation = cli_generation_id()
     result = job.execute_in_process(
-        instance=instance, run_config=run_config or {}, raise_on_error=False, run_id=run_id,
+        instance=instance, run_config=run_config, raise_on_error=False, run_id=run_id,
         **({"asset_selection": list(asset_selection)} if asset_selection is not None else {}),
         # the ingest reads the folder as the discovery just scanned it, from the parse cache (no second scan)
         tags={GENERATION_TAG: generation, **all_partitions_tags(instance),
@@ -198,7 +201,6 @@ def _run_with(args: argparse.Namespace, started: float, suite) -> int:
         return 1
     if notice:
         print(notice, file=sys.stderr)
-    run_config["ops"]["comparisons__report"] = report_config(instance)
     printed: list[str] = []
 
     def failed(event) -> None:  # the cause as it happens, before the failed step's progress bar
@@ -244,6 +246,22 @@ def report_config(instance) -> dict:
     (``ReportConfig.ui_charts``) are drawn only when the instance keeps the run (``DAGSTER_HOME`` set), since
     no UI ever shows a throwaway instance's metadata; the HTML report is the same either way."""
     return {"config": {"ui_charts": not instance.is_ephemeral}}
+
+
+def with_report_config(run_config: dict | None, instance, asset_selection=None) -> dict:
+    """``run_config`` (not changed) with ``report_config(instance)`` as the report's config when the run draws the
+    report (every asset, or a selection holding ``comparisons/report``) and ``run_config`` does not configure
+    it; Dagster refuses config for an op outside the selection, so a selection without the report gets none."""
+    import dagster as dg
+
+    run_config = dict(run_config or {})
+    ops = dict(run_config.get("ops") or {})
+    report_selected = asset_selection is None or dg.AssetKey(["comparisons", "report"]) in set(asset_selection)
+    if report_selected and "comparisons__report" not in ops:
+        ops["comparisons__report"] = report_config(instance)
+    if ops:
+        run_config["ops"] = ops
+    return run_config
 
 
 def _root_cause(error) -> str:

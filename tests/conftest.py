@@ -227,10 +227,15 @@ def _materialize_sample(out_dir: Path, db_path: Path, run_config: dict | None = 
     return PipelineRun(result, out_dir, db_path)
 
 
+# The report's charts for the Dagster UI, which a run on a throwaway instance leaves out unless asked
+# (pipeline.__main__.with_report_config): the shared sample run draws them, for the tests of what the UI shows.
+UI_CHARTS_CONFIG = {"ops": {"comparisons__report": {"config": {"ui_charts": True}}}}
+
+
 @pytest.fixture(scope="session")
 def _sample_session_run(tmp_path_factory) -> PipelineRun:
     tmp = tmp_path_factory.mktemp("sample-run")
-    return _materialize_sample(tmp / "marts", tmp / "warehouse.duckdb")
+    return _materialize_sample(tmp / "marts", tmp / "warehouse.duckdb", UI_CHARTS_CONFIG)
 
 
 def _stamps(run: PipelineRun) -> dict[str, tuple[int, int]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 import pytest
-from conftest import SAMPLE_DIR, reference_knowing_models, unrestricted
+from conftest import SAMPLE_DIR, UI_CHARTS_CONFIG, reference_knowing_models, unrestricted
 from markdown_it import (
     MarkdownIt,  # markdown-it-py, installed with rich (a dagster dependency)
 )
@@ -104,7 +104,8 @@ def hostile_run(tmp_path_factory):
         mp.setenv("PIPELINE_DB_PATH", str(tmp / "w.duckdb"))
         # the hostile names are models the user made known: only their text is under test here
         mp.setenv("PIPELINE_REFERENCE_DIR", str(reference_knowing_models(raw, tmp / "reference")))
-        result = materialize_all(dg.DagsterInstance.ephemeral())
+        # the UI's charts too (a throwaway instance draws none by default): their headings carry the names
+        result = materialize_all(dg.DagsterInstance.ephemeral(), UI_CHARTS_CONFIG)
     return result, tmp / "marts"
 
 

@@ -91,3 +91,24 @@ def test_a_cli_run_on_a_throwaway_instance_draws_no_ui_charts_and_the_same_repor
         "frontier_charts"].value
     assert not charts(text) and "data:image" not in text and "16 charts are in the HTML report" in text
     assert {p.name: p.read_bytes() for p in index.parent.glob("*.html")} == pages
+
+
+def test_a_run_of_every_asset_on_a_throwaway_instance_asks_for_no_ui_charts_unless_configured(tmp_path):
+    """``materialize_all``'s run config: the report's ``ui_charts`` follows the instance unless the caller set
+    it; a selection without the report gets no report config (Dagster refuses config for an op it does not
+    run); the caller's dict is left as it was."""
+    from pipeline.__main__ import with_report_config
+
+    ephemeral = dg.DagsterInstance.ephemeral()
+    logger = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    assert with_report_config(logger, ephemeral) == {
+        **logger, "ops": {"comparisons__report": {"config": {"ui_charts": False}}}}
+    assert logger == {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as kept:
+        assert with_report_config(None, kept) == {"ops": {"comparisons__report": {"config": {"ui_charts": True}}}}
+    asked = {"ops": {"comparisons__report": {"config": {"ui_charts": True}}, "x": {}}}
+    assert with_report_config(asked, ephemeral) == asked
+    metrics_only = [dg.AssetKey(["metrics", "run_metrics"])]
+    assert with_report_config(None, ephemeral, metrics_only) == {}
+    assert with_report_config(None, ephemeral, [*metrics_only, dg.AssetKey(["comparisons", "report"])]) == {
+        "ops": {"comparisons__report": {"config": {"ui_charts": False}}}}
