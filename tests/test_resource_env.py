@@ -154,6 +154,32 @@ def test_a_shared_warehouse_gives_each_use_a_fresh_cursor_of_one_database(tmp_pa
         assert conn.execute("select count(*) from t").fetchall() == [(1000,)]
 
 
+def test_a_shared_warehouse_evicts_after_a_use_that_leaves_much_in_memory_and_not_after_a_small_one(tmp_path):
+    """A small use leaves its writes in the WAL (no checkpoint: the file's own blocks unchanged); a use that
+    leaves ``EVICT_ABOVE_BYTES`` or more in DuckDB's memory is checkpointed (the WAL emptied into the file) and
+    evicted below that size, with ``memory_limit`` restored."""
+    from pipeline.defs.resources import EVICT_ABOVE_BYTES
+
+    def held(conn) -> int:
+        return conn.execute("select coalesce(sum(memory_usage_bytes), 0) from duckdb_memory()").fetchone()[0]
+
+    database = tmp_path / "w.duckdb"
+    wal = tmp_path / "w.duckdb.wal"
+    warehouse = SharedWarehouse(database=str(database), memory_limit="1GB")
+    with warehouse.get_connection() as conn:
+        conn.execute("create table small as select range as i from range(1000)")
+    assert wal.stat().st_size > 0  # not checkpointed
+    # 30M random doubles, ~230 MiB uncompressed: well over the threshold while in memory
+    with warehouse.get_connection() as conn:
+        conn.execute("create table big as select random() as x from range(30000000)")
+        assert held(conn) >= EVICT_ABOVE_BYTES  # what the use leaves before the eviction
+    assert not wal.exists() or wal.stat().st_size == 0  # checkpointed
+    with warehouse.get_connection() as conn:
+        assert conn.execute("select count(*) from small").fetchone()[0] == 1000
+        assert conn.execute("select current_setting('memory_limit')").fetchone()[0] == "953.6 MiB"
+    warehouse.close()
+
+
 def test_pointed_at_sets_the_three_paths_for_the_block_and_restores_them(monkeypatch, tmp_path):
     """``pipeline.io.paths.pointed_at``: inside, the three variables name the given folders and the caller's
     ``PIPELINE_CACHE_DIR`` is unset (the cache goes beside the given warehouse); after (also after an error), a

@@ -292,6 +292,10 @@ class Warehouse(DuckDBResource):
 # the blocks the use left cached (a step's reads would otherwise stay resident through the next steps, on top of
 # their own memory); a positive size, since DuckDB refuses a limit it cannot reach (0 while dirty blocks remain).
 EVICT_TO = "1MB"
+# Below this much held by DuckDB's buffer manager after a use, SharedWarehouse neither checkpoints nor evicts: the
+# checkpoint's writes and fsync would cost more than the memory they free (the WAL is durable already, and DuckDB
+# checkpoints it when it grows past its own threshold and when the database closes).
+EVICT_ABOVE_BYTES = 64 * 2**20
 
 
 class SharedWarehouse(Warehouse):
@@ -304,9 +308,9 @@ class SharedWarehouse(Warehouse):
     Why: opening a DuckDB database starts its instance and closing it checkpoints the writes, paid once or more
     per step; an in-process run is the warehouse's only writer anyway, so it keeps the file's write lock for the
     whole run (another process waits, as for any writer: ``lock_timeout_s``).
-    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after each use its
-    writes are checkpointed and the blocks it left cached evicted (``EVICT_TO``), so a step does not carry the
-    previous step's reads or writes.
+    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after a use that leaves
+    ``EVICT_ABOVE_BYTES`` or more in DuckDB's memory, its writes are checkpointed and the blocks it left cached
+    evicted (``EVICT_TO``), so a step does not carry the previous step's reads or writes.
 
     Use it only where one process runs every step (``python -m pipeline run``, which passes it to
     ``execute_in_process`` for the whole job, and the benchmark): a run whose steps are processes of their own
@@ -338,18 +342,24 @@ class SharedWarehouse(Warehouse):
             release_arrow_memory()
 
     def _evict_cached_blocks(self) -> None:
-        """Checkpoint the use's writes into the file (as closing the database did), then lower ``memory_limit`` to
-        ``EVICT_TO`` and set it back: DuckDB evicts what it can of its cached blocks (the limit is restored
-        either way). Without the checkpoint, a step's written blocks would stay in memory until DuckDB's own
-        checkpoint (by WAL size), on top of the next step's memory."""
+        """When DuckDB holds ``EVICT_ABOVE_BYTES`` or more (``duckdb_memory()``): checkpoint the use's writes into
+        the file (as closing the database did), then lower ``memory_limit`` to ``EVICT_TO`` and set it back:
+        DuckDB evicts what it can of its cached blocks (the limit is restored either way). Without the
+        checkpoint, a step's written blocks would stay in memory until DuckDB's own checkpoint (by WAL size), on
+        top of the next step's memory."""
+        held = self._database.execute("select coalesce(sum(memory_usage_bytes), 0) from duckdb_memory()").fetchone()
+        if held[0] < EVICT_ABOVE_BYTES:
+            return
         self._database.execute("checkpoint")
-        limit = self._database.execute("select current_setting('memory_limit')").fetchall()[0][0]
         try:
             self._database.execute(f"set memory_limit = '{EVICT_TO}'")
         except duckdb.Error:  # could not evict down to it: what could be evicted was
             pass
         finally:
-            self._database.execute(f"set memory_limit = '{limit}'")
+            # the configured limit itself: the value DuckDB displays is rounded to 0.1 MiB, and setting it back
+            # would lower the limit a little at every eviction
+            self._database.execute(f"set memory_limit = '{self.memory_limit}'" if self.memory_limit
+                                   else "reset memory_limit")
 
     def close(self) -> None:
         """Close the open database, if open (DuckDB checkpoints its writes into the file)."""
