@@ -60,6 +60,8 @@ def test_readme_operator_commands_work_on_a_fresh_instance(tmp_path):
         assert statuses == {dg.DagsterRunStatus.SUCCESS}
         backfill = [r for r in runs if r.tags.get("dagster/partition") == "2026-07-14"]
         assert len(backfill) == 1
+        # its steps in the run's own process, as the sensor's runs (one process per step is most of such a run)
+        assert backfill[0].run_config.get("execution") == {"config": {"in_process": True}}
         # python -m pipeline run: one run of the whole job, recorded in the same instance the UI reads.
         assert len([r for r in runs if r.job_name == "refresh_all"]) == 1
         materialized = instance.get_latest_materialization_event(dg.AssetKey(["metrics", "run_metrics"]))
