@@ -289,13 +289,13 @@ def page_names(by_comparison: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict
             the report is not written.
     """
     names: dict[str, str] = {}
-    owner: dict[str, str] = {}
+    page_owner: dict[str, str] = {}
     for comparison_id, rows in sorted(by_comparison.items()):
         name = slug(rows[0])
-        if name in owner:
-            raise ValueError(f"comparisons {owner[name]!r} and {comparison_id!r} would share the page {name}.html: "
-                             "report not written")
-        names[comparison_id], owner[name] = name, comparison_id
+        if name in page_owner:
+            raise ValueError(f"comparisons {page_owner[name]!r} and {comparison_id!r} would share the page "
+                             f"{name}.html: report not written")
+        names[comparison_id], page_owner[name] = name, comparison_id
     return names
 
 

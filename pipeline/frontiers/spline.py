@@ -193,22 +193,22 @@ def frontiers_at(x: Sequence[float], v: Sequence[float], sizes: Sequence[int], f
     start = np.concatenate(([0.0], np.cumsum(span + 1.0)[:-1]))
     offset = start - xs[first[splined]]
     rows = slices(first[splined], counts[splined])
-    owner = np.repeat(np.arange(splined.size), counts[splined])
-    shifted = xs[rows] + offset[owner]
+    point_frontier = np.repeat(np.arange(splined.size), counts[splined])
+    shifted = xs[rows] + offset[point_frontier]
     steps = np.diff(shifted)
     joins = np.cumsum(counts[splined])[:-1] - 1  # the segment from one frontier's last point to the next's first
     collapsed = steps <= 0
     collapsed[joins] = False
-    alone = np.zeros(splined.size, dtype=bool)
-    alone[np.unique(owner[np.flatnonzero(collapsed)])] = True
+    own_spline = np.zeros(splined.size, dtype=bool)
+    own_spline[np.unique(point_frontier[np.flatnonzero(collapsed)])] = True
     position = np.searchsorted(splined, reads)  # a splined read's frontier's place among ``splined``
     shared = np.flatnonzero(splined_reads)
-    shared = shared[~alone[position[shared]]]
-    if not alone.all():
-        keep = ~alone[owner]
+    shared = shared[~own_spline[position[shared]]]
+    if not own_spline.all():
+        keep = ~own_spline[point_frontier]
         spline = CubicHermiteSpline(shifted[keep], vs[rows[keep]], tangents[rows[keep]], extrapolate=False)
         out[shared] = spline(ts[shared] + offset[position[shared]])
-    for i in np.flatnonzero(splined_reads & alone[np.minimum(position, splined.size - 1)]):
+    for i in np.flatnonzero(splined_reads & own_spline[np.minimum(position, splined.size - 1)]):
         g = reads[i]  # too close to share the shifted axis: the one-frontier spline
         out[i] = interpolate(xs[first[g]:last[g] + 1], vs[first[g]:last[g] + 1], [ts[i]], clamp=False)[0]
     return out
