@@ -57,16 +57,16 @@ def grouped_steffen_tangents(x: Sequence[float], y: Sequence[float], sizes: Sequ
     m = np.zeros(ys.shape)
     if xs.size < 2:
         return m
-    within = np.ones(xs.size - 1, dtype=bool)  # segment i joins points i and i + 1 of one curve
-    within[last[last < xs.size - 1]] = False
+    in_curve = np.ones(xs.size - 1, dtype=bool)  # segment i joins points i and i + 1 of one curve
+    in_curve[last[last < xs.size - 1]] = False
     h = np.diff(xs)
-    if (h[within] <= 0).any():
+    if (h[in_curve] <= 0).any():
         raise ValueError("x must be strictly increasing")
     if ys.ndim == 2:
         h = h[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):  # the segments between two curves are never read
         s = np.diff(ys, axis=0) / h
-    interior = np.flatnonzero(within[:-1] & within[1:]) + 1  # points with a segment of their curve on each side
+    interior = np.flatnonzero(in_curve[:-1] & in_curve[1:]) + 1  # points with a segment of their curve on each side
     h0, h1, s0, s1 = h[interior - 1], h[interior], s[interior - 1], s[interior]
     p = (s0 * h1 + s1 * h0) / (h0 + h1)
     sign = lambda v: np.where(v < 0, -1.0, 1.0)  # noqa: E731 — d3's sign: sgn(0) = +1
