@@ -166,7 +166,7 @@ def test_a_kill_after_every_step_leaves_the_previous_generation(sample_run_copy,
     after step k (one pass over the steps instead of one run per prefix)."""
     import dagster as dg
 
-    from pipeline.__main__ import materialize_all
+    from pipeline.__main__ import materialize_all, with_report_config
     from pipeline.definitions import defs
     from pipeline.defs.partitions import all_partitions_tags, discover_partition_keys, register_partitions
     from pipeline.defs.resources import GENERATION_TAG
@@ -189,8 +189,9 @@ def test_a_kill_after_every_step_leaves_the_previous_generation(sample_run_copy,
     register_partitions(instance, discover_partition_keys(str(raw), parse_cache_dir()))
     tags = {GENERATION_TAG: cli_generation_id(), **all_partitions_tags(instance)}
     for step in steps[:-1]:
-        ran = job.execute_in_process(instance=instance, run_config=config if step.path[0] == "ingest" else {},
-                                     asset_selection=[step], tags=tags, raise_on_error=False)
+        run_config = with_report_config(config if step.path[0] == "ingest" else {}, instance, [step])
+        ran = job.execute_in_process(instance=instance, run_config=run_config, asset_selection=[step], tags=tags,
+                                     raise_on_error=False)
         assert ran.success, step.to_user_string()
         assert published_dir(run.out_dir) == published, f"published after a kill after {step.to_user_string()}"
         assert _hashes(run.out_dir) == before, f"marts changed after a kill after {step.to_user_string()}"
