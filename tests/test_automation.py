@@ -11,6 +11,7 @@ import duckdb
 import pytest
 from conftest import SAMPLE_DIR
 
+from pipeline.__main__ import with_report_config
 from pipeline.defs.automation import nightly_refresh, raw_logs_sensor
 from pipeline.defs.resources import PipelinePaths
 
@@ -82,7 +83,8 @@ def test_partitioned_materialization_touches_only_the_new_date(tmp_path, run_pip
     instance.add_dynamic_partitions("run_date", ["2026-08-01"])
     from pipeline.definitions import defs
 
-    result = defs().resolve_job_def("refresh_all").execute_in_process(instance=instance, partition_key="2026-08-01")
+    result = defs().resolve_job_def("refresh_all").execute_in_process(
+        instance=instance, partition_key="2026-08-01", run_config=with_report_config(None, instance))
     assert result.success
     partitioned = {"ingest/parsed_runs", "validate/accepted_runs", "metrics/run_power", "metrics/run_metrics"}
     materialized = {(m.asset_key.to_user_string(), m.partition) for m in result.asset_materializations_for_node(

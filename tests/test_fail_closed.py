@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_DIR
 
-from pipeline.__main__ import main
+from pipeline.__main__ import main, with_report_config
 from pipeline.ingest.folder import ingest_folder
 
 MARTS = ("runs", "trends", "quarantine", "frontiers", "comparisons", "ingest_ledger")
@@ -184,7 +184,7 @@ def test_a_partial_run_on_a_rebuilt_warehouse_publishes_nothing(after_a_good_run
     keys = register_partitions(instance, discover_partition_keys(str(raw), str(tmp_path / "w.duckdb.parse_cache")))
     assert len(keys) > 1
     result = defs().resolve_job_def("refresh_all").execute_in_process(
-        instance=instance, partition_key=keys[0], raise_on_error=False)
+        instance=instance, partition_key=keys[0], run_config=with_report_config(None, instance), raise_on_error=False)
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_key == "comparisons__published_marts"
     assert "warehouse rebuilt after corruption" in str(failure.event_specific_data.error.cause.message)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_DIR
 
-from pipeline.__main__ import main
+from pipeline.__main__ import main, with_report_config
 from pipeline.io.generations import published_dir
 from pipeline.io.publish_guard import (
     RECORD,
@@ -257,7 +257,7 @@ def test_a_nightly_run_for_one_date_rewrites_what_a_refused_run_left_unpublished
     assert register_partitions(instance, discover_partition_keys(str(m.raw), parse_cache_dir())) == \
         ["2026-07-14", "undated"]
     result = defs().resolve_job_def("refresh_all").execute_in_process(
-        instance=instance, partition_key="undated", raise_on_error=False)
+        instance=instance, partition_key="undated", run_config=with_report_config(None, instance), raise_on_error=False)
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_key == "comparisons__published_marts"
     assert "accepted runs fell from 84" in failure.event_specific_data.error.cause.message
