@@ -7,6 +7,7 @@ sensor tick under the date-folder layout (docs/performance.md has the figures an
                                               #   nightly batch onto 100k), a backfill and a sensor run (10k),
                                               #   the date-folder tick onto 100k
     python benchmarks/cli.py --million        # + the CLI and the date-folder tick onto 1M (tens of minutes)
+    python benchmarks/cli.py --tests          # + README's test command, once (minutes; alone: --tests --no-runs)
 
 Targets:
 - README command (``python -m pipeline run`` on the sample, no ``DAGSTER_HOME``) <= 5 s wall, cold (a fresh
@@ -25,7 +26,9 @@ Targets:
   its steps' own times (STEP_START to STEP_SUCCESS), both on ``DAGSTER_HOME``'s instance with the code
   location's executor (``pipeline/defs/jobs.py``) and pools (``dagster.yaml``);
 - a sensor tick that finds a night of 2,000 runs in a new date folder, with ``PIPELINE_RAW_LAYOUT=date-folders``,
-  <= 3 s (the target is for 1M; 100k is printed as the smaller case).
+  <= 3 s (the target is for 1M; 100k is printed as the smaller case);
+- README's test command (its pytest part, read from README's "Tests" block and run in this checkout's venv)
+  <= 150 s wall on the 2-core machine, once (``--tests``; the run's own summary line is printed beside it).
 
 Each figure is measured three times where the target says so (``--repeat``); the machine's load average is
 printed with it, since on a shared machine a busy minute moves every figure.
@@ -42,18 +45,23 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the README command and a nightly batch onto 10k")
     parser.add_argument("--million", action="store_true", help="also the CLI and the date-folder tick onto 1M")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (default 3)")
+    parser.add_argument("--tests", action="store_true", help="also README's test command, once")
+    parser.add_argument("--no-runs", action="store_true", help="none of the pipeline's targets (with --tests)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-cli"), help="scratch folder")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     verdicts: list[tuple[str, str, bool | None]] = []
     print(f"machine: {os.cpu_count()} cores, load average {_load()} at the start", flush=True)
-    verdicts += readme_command(args.work, args.repeat)
-    verdicts += nightly_batch(args.work, 10_000, args.repeat)
-    if not args.quick:
+    if not args.no_runs:
+        verdicts += readme_command(args.work, args.repeat)
+        verdicts += nightly_batch(args.work, 10_000, args.repeat)
+    if not args.quick and not args.no_runs:
         verdicts += cli_beside_asset_work(args.work, 100_000)
         verdicts += backfill_and_sensor_run(args.work, 10_000, args.repeat)
         verdicts += dated_tick(args.work, 100_000, args.repeat)
-    if args.million:
+    if args.tests:
+        verdicts += test_command()
+    if args.million and not args.no_runs:
         verdicts += cli_beside_asset_work(args.work, 1_000_000)
         verdicts += dated_tick(args.work, 1_000_000, args.repeat)
     print(f"\ntargets (load average {_load()} at the end):")
@@ -134,6 +142,37 @@ def readme_command(work: Path, repeat: int) -> list[tuple[str, str, bool]]:
     return [("README command on the sample, cold <= 5 s", _spread(cold), statistics.median(cold) <= 5),
             ("README command on the sample, warm <= 5 s", _spread(warm), statistics.median(warm) <= 5),
             ("README command on the sample, peak RSS of one process", f"{peak:,.0f} MiB", None)]
+
+
+def readme_test_command() -> str:
+    """The pytest part of README's test command: the last ``&&`` segment of the ``bash`` block under "## Tests"
+    (the venv and install before it are this checkout's already).
+
+    Raises:
+        ValueError: README has no such block.
+    """
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^## Tests\n+```bash\n(.+?)\n```", text, flags=re.M | re.S)
+    if block is None:
+        raise ValueError("README.md: no ```bash block right under '## Tests'")
+    return block.group(1).strip().split("&&")[-1].strip()
+
+
+def test_command() -> list[tuple[str, str, bool]]:
+    """README's test command (``readme_test_command``) once in this checkout, wall seconds against 150 s."""
+    import shlex
+
+    command = readme_test_command()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_") and k != "DAGSTER_HOME"}
+    started = time.perf_counter()
+    done = subprocess.run(shlex.split(command), cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+    print(f"  test command: {seconds:.0f} s, exit {done.returncode}: {summary} (load {_load()})", flush=True)
+    return [(f"test command ({command}) <= 150 s", f"{seconds:.0f} s, exit {done.returncode}",
+             seconds <= 150 and done.returncode == 0)]
 
 
 def _raw(work: Path, runs: int, date_folders: bool = False) -> Path:
