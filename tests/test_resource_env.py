@@ -180,6 +180,20 @@ def test_a_shared_warehouse_evicts_after_a_use_that_leaves_much_in_memory_and_no
     warehouse.close()
 
 
+def test_a_run_that_evicts_after_every_use_succeeds(run_pipeline, monkeypatch):
+    """With the threshold at 0 every use of the run's one warehouse is checkpointed and evicted, as a large run's
+    are (on the sample no use reaches ``EVICT_ABOVE_BYTES``, so the eviction would otherwise never run in a
+    whole-pipeline test): the run succeeds."""
+    from conftest import SAMPLE_DIR
+
+    import pipeline.defs.resources as resources
+
+    monkeypatch.setattr(resources, "EVICT_ABOVE_BYTES", 0)
+    run = run_pipeline(SAMPLE_DIR)
+    assert run.result.success, [e.event_specific_data.error.message for e in run.result.all_events
+                                if e.is_step_failure]
+
+
 def test_pointed_at_sets_the_three_paths_for_the_block_and_restores_them(monkeypatch, tmp_path):
     """``pipeline.io.paths.pointed_at``: inside, the three variables name the given folders and the caller's
     ``PIPELINE_CACHE_DIR`` is unset (the cache goes beside the given warehouse); after (also after an error), a

@@ -347,8 +347,11 @@ class SharedWarehouse(Warehouse):
         DuckDB evicts what it can of its cached blocks (the limit is restored either way). Without the
         checkpoint, a step's written blocks would stay in memory until DuckDB's own checkpoint (by WAL size), on
         top of the next step's memory."""
-        held = self._database.execute("select coalesce(sum(memory_usage_bytes), 0) from duckdb_memory()").fetchone()
-        if held[0] < EVICT_ABOVE_BYTES:
+        # on a cursor of its own, closed at once: a result left open on the database's own connection kept a
+        # transaction there, and DuckDB then refused the checkpoint ("other write transactions are active")
+        with self._database.cursor() as probe:
+            held = probe.execute("select coalesce(sum(memory_usage_bytes), 0) from duckdb_memory()").fetchone()[0]
+        if held < EVICT_ABOVE_BYTES:
             return
         self._database.execute("checkpoint")
         try:
