@@ -167,6 +167,29 @@ def failure_line(event) -> str | None:
     return f"{event.step_key}: {_root_cause(error)}"
 
 
+def unprinted_causes(events, printed: list[str]) -> list[str]:
+    """The cause lines a stopped run still owes the user after its listener printed ``printed``: the
+    ``failure_line`` of each step failure and failed blocking check the listener did not see (it runs on
+    Dagster's event thread, which can lag the run's end), and, when no line at all names a cause, the root
+    cause of the first step failure whatever its kind: a stopped run never ends without one.
+
+    Args:
+        events: the run's Dagster events (``ExecuteInProcessResult.all_events``), in order.
+        printed: the lines already printed, in order.
+    Returns:
+        The lines to print, in order (possibly none).
+    """
+    owed: list[str] = []
+    for event in events:
+        line = failure_line(event) if event.is_step_failure or _failed_blocking(event) else None
+        if line is not None and line not in printed and line not in owed:
+            owed.append(line)
+    failures = [e for e in events if e.is_step_failure]
+    if not printed and not owed and failures:
+        owed.append(f"{failures[0].step_key}: {_root_cause(failures[0].event_specific_data.error)}")
+    return owed
+
+
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # first thing, before this process opens a database or starts a thread: the GX suite's own process, which
@@ -219,10 +242,8 @@ def _run_with(args: argparse.Namespace, started: float, suite) -> int:
     blocking = failed_blocking_checks(result)
     if not result.success or blocking:
         failures = [e for e in result.all_events if e.is_step_failure]
-        for event in result.all_events:  # a failure the run's listener did not see, printed now
-            line = failure_line(event) if event.is_step_failure or _failed_blocking(event) else None
-            if line is not None and line not in printed:
-                print(line, file=sys.stderr)
+        for line in unprinted_causes(result.all_events, printed):
+            print(line, file=sys.stderr)
         where = f" at {failures[0].step_key}" if failures else ""
         why = "downstream numbers would be wrong" if blocking else "nothing after it was published"
         print(f"pipeline stopped{where} after {time.perf_counter() - started:.1f} s: {why}; the previous marts "

@@ -415,3 +415,32 @@ def test_regressions_without_a_mart_says_what_to_run(tmp_path, monkeypatch, caps
     with pytest.raises(SystemExit) as exit_info:
         main(["regressions", "--since", "yesterday"])
     assert exit_info.value.code == 2
+
+
+def _event(kind: str, step: str, cls_name: str = "", message: str = "", passed: bool = True):
+    """A stand-in Dagster event with what ``unprinted_causes`` reads: a step failure (error chain of one) or a
+    check evaluation (severity ERROR)."""
+    from types import SimpleNamespace
+
+    error = SimpleNamespace(cause=None, cls_name=cls_name, message=message)
+    severity = SimpleNamespace(value="ERROR")
+    data = SimpleNamespace(error=error, passed=passed, severity=severity, asset_key=None, check_name=step)
+    return SimpleNamespace(is_step_failure=kind == "failure", step_key=step, event_type_value={
+        "failure": "STEP_FAILURE", "evaluation": "ASSET_CHECK_EVALUATION"}[kind], event_specific_data=data)
+
+
+def test_a_stopped_run_owes_each_cause_its_listener_missed_and_never_none():
+    from pipeline.__main__ import unprinted_causes
+
+    raised = _event("failure", "comparisons__published_marts", "PublishError", "PublishError: no run accepted")
+    seen = "comparisons__published_marts: no run accepted"
+    assert unprinted_causes([raised], []) == [seen]
+    assert unprinted_causes([raised], [seen]) == []  # the listener printed it
+    assert unprinted_causes([raised, raised], []) == [seen]  # once
+    # a step stopped by a blocking check says nothing of its own (the check's line names it) ...
+    blocked = _event("failure", "metrics__run_metrics", "DagsterAssetCheckFailedError",
+                     "DagsterAssetCheckFailedError: 1 blocking check failed")
+    assert unprinted_causes([blocked], ["BLOCKING check failed: metrics/run_metrics finite"]) == []
+    # ... but without any line printed or owed, the first failure's root cause is printed whatever its kind
+    assert unprinted_causes([blocked], []) == ["metrics__run_metrics: 1 blocking check failed"]
+    assert unprinted_causes([_event("evaluation", "x")], []) == []  # a passing check, no failure: nothing
