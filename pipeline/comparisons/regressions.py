@@ -55,6 +55,8 @@ FRONTIER_METRICS = ("tput_per_gpu", "cost_per_mtok_hyperscaler", "tok_s_per_mw")
 # keys every series carries (null where a kind has none: a frontier has no line or concurrency, a line no price book)
 KEY_COLUMNS = (*SIDE_KEY, "line_id", "conc", "price_book", "target_intvty")
 FRONTIER_GROUP = (*SIDE_KEY, "x_intvty_stat")
+# the ``trends`` columns ``frontier_series`` reads besides its metrics
+FRONTIER_INPUT_COLUMNS = ("run_date", "price_book", *FRONTIER_GROUP, "target_intvty")
 STATUSES = ("new", "ongoing", "recovered")
 METHOD = "ruptures Binseg (l2) + Student t-test"
 
@@ -602,7 +604,8 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     target two comparisons of the group share (trend rows alike but for ``comparison_id``) is one series.
 
     Args:
-        trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``); undated rows are left out.
+        trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``), at least ``FRONTIER_INPUT_COLUMNS``
+            and ``metrics``; undated rows are left out.
         metrics: columns of ``trends`` to build series of (float; null, NaN and infinite values are gaps).
     Returns:
         Series sorted by series id, then metric. Column work (numpy groups per series, a stable lexsort by
@@ -627,8 +630,8 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     target = pc.cast(table["target_intvty"], pa.float64()).to_numpy(zero_copy_only=False)
     order = np.lexsort((np.arange(table.num_rows), day, target, series_of))
     dates = table["run_date"].to_pylist()
-    key_columns = {k: table[k].to_pylist() for k in (*SIDE_KEY, "price_book", "target_intvty")}
-    out: dict[tuple[str, str], Series] = {}
+    # each series' keys from its first row only: a whole column as Python objects is a million of them onto 1M runs
+    placed: list[tuple[str, str, int, list[int], list[float]]] = []  # (series id, metric, first row, rows, values)
     for metric in metrics:
         values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)
         rows = order[np.isfinite(values[order])]  # a date without a value is a gap, not a point
@@ -640,15 +643,17 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
         edges = np.flatnonzero(np.r_[True, series_of[rows][1:] != series_of[rows][:-1], True]).tolist()
         row_list, value_list = rows.tolist(), values[rows].tolist()
         for a, b in zip(edges, edges[1:]):
-            first = row_list[a]
-            sid = sid_names[series_of[first]]
-            point_dates = [dates[r] for r in row_list[a:b]]
-            out[(sid, metric)] = Series(
-                "frontier", sid, {**{k: key_columns[k][first] for k in SIDE_KEY}, "line_id": None, "conc": None,
-                                  "price_book": key_columns["price_book"][first],
-                                  "target_intvty": key_columns["target_intvty"][first]}, metric,
-                dates=point_dates, sweeps=[d.isoformat() for d in point_dates], values=value_list[a:b],
-                repeat_sd=[math.nan] * (b - a), repeat_n=[1] * (b - a), links=[None] * (b - a))
+            placed.append((sid_names[series_of[row_list[a]]], metric, row_list[a], row_list[a:b], value_list[a:b]))
+    keys = table.select([*SIDE_KEY, "price_book", "target_intvty"]).take(
+        pa.array([first for _, _, first, _, _ in placed], type=pa.int64())).to_pylist()
+    out: dict[tuple[str, str], Series] = {}
+    for (sid, metric, _, rows_of, values_of), key in zip(placed, keys):
+        point_dates = [dates[r] for r in rows_of]
+        out[(sid, metric)] = Series(
+            "frontier", sid, {**{k: key[k] for k in SIDE_KEY}, "line_id": None, "conc": None,
+                              "price_book": key["price_book"], "target_intvty": key["target_intvty"]}, metric,
+            dates=point_dates, sweeps=[d.isoformat() for d in point_dates], values=values_of,
+            repeat_sd=[math.nan] * len(rows_of), repeat_n=[1] * len(rows_of), links=[None] * len(rows_of))
     return [out[k] for k in sorted(out)]
 
 

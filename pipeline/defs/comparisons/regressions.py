@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 
 from pipeline.comparisons.regressions import (
+    FRONTIER_INPUT_COLUMNS,
     FRONTIER_METRICS,
     REGRESSION_SCHEMA,
     DetectionSettings,
@@ -93,15 +94,16 @@ def regressions(context: dg.AssetExecutionContext, config: RegressionConfig, war
                     if {"raw_runs", "validated_runs", "validation_rejects"} <= tables else None)
         # the middle target of each comparison holding a group (the one the pages' headline sentences read): its
         # three targets read one frontier, so a step there shows at each, and three series would announce it thrice
-        trends = conn.sql("select * from trends where target_index = 2").to_arrow_table() \
-            if "trends" in tables else None
+        frontier_metrics = [m for m in FRONTIER_METRICS if ("frontier", m) in rules]
+        trends = conn.sql(f"select {', '.join([*FRONTIER_INPUT_COLUMNS, *frontier_metrics])} from trends "
+                          "where target_index = 2").to_arrow_table() if "trends" in tables else None
         previous = (conn.sql("select * from regressions").to_arrow_table()
                     if "regressions" in tables else _published_regressions(Path(paths.out_dir)))
     series = line_series(runs, line_metrics)
     if failures is not None and failures.num_rows and ("line", "failure_rate") in rules:
         series += line_series(failure_runs(failures), ["failure_rate"])
     if trends is not None and trends.num_rows:
-        series += frontier_series(trends, [m for m in FRONTIER_METRICS if ("frontier", m) in rules])
+        series += frontier_series(trends, frontier_metrics)
     now = dt.datetime.now(dt.timezone.utc)
     table = assign_status(detect(series, rules, settings), previous, now)
     table, sent, failure = _notify(table, config.webhook_url or os.environ.get(WEBHOOK_ENV, ""), now)
