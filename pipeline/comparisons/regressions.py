@@ -466,14 +466,18 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     for day, line in zip(ran["run_date"].to_pylist(), ran["line_id"].to_pylist()):
         by_day.setdefault(day, []).append(line)
     days = sorted(by_day)
-    sweep_of = table["sweep_id"].to_pylist()
+    # each row's sweep id as a code into the distinct ids: a million runs are far fewer sweeps than rows
+    sweep_codes = pc.dictionary_encode(table["sweep_id"].combine_chunks())
+    sweep_names = sweep_codes.dictionary.to_pylist()
+    sweep_of = pc.fill_null(sweep_codes.indices, -1).to_numpy(zero_copy_only=False)
+    sweep_names.append(None)  # code -1: a run without a sweep id
     points: dict[str, list[tuple[dt.date, str, list[int]]]] = {}  # line -> [(first day, sweep, rows)]
     for day, current in current_sweeps_by_date(table.select(["run_date", "line_id", "sweep_id"]), days):
         for line in by_day[day]:  # each line's points are its own: the order of the lines does not matter
             if line not in current:
                 continue
             rows = current[line]
-            sweep = sweep_of[rows[0]]
+            sweep = sweep_names[sweep_of[rows[0]]]
             held = points.setdefault(line, [])
             if held and held[-1][1] == sweep:
                 held[-1] = (held[-1][0], sweep, rows)  # the same sweep, more of its runs visible
@@ -508,13 +512,16 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     new_group = np.r_[True, (point[1:] != point[:-1]) | (conc[1:] != conc[:-1])][:rows.size]
     starts, group_of = np.flatnonzero(new_group), np.cumsum(new_group) - 1
     first = rows[starts]
-    # each group's link: the first of its runs with a run_url, else its first run's source file
-    urls = table["run_url"].to_pylist()
-    files = table["source_file"].to_pylist()
-    with_url = np.fromiter((bool(urls[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
-    position = np.where(with_url, np.arange(rows.size), rows.size)
+    # each group's link: the first of its runs with a run_url (not null, not empty), else its first run's source file
+    url_column = table["run_url"].combine_chunks()
+    has_url = pc.fill_null(pc.not_equal(url_column, ""), False).to_numpy(zero_copy_only=False)
+    position = np.where(has_url[rows], np.arange(rows.size), rows.size)
     first_url = np.minimum.reduceat(position, starts) if starts.size else position
-    links = [urls[rows[u]] if u < rows.size else files[f] for u, f in zip(first_url.tolist(), first.tolist())]
+    use_url = first_url < rows.size
+    url_at = url_column.take(pa.array(rows[np.minimum(first_url, max(rows.size - 1, 0))] if rows.size else first))
+    file_at = table["source_file"].take(pa.array(first))
+    links = [url if chosen else file for chosen, url, file in zip(use_url.tolist(), url_at.to_pylist(),
+                                                                   file_at.to_pylist())]
     first_rows = pa.array(first)
     key_values = {k: table[k].take(first_rows).to_pylist() for k in (*SIDE_KEY, "line_id")}
     conc_values = conc_column.take(first_rows).to_pylist()  # as the table holds them (the series id writes it)
