@@ -353,7 +353,7 @@ def test_a_file_that_kills_its_worker_costs_only_that_file(monkeypatch, tmp_path
     [ledger] = parallel.files.filter(pc.equal(parallel.files["source_file"], "poison.json")).to_pylist()
     assert ledger == {"source_file": "poison.json", "kind": "unreadable", "source_format": None,
                       "size_bytes": (raw / "poison.json").stat().st_size, "sha256": None, "rows_read": 1, "runs": 0,
-                      "rejected": 1}
+                      "rejected": 1, "request_arrays": None}
 
 
 def test_a_first_parse_in_workers_is_saved_block_by_block_and_given_back_mapped(monkeypatch, tmp_path):

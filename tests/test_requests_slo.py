@@ -371,3 +371,51 @@ def test_e2el_bounds_are_met_with_equality_and_no_request_meeting_is_zero_goodpu
     impossible = rows[("req", "impossible")]
     assert (impossible["requests"], impossible["requests_meeting_slo"], impossible["slo_attainment"],
             impossible["slo_met"], impossible["goodput_tok_s_per_gpu"]) == (8, 0, 0.0, False, 0.0)
+
+
+def test_the_parse_notes_which_result_files_hold_per_request_arrays():
+    """``FileReadout.request_arrays``: True when any object of a JSON file read whole has ``ttfts``, False when none
+    has, None for a file that is not JSON (not known: such a file is read again as before)."""
+    from pipeline.ingest.parsers import read_file
+
+    detailed = _vllm_run(4, 0.012, [0.2] * 8, 10.0)
+    summary = {k: v for k, v in detailed.items() if k not in ("ttfts", "itls", "input_lens", "output_lens", "errors")}
+    assert read_file("d.json", json.dumps(detailed).encode()).request_arrays is True
+    assert read_file("s.json", json.dumps(summary).encode()).request_arrays is False
+    lines = json.dumps(summary) + "\n" + json.dumps(detailed) + "\n"  # JSON Lines: the second line has them
+    assert read_file("n.jsonl", lines.encode()).request_arrays is True
+    assert read_file("notes.txt", b"a console line that is no result\n").request_arrays is None
+
+
+def test_a_result_without_per_request_arrays_is_not_opened_again(run_pipeline, tmp_path, monkeypatch):
+    """Two vLLM results of one side, one saved with --save-detailed and one without: ``ingest/parsed_requests``
+    opens only the detailed one (the parse noted the other has no arrays), whose 8 records are read as before;
+    ``raw_files.request_arrays`` says which file is which (null for the sidecars, which are not results)."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    detailed = _vllm_run(4, 0.012, [0.2] * 8, 10.0)
+    summary = {k: v for k, v in _vllm_run(8, 0.018, [0.2] * 16, 20.0).items()
+               if k not in ("ttfts", "itls", "input_lens", "output_lens", "errors")}
+    for name, doc in (("detailed.json", detailed), ("summary.json", summary)):
+        (raw / name).write_text(json.dumps(doc))
+        (raw / f"{name}.meta.json").write_text(json.dumps({
+            "model": "dsr1", "hw": "h200", "precision": "fp8", "tp": 8, "isl": 1024, "osl": 1024,
+            "framework": "vllm", "spec_decoding": "none", "run_date": "2026-07-01"}))
+    opened = []
+    object_at = per_request._object_at
+
+    def recording(path, row, root):
+        opened.append(Path(path).name)
+        return object_at(path, row, root)
+
+    monkeypatch.setattr(per_request, "_object_at", recording)
+    run = run_pipeline(raw)
+    assert run.result.success
+    assert opened == ["detailed.json"]
+    with duckdb.connect(str(run.db_path), read_only=True) as conn:
+        flags = dict(conn.execute("select source_file, request_arrays from raw_files").fetchall())
+        read = conn.execute("select r.source_file, count(*) from raw_requests q join raw_runs r using (run_id) "
+                            "group by 1").fetchall()
+    assert flags == {"detailed.json": True, "summary.json": False, "detailed.json.meta.json": None,
+                     "summary.json.meta.json": None}
+    assert read == [("detailed.json", 8)]

@@ -58,6 +58,8 @@ FILE_SCHEMA = pa.schema(
         ("rows_read", pa.int32()),
         ("runs", pa.int32()),
         ("rejected", pa.int32()),
+        # whether a JSON file read whole holds per-request arrays (``FileReadout.request_arrays``); null: not known
+        ("request_arrays", pa.bool_()),
     ]
 )
 
@@ -569,4 +571,5 @@ def _file_row(rel: str, readout: FileReadout, n_runs: int, n_rejected: int) -> d
         "rows_read": n_runs + n_rejected,
         "runs": n_runs,
         "rejected": n_rejected,
+        "request_arrays": readout.request_arrays,
     }

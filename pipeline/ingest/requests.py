@@ -54,7 +54,8 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from pipeline.ingest.parsers import LARGE_FILE_BYTES  # the run parser's cap: decoded whole below it
+# LARGE_FILE_BYTES: the run parser's cap, decoded whole below it
+from pipeline.ingest.parsers import LARGE_FILE_BYTES, REQUEST_ARRAYS_KEY
 from pipeline.ingest.parsers.inferencex_agentx import FORMAT as AGENTX_FORMAT
 from pipeline.ingest.parsers.inferencex_agentx import detect as agentx_detect
 from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, open_regular, read_whole
@@ -97,7 +98,9 @@ REQUEST_REASONS = (
     "ambiguous:per_request",          # an AgentX records file beside more than one single-run AgentX file
 )
 
-_ARRAYS = ("ttfts", "itls", "input_lens", "output_lens", "errors", "e2els")
+_ARRAYS = (REQUEST_ARRAYS_KEY, "itls", "input_lens", "output_lens", "errors", "e2els")
+# the formats whose per-request records are parallel arrays (``_ARRAYS``) inside the run's own result file
+ARRAY_FORMATS = ("vllm_bench_serve", "trtllm_serve", "sglang_bench_serving")
 _UNIT_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 
 
@@ -135,7 +138,7 @@ def read_run_requests(raw_dir: Path, run: Mapping[str, Any]) -> RequestSource:
     """
     fmt, rel, row = run["source_format"], run["source_file"], run["source_row"] or 0
     try:
-        if fmt in ("vllm_bench_serve", "trtllm_serve", "sglang_bench_serving"):
+        if fmt in ARRAY_FORMATS:
             source = RequestSource(rel, list(_array_requests(raw_dir / rel, row, raw_dir)))
         elif fmt == "aiperf":
             source = _aiperf_source(raw_dir, rel)

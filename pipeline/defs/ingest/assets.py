@@ -16,7 +16,7 @@ from pipeline.ingest.folder import folder_rows
 from pipeline.ingest.input_loss import DEFAULT_MAX_RUN_LOSS_SHARE, check_input_loss
 from pipeline.ingest.parse_cache import CacheStats
 from pipeline.ingest.schema import RUN_SCHEMA
-from pipeline.ingest.requests import requests_tables
+from pipeline.ingest.requests import ARRAY_FORMATS, requests_tables
 from pipeline.io.paths import check_writable_folder
 from pipeline.io.publish_guard import check_writer, warehouse_identity
 from pipeline.io.storage import note_raw_changes, replace_file_rows, replace_partitions, table_names, write_table
@@ -53,8 +53,9 @@ def raw_runs(context: dg.AssetExecutionContext, config: IngestConfig, warehouse:
 
     Partitioned by ``run_date_partition`` (the run's date, or ``undated``): a run for some dates replaces only
     those dates' rows. Also rewrites ``raw_rejects`` (rows and files that gave no run, with a reason code; stage
-    ``ingest``) and ``raw_files`` (one row per file: kind, size, sha256, rows read), which are per file, not per
-    date; rows of files that no longer exist are dropped from every partition.
+    ``ingest``) and ``raw_files`` (one row per file: kind, size, sha256, rows read, whether it holds per-request
+    arrays), which are per file, not per date; rows of files that no longer exist are dropped from every
+    partition.
 
     Only files that changed since the last scan are parsed (``pipeline.ingest.parse_cache``: content hashes of the file,
     its sidecar and its runs.csv); the rest come from the parse cache, with identical rows. A run started from a
@@ -188,13 +189,19 @@ def raw_requests(context: dg.AssetExecutionContext, warehouse: DuckDBResource,
     code of ``REQUEST_REASONS``, e.g. ``length_mismatch:per_request``); such a run keeps its summary numbers.
 
     Files are streamed: JSON Lines a line at a time, a result file over the 32 MiB parse cap one array item at a
-    time. Partitioned by run date like ``ingest/parsed_runs``.
+    time. A serve result the parse read whole without per-request arrays (``raw_files.request_arrays`` false) is
+    not opened again. Partitioned by run date like ``ingest/parsed_runs``.
     """
     keys = list(context.partition_keys)
     with warehouse.get_connection() as conn:
+        # a serve result the parse found without per-request arrays (raw_files.request_arrays false) has no
+        # records to read: it is not opened again
         runs = conn.sql("select run_id, source_file, source_format, source_row, completed, failed, run_date_partition "
-                        "from raw_runs where list_contains($keys, run_date_partition) order by source_file, source_row",
-                        params={"keys": keys}).to_arrow_table().to_pylist()
+                        "from raw_runs as r where list_contains($keys, run_date_partition) and not ("
+                        "list_contains($array_formats, source_format) and exists (select 1 from raw_files as f "
+                        "where f.source_file = r.source_file and f.request_arrays is false)) "
+                        "order by source_file, source_row",
+                        params={"keys": keys, "array_formats": list(ARRAY_FORMATS)}).to_arrow_table().to_pylist()
         requests, sources = requests_tables(Path(paths.raw_dir), runs)
         replace_partitions(conn, "raw_requests", requests, keys)
         replace_partitions(conn, "raw_request_sources", sources, keys)

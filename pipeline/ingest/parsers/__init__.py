@@ -57,6 +57,9 @@ SIDECAR_SUFFIX = ".meta.json"
 # Above this size a file is streamed (ijson) and its per-request arrays skipped, so memory stays bounded: a vLLM
 # `--save-detailed` result with 100k requests is hundreds of MB, almost all of it `itls`/`generated_texts`.
 LARGE_FILE_BYTES = 32 * 1024 * 1024
+# The first of the per-request parallel arrays of a serve result (vLLM / TRT-LLM ``--save-detailed``, SGLang
+# ``--output-details``): a run object without it has no per-request records (``pipeline.ingest.requests``).
+REQUEST_ARRAYS_KEY = "ttfts"
 
 
 @dataclass
@@ -79,6 +82,8 @@ class FileReadout:
         source_format: the run format when all rows agree (``vllm_bench_serve`` …), else ``mixed``/None.
         runs: (row index, source format, ParsedRun) for every run object that parsed.
         rejects: rows or the file that did not; ``len(runs) + len(rejects)`` = rows read (a non-run file is 1 row).
+        request_arrays: for a JSON file read whole, whether any of its objects holds ``REQUEST_ARRAYS_KEY`` (per-
+            request records, ``pipeline.ingest.requests``); None for every other file (not JSON, or streamed).
     """
 
     kind: str
@@ -87,6 +92,7 @@ class FileReadout:
     rejects: list[Reject] = field(default_factory=list)
     sha256: str | None = None
     size_bytes: int = 0
+    request_arrays: bool | None = None
 
 
 def read_path(path: str | os.PathLike, root: str | os.PathLike | None = None) -> FileReadout:
@@ -289,7 +295,12 @@ def _read_json(text: str) -> FileReadout:
         objects = list(enumerate(doc)) if isinstance(doc, list) else [(0, doc)]
     if not objects:
         return FileReadout("unrecognized", rejects=[Reject(None, "empty_document", "JSON array with no elements")])
-    return _parse_objects(objects, line_errors)
+    readout = _parse_objects(objects, line_errors)
+    # what ingest/parsed_requests would look for, noted now that the objects are read: it then opens only files
+    # that hold per-request arrays, not every result file again
+    readout.request_arrays = any(isinstance(obj, dict) and obj.get(REQUEST_ARRAYS_KEY) is not None
+                                 for _, obj in objects)
+    return readout
 
 
 def _shape_problem(text: str, doc: Any) -> Reject | None:
