@@ -60,7 +60,7 @@ def main() -> None:
         verdicts += backfill_and_sensor_run(args.work, 10_000, args.repeat)
         verdicts += dated_tick(args.work, 100_000, args.repeat)
     if args.tests:
-        verdicts += test_command()
+        verdicts += tests_command_timed()
     if args.million and not args.no_runs:
         verdicts += cli_beside_asset_work(args.work, 1_000_000)
         verdicts += dated_tick(args.work, 1_000_000, args.repeat)
@@ -160,7 +160,7 @@ def readme_test_command() -> str:
     return block.group(1).strip().split("&&")[-1].strip()
 
 
-def test_command() -> list[tuple[str, str, bool]]:
+def tests_command_timed() -> list[tuple[str, str, bool]]:
     """README's test command (``readme_test_command``) once in this checkout, wall seconds against 150 s."""
     import shlex
 
