@@ -128,6 +128,10 @@ def test_stored_results_give_the_score_in_a_clone_without_mutants(tmp_path, monk
     [changed], ids = report.python_scores(["pkg/m.py"], {}, stored)
     assert (changed.is_measured, changed.score, ids) == (False, None, set())
     assert "| `pkg/m.py` | not measured (changed since 2026-11-20) |  |  |" in report.render([changed], [])
+    # a reason whose mutant is stored as killed by mutmut's CPU limit says so
+    assert report._stored_status(stored, "py:pkg/m.py:f:k2") == "timeout"
+    assert report._stored_status(stored, "py:pkg/m.py:f:gone") is None
+    assert "- `py:pkg/m.py:f:k2` (timeout)" in report.render([], ["py:pkg/m.py:f:k2"], {"py:pkg/m.py:f:k2": "timeout"})
     # nothing stored: not measured
     [none], _ = report.python_scores(["pkg/m.py"], {}, {})
     assert (none.is_measured, none.total) == (False, 0)

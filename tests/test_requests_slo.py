@@ -152,7 +152,8 @@ def test_slo_table_errors_name_the_file_line_and_column(tmp_path):
     # the header is line 1, so the first row is line 2 and the second line 3
     assert _slo_error(path, HEADER + "fast,0.5,,,,\nslow,x,,,,\n") == \
         f"{path} line 3, column ttft_s: 'x' is not a number"
-    assert _slo_error(path, HEADER + "fast,0.5,,,zz,\n") == f"{path} line 2, column min_attainment: 'zz' is not a number"
+    assert _slo_error(path, HEADER + "fast,0.5,,,zz,\n") == \
+        f"{path} line 2, column min_attainment: 'zz' is not a number"
     # 0 is not positive (a bound of 0 s could never be met)
     assert _slo_error(path, HEADER + "fast,,0,,,\n") == \
         f"{path} line 2, column tpot_s: must be a positive finite number, got '0'"

@@ -401,7 +401,8 @@ def _score_cell(score: ModuleScore) -> tuple[str, str, str]:
     return score.measured or "", f"{score.killed:,} / {score.killed + score.surviving:,}", f"{100 * score.score:.1f} %"
 
 
-def render(scores: list[ModuleScore], stale_reasons: list[str]) -> str:
+def render(scores: list[ModuleScore], stale_reasons: list[str],
+           stale_status: dict[str, str | None] | None = None) -> str:
     """The text of ``tests/MUTANTS.md``: the score table, then every module's survivors with their reasons (or
     **missing test**), then the reasons left out because their mutant no longer exists."""
     out = ["# Mutation scores and surviving mutants", "",
@@ -428,8 +429,12 @@ def render(scores: list[ModuleScore], stale_reasons: list[str]) -> str:
     if stale_reasons:
         out += ["## Reasons whose mutant no longer exists", "",
                 "These ids are in reasons.toml but no current survivor has them (the line changed, the mutant is now",
-                "killed, or its module is not measured); they are left out of the lists above.", ""]
-        out += [f"- `{identity}`" for identity in stale_reasons]
+                "killed, or its module is not measured); they are left out of the lists above. A mutant shown as",
+                "timeout was stopped by mutmut's CPU limit (counted as killed); on a less loaded machine it may",
+                "survive again, so its reason is kept.", ""]
+        stale_status = stale_status or {}
+        out += [f"- `{identity}`" + (f" ({stale_status[identity]})" if stale_status.get(identity) else "")
+                for identity in stale_reasons]
         out.append("")
     return "\n".join(out)
 
@@ -446,13 +451,22 @@ def regenerate(python_modules: list[str] | None = None, write: bool = True) -> l
     measured_modules = {s.module for s in py + sql if s.is_measured}
     stale = sorted(i for i in reasons if i not in py_ids | sql_ids
                    and (_module_of(i) in measured_modules))
+    status = {identity: _stored_status(stored, identity) for identity in stale}
     for identity in stale:
-        print(f"notice: reason {identity} matches no current survivor; left out of the report")
+        print(f"notice: reason {identity} matches no current survivor"
+              f"{f' (its mutant: {status[identity]})' if status[identity] else ''}; left out of the report")
     if write:
-        REPORT.write_text(render(py + sql, stale), encoding="utf-8")
+        REPORT.write_text(render(py + sql, stale, status), encoding="utf-8")
         if json.dumps(stored, sort_keys=True) != before or not RESULTS.exists():
             save_results(stored)
     return py + sql
+
+
+def _stored_status(stored: dict[str, dict], identity: str) -> str | None:
+    """The stored status of the mutant ``identity`` (None when its module's entry has no such mutant)."""
+    module = _module_of(identity)
+    short = identity.removeprefix(_prefix(module))
+    return next((status for status, ids in stored.get(module, {}).get("mutants", {}).items() if short in ids), None)
 
 
 def _module_of(identity: str) -> str:
