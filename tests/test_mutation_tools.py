@@ -153,3 +153,16 @@ def test_the_newer_complete_results_win():
     assert report.choose("m.py", complete, newer, False, entry, "d2") == "changed"
     assert report.choose("m.py", None, None, False, entry, "d2") == "changed"
     assert report.choose("m.py", None, None, False, None, "d2") == "none"
+
+
+def test_survivors_run_again_update_the_stored_entry():
+    entry = _stored_entry("pkg/m.py", "d1")
+    # f:aaa killed by a new test, g:bbb still without tests; an unchecked mutant's status is not taken
+    merged = report.merge_entry("pkg/m.py", entry, {"py:pkg/m.py:f:aaa": "killed", "py:pkg/m.py:f:k1": "not checked"},
+                                [], "2026-11-21T00:00:00.000000Z")
+    assert merged["mutants"] == {"killed": ["f:aaa", "f:k1", "g:k3"], "no tests": ["g:bbb"], "timeout": ["f:k2"]}
+    assert [s["id"] for s in merged["survivors"]] == ["g:bbb"]
+    assert (merged["measured"], merged["source"]) == ("2026-11-20", "d1")  # the date of the full run
+    assert merged["stamp"] == "2026-11-21T00:00:00.000000Z"
+    score = report.score_from_entry("pkg/m.py", merged, {})
+    assert (score.killed, score.surviving, score.score) == (4, 1, pytest.approx(0.8))  # 4 of 5

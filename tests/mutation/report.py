@@ -192,6 +192,22 @@ def make_entry(module: str, statuses: dict[str, str], survivors: list[Survivor],
     return entry
 
 
+def merge_entry(module: str, entry: dict, statuses: dict[str, str], survivors: list[Survivor], stamp: str,
+                meta: str | None = None) -> dict:
+    """``entry`` with the statuses of the mutants ``statuses`` (``{full identity: status}``; unchecked ones left
+    out) run again, ``survivors`` their survivors; the date stays that of the entry's full run."""
+    prefix = _prefix(module)
+    old = {i: status for status, ids in entry.get("mutants", {}).items() for i in ids}
+    new = {i.removeprefix(prefix): status for i, status in statuses.items() if status in KILLED | SURVIVING}
+    kept = [Survivor(prefix + s["id"], s["name"], s["status"], s["diff"]) for s in entry.get("survivors", [])
+            if s["id"] not in new]
+    merged = make_entry(module, {prefix + i: status for i, status in {**old, **new}.items()},
+                        kept + [s for s in survivors if s.identity.removeprefix(prefix) in new],
+                        source=entry["source"], measured=entry.get("measured"), stamp=stamp, meta=meta)
+    merged["survivors"].sort(key=lambda s: _mutant_order(s["name"]))
+    return merged
+
+
 def score_from_entry(module: str, entry: dict, reasons: dict[str, str]) -> ModuleScore:
     """The module's score as a stored ``entry`` holds it (its survivors with their reasons)."""
     prefix = _prefix(module)
@@ -241,7 +257,7 @@ def _meta_digest(codes: dict) -> str:
 
 def _python_live(module: str, codes: dict, reasons: dict[str, str]) -> tuple[ModuleScore, dict[str, str]]:
     """A module's score from mutmut's exit ``codes`` and ``{identity: status}`` of every mutant (of a module with
-    unchecked mutants: only of the functions with a survivor). Reads diffs through mutmut's own
+    unchecked mutants: only of the functions with a checked mutant). Reads diffs through mutmut's own
     ``get_diff_for_mutant`` (run with the repository root as working directory)."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant
     from mutmut.stats import status_by_exit_code
@@ -253,7 +269,7 @@ def _python_live(module: str, codes: dict, reasons: dict[str, str]) -> tuple[Mod
     # of that function; a module that is not complete needs only those of the functions with a survivor
     complete = all(status_by_exit_code[c] in KILLED | SURVIVING for c in codes.values())
     wanted = None if complete else {name.rpartition("__mutmut_")[0] for name, c in codes.items()
-                                    if status_by_exit_code[c] in SURVIVING}
+                                    if status_by_exit_code[c] in KILLED | SURVIVING}
     for name in sorted(codes, key=_mutant_order):
         status = status_by_exit_code[codes[name]]
         score.total += 1
@@ -306,12 +322,18 @@ def python_scores(modules: list[str], reasons: dict[str, str],
                 live_stamp, live_current = _stamp_of(meta), source.exists() and _stamp_of(source) <= _stamp_of(meta)
                 unchanged = entry is not None and entry.get("meta") == _meta_digest(codes) \
                     and entry.get("source") == digest
-                complete = bool(codes) and all(status_by_exit_code[c] in KILLED | SURVIVING for c in codes.values())
+                checked = [status_by_exit_code[c] in KILLED | SURVIVING for c in codes.values()]
                 if unchanged:
                     live_stamp = entry.get("stamp")  # the same results as stored: nothing to copy
-                elif complete or entry is None or entry.get("source") != digest:
+                elif (codes and all(checked)) or entry is None or entry.get("source") != digest:
                     live, statuses = _python_live(module, codes, reasons)
                     live.measured = _date_of(meta)
+                elif any(checked) and live_current and live_stamp > entry.get("stamp", ""):
+                    # some mutants run again on the stored results' source (``--survivors``): their new statuses
+                    # replace the stored ones
+                    part, statuses = _python_live(module, codes, reasons)
+                    stored[module] = entry = merge_entry(module, entry, statuses, part.survivors, live_stamp,
+                                                         _meta_digest(codes))
             kind = choose(module, live, live_stamp, live_current, entry, digest)
             if kind == "live":
                 score = live
