@@ -595,3 +595,5 @@ def test_refreshing_the_lineage_reads_only_the_lines_of_the_batch(monkeypatch):
     read.clear()
     refresh_lineage(conn)  # nothing new: the lineage of no line is read
     assert read in ([], [set()])
+    # the tables it registered on the connection (_ids, _lines, _head, _touched, _lineage) are gone again
+    assert conn.sql("select view_name from duckdb_views() where not internal").fetchall() == []
