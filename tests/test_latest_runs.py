@@ -561,10 +561,12 @@ def test_refreshing_the_lineage_reads_only_the_lines_of_the_batch(monkeypatch):
     from pipeline.metrics.lineage import refresh_lineage
 
     read: list[set[str]] = []
+    read_runs: list[set[str]] = []
     real = lineage_module.run_lineage
 
     def spy(runs):
         read.append(set(runs["line_id"].to_pylist()))
+        read_runs.append(set(runs["run_id"].to_pylist()))
         return real(runs)
 
     monkeypatch.setattr(lineage_module, "run_lineage", spy)
@@ -576,9 +578,9 @@ def test_refreshing_the_lineage_reads_only_the_lines_of_the_batch(monkeypatch):
                  "run_date_partition varchar, line_id varchar, sweep_id varchar, superseded_by varchar, "
                  "repeat_group varchar, repeat_n integer)")
 
-    def arrive(run_id, model, day):
-        conn.execute(f"insert into validated_runs values (?, ?, null, null, ?{', null' * len(others)})",
-                     [run_id, model, day])
+    def arrive(run_id, model, day, sweep=None):
+        conn.execute(f"insert into validated_runs values (?, ?, null, ?, ?{', null' * len(others)})",
+                     [run_id, model, sweep, day])
         conn.execute("insert into run_metrics values (?, 'book', 8, ?, ?, null, null, null, null, null)",
                      [run_id, day, day.isoformat()])
 
@@ -592,6 +594,22 @@ def test_refreshing_the_lineage_reads_only_the_lines_of_the_batch(monkeypatch):
     arrive("c0", "m0", dt.date(2026, 7, 1))  # an older sweep of m0's line: its whole history is read again
     assert refresh_lineage(conn) == ["2026-07-01"]  # only the new row's partition changed
     assert read == [{line["a0"]}]
+    read.clear()
+    read_runs.clear()
+    # a newer date extends m1's line at its newest end: its current sweep (b1's date) and the new row are read,
+    # not its older sweep
+    arrive("d1", "m1", dt.date(2026, 7, 10))
+    assert refresh_lineage(conn) == ["2026-07-09", "2026-07-10"]  # b1 is superseded now
+    assert read_runs == [{"b1", "d1"}]
+    # sweeps are ordered by their newest date before their id: sweep 5 of 07-10 is newer than sweep 20 of 07-09,
+    # which superseded sweep 30 of 07-01, so m2's new row only extends its line too
+    arrive("e2", "m2", dt.date(2026, 7, 1), "30")
+    arrive("f2", "m2", dt.date(2026, 7, 9), "20")
+    refresh_lineage(conn)
+    read_runs.clear()
+    arrive("g2", "m2", dt.date(2026, 7, 10), "5")
+    refresh_lineage(conn)
+    assert read_runs == [{"f2", "g2"}]
     read.clear()
     refresh_lineage(conn)  # nothing new: the lineage of no line is read
     assert read in ([], [set()])
