@@ -161,3 +161,33 @@ def test_the_tpot_bound_is_read_from_the_reference_by_the_rules_and_the_suite(tm
     assert {"implausible_value:median_tpot_ms", "implausible:median_tpot_ms"} <= _codes(**fast)
     (tpot,) = [x for x in build_suite(KNOWN_HW) if x.name == "tpot_in_plausible_range"]
     assert (tpot.gx.min_value, tpot.gx.max_value) == (0.001, 5.0)
+
+
+def test_reference_numbers_out_of_range_and_repeated_keys_give_the_whole_message(tmp_path):
+    for name in ("plausibility.csv", "gpu_peak_flops.csv", "model_active_params.csv", "gpu_reference.csv"):
+        shutil.copy(REFERENCE_DIR / name, tmp_path / name)
+    plausibility, peaks = tmp_path / "plausibility.csv", tmp_path / "gpu_peak_flops.csv"
+    original = plausibility.read_text()
+    row = "median_tpot_s,median_tpot_ms,0.0005,5,"  # line 2
+
+    def error(new_row):
+        plausibility.write_text(original.replace(row, new_row, 1))
+        with pytest.raises(PlausibilityError) as caught:
+            load_plausibility(tmp_path)
+        return str(caught.value)
+
+    # a range's max must be > 0, its min may be 0 but not negative; neither may be infinite
+    assert error("median_tpot_s,median_tpot_ms,0,0,") == f"{plausibility} line 2, column max: 0.0 must be finite and > 0"
+    assert error("median_tpot_s,median_tpot_ms,-1,5,") == \
+        f"{plausibility} line 2, column min: -1.0 must be finite and ≥ 0"
+    assert error("median_tpot_s,median_tpot_ms,0.0005,inf,") == \
+        f"{plausibility} line 2, column max: inf must be finite and > 0"
+    plausibility.write_text(original.replace(row, "median_tpot_s,median_tpot_ms,0,5,", 1))
+    assert load_plausibility(tmp_path).range_of("median_tpot_s").min == 0.0  # a min of 0 is allowed
+    plausibility.write_text(original)
+    text = peaks.read_text()
+    peaks.write_text(text + "h200,1,fp8,again\n")
+    last = len(text.splitlines()) + 1  # the appended row's line
+    with pytest.raises(PlausibilityError) as caught:
+        load_plausibility(tmp_path)
+    assert str(caught.value) == f"{peaks} line {last}, column hw: 'h200' given twice"
