@@ -191,3 +191,31 @@ def test_reference_numbers_out_of_range_and_repeated_keys_give_the_whole_message
     with pytest.raises(PlausibilityError) as caught:
         load_plausibility(tmp_path)
     assert str(caught.value) == f"{peaks} line {last}, column hw: 'h200' given twice"
+
+
+def test_reference_rows_and_columns_errors_give_the_whole_message(tmp_path):
+    for name in ("plausibility.csv", "gpu_peak_flops.csv", "model_active_params.csv", "gpu_reference.csv"):
+        shutil.copy(REFERENCE_DIR / name, tmp_path / name)
+    plausibility = tmp_path / "plausibility.csv"
+    original = plausibility.read_text()
+
+    def error():
+        with pytest.raises(PlausibilityError) as caught:
+            load_plausibility(tmp_path)
+        return str(caught.value)
+
+    plausibility.write_text(original.replace("field,reason_field,min,max", "field,reason_field,low,high", 1))
+    assert error() == f"{plausibility}: missing column(s) min, max"
+    plausibility.write_text(original.replace("median_ttft_s,", "medain_ttft_s,", 1))
+    assert error() == (f"{plausibility} line 3, column field: 'medain_ttft_s' is not a numeric run column nor one "
+                       "of output_duration_ratio, total_duration_ratio, e2el_decode_ratio, weight_bytes_per_param")
+    plausibility.write_text(original + "median_tpot_s,median_tpot_ms,1,2,s,again\n")
+    last = len(original.splitlines()) + 1  # the appended row's line
+    assert error() == f"{plausibility} line {last}, column field: 'median_tpot_s' given twice"
+    # min equal to max is a range of one value
+    plausibility.write_text(original.replace("median_tpot_s,median_tpot_ms,0.0005,5,",
+                                             "median_tpot_s,median_tpot_ms,5,5,"))
+    assert load_plausibility(tmp_path).range_of("median_tpot_s").min == 5.0
+    plausibility.write_text(original)
+    (tmp_path / "gpu_peak_flops.csv").unlink()
+    assert error().startswith(f"{tmp_path / 'gpu_peak_flops.csv'}: cannot be read: ")
