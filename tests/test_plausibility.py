@@ -177,7 +177,8 @@ def test_reference_numbers_out_of_range_and_repeated_keys_give_the_whole_message
         return str(caught.value)
 
     # a range's max must be > 0, its min may be 0 but not negative; neither may be infinite
-    assert error("median_tpot_s,median_tpot_ms,0,0,") == f"{plausibility} line 2, column max: 0.0 must be finite and > 0"
+    assert error("median_tpot_s,median_tpot_ms,0,0,") == \
+        f"{plausibility} line 2, column max: 0.0 must be finite and > 0"
     assert error("median_tpot_s,median_tpot_ms,-1,5,") == \
         f"{plausibility} line 2, column min: -1.0 must be finite and ≥ 0"
     assert error("median_tpot_s,median_tpot_ms,0.0005,inf,") == \
