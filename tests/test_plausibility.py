@@ -220,3 +220,44 @@ def test_reference_rows_and_columns_errors_give_the_whole_message(tmp_path):
     plausibility.write_text(original)
     (tmp_path / "gpu_peak_flops.csv").unlink()
     assert error().startswith(f"{tmp_path / 'gpu_peak_flops.csv'}: cannot be read: ")
+
+
+def test_reference_values_read_as_written(tmp_path):
+    reference = load_plausibility()
+    # spec_accept_length's max (8 tokens/step) and weight_bytes_per_param's min (0.5 bytes) in plausibility.csv
+    assert (reference.max_tokens_per_step, reference.weight_bytes_per_param) == (8.0, 0.5)
+    assert (reference.range_of("median_tpot_s").unit, reference.range_of("median_tpot_s").reason_field) == \
+        ("s", "median_tpot_ms")
+    # h200 dense 1.979 PFLOP/s, dsr1 37e9 activated: 1.979e15 / (2 x 37e9) = 26743.243243... tok/s/GPU
+    assert reference.ceiling("h200", "dsr1") == pytest.approx(26743.243243243243, rel=1e-16)
+    # 4.8 TB/s x 8 GPUs x 1 token / (37e9 x 0.5 bytes) = 38.4e12 / 18.5e9 = 2075.675675... tok/s/user
+    assert reference.intvty_ceiling("h200", "dsr1", 8, 1.0) == pytest.approx(2075.675675675676, rel=1e-15)
+    for name in ("plausibility.csv", "gpu_peak_flops.csv", "model_active_params.csv", "gpu_reference.csv"):
+        shutil.copy(REFERENCE_DIR / name, tmp_path / name)
+    plausibility, peaks, models = (tmp_path / n for n in ("plausibility.csv", "gpu_peak_flops.csv",
+                                                           "model_active_params.csv"))
+    original = plausibility.read_text()
+    # a blank reason_field is the field itself, a blank unit is ""
+    plausibility.write_text(original.replace("median_tpot_s,median_tpot_ms,0.0005,5,s,",
+                                             "median_tpot_s,,0.0005,5,,"))
+    assert (load_plausibility(tmp_path).range_of("median_tpot_s").reason_field,
+            load_plausibility(tmp_path).range_of("median_tpot_s").unit) == ("median_tpot_s", "")
+
+    def error():
+        with pytest.raises(PlausibilityError) as caught:
+            load_plausibility(tmp_path)
+        return str(caught.value)
+
+    plausibility.write_text(original.replace("weight_bytes_per_param,median_intvty,0.5,",
+                                             "weight_bytes_per_param,median_intvty,0,"))
+    assert error() == f"{plausibility}: 'weight_bytes_per_param' min must be > 0 (the ceiling divides by it)"
+    plausibility.write_text(original)
+    peaks.write_text("hw,dense_pflops,precision,basis\n")
+    assert error() == f"{peaks}: no GPU rows"
+    shutil.copy(REFERENCE_DIR / "gpu_peak_flops.csv", peaks)
+    models.write_text(models.read_text() + '*,1,"any other model"\n')
+    assert error() == (f"{models}: a '*' row would give every unlisted model one size; list each model instead (an "
+                       "unlisted one is quarantined as unknown_model_size)")
+    with pytest.raises(PlausibilityError) as caught:
+        reference.range_of("no_such_field")
+    assert str(caught.value) == "plausibility.csv: no row for no_such_field"
