@@ -63,6 +63,8 @@ def test_overrides_csv_rows_carry_their_line_and_blank_cells_are_null(tmp_path):
         {"price_book": None, "hw": "h200", **blank, "rental_usd_per_gpu_hour": 3.0,
          "_source": "overrides.csv line 4"},
     ]
+    # read as float64 even when written as a whole number: "2" is 2.0 (a book's version hashes the text "2.0")
+    assert type(load_overrides_csv(path)[1]["power_kw"]) is float
 
 
 REFERENCE_HEADER = ("hw,display_name,power_kw,hyperscaler_usd_per_gpu_hour,neocloud_usd_per_gpu_hour,"
