@@ -296,3 +296,32 @@ def test_side_curves_built_together_read_as_each_side_built_alone():
     assert "measured_tok_s_per_mw" not in together["hole"].splined
     assert together["full"].splined == list(SPLINED_METRICS + OPTIONAL_METRICS)
     assert side_curves({}) == {}
+
+
+def test_sides_of_reads_an_id_written_by_hand():
+    from pipeline.frontiers.sides import Side, sides_of
+
+    a = "dsr1|1024/8192|h200|fp8|spec=mtp|framework=sglang"
+    b = "dsr1|1024/8192|h200|fp8|spec=none|framework=sglang"
+    assert sides_of(f"spec_decoding:{a}~{b}") == (
+        "spec_decoding",
+        Side(model="dsr1", isl=1024, osl=8192, hw="h200", precision="fp8", spec_decoding="mtp", framework="sglang",
+             benchmark_type="fixed_seq"),
+        Side(model="dsr1", isl=1024, osl=8192, hw="h200", precision="fp8", spec_decoding="none", framework="sglang",
+             benchmark_type="fixed_seq"))
+    agentic = "kimi|agentic_traces|b200|fp4|spec=all|framework=all"
+    assert sides_of(f"hardware:{agentic}~{agentic.replace('b200', 'mi355x')}")[2] == Side(
+        model="kimi", isl=None, osl=None, hw="mi355x", precision="fp4", spec_decoding="all", framework="all",
+        benchmark_type="agentic_traces")
+    # the kind ends at the first colon: a key may hold one
+    colon = "qwen:7b|1024/1024|h200|fp8|spec=none|framework=vllm"
+    assert sides_of(f"framework:{colon}~{colon}")[1].model == "qwen:7b"
+    for text in (f"{a}~{b}",                         # no kind
+                 f"spec_decoding:{a}",               # one side
+                 f"spec_decoding:{a}~{b}~{b}",       # three sides
+                 f"spec_decoding:{a}|x~{b}",         # seven fields
+                 f"spec_decoding:{a.replace('spec=', '')}~{b}",
+                 f"spec_decoding:{a.replace('framework=', '')}~{b}",
+                 f"spec_decoding:{a.replace('1024/8192', '1024/')}~{b}",
+                 f"spec_decoding:{a.replace('1024/8192', 'fixed_seq')}~{b}"):
+        assert sides_of(text) is None, text

@@ -550,3 +550,68 @@ def test_refreshing_the_lineage_night_by_night_equals_computing_it_whole(seed, m
             "from run_metrics").fetchall() if before.get(row[0]) != row[1:] and row[0] in before}
         assert moved <= set(changed), (seed, start)
     assert paths["appended"] > 0 and paths["whole"] > 0, paths
+
+
+def test_refreshing_the_lineage_reads_only_the_lines_of_the_batch(monkeypatch):
+    """Work follows the batch: a new run in one line's past recomputes that line's runs alone; the other
+    line's rows are not read, and a night with no new run and no lost line reads none."""
+    import duckdb
+
+    import pipeline.metrics.lineage as lineage_module
+    from pipeline.metrics.lineage import refresh_lineage
+
+    read: list[set[str]] = []
+    read_runs: list[set[str]] = []
+    real = lineage_module.run_lineage
+
+    def spy(runs):
+        read.append(set(runs["line_id"].to_pylist()))
+        read_runs.append(set(runs["run_id"].to_pylist()))
+        return real(runs)
+
+    monkeypatch.setattr(lineage_module, "run_lineage", spy)
+    conn = duckdb.connect()
+    others = [c for c in LINE_COLUMNS if c != "model"]
+    conn.execute("create table validated_runs (run_id varchar, model varchar, run_url varchar, sweep_id varchar, "
+                 f"run_date date, {', '.join(f'{c} varchar' for c in others)})")
+    conn.execute("create table run_metrics (run_id varchar, price_book varchar, conc integer, run_date date, "
+                 "run_date_partition varchar, line_id varchar, sweep_id varchar, superseded_by varchar, "
+                 "repeat_group varchar, repeat_n integer)")
+
+    def arrive(run_id, model, day, sweep=None):
+        conn.execute(f"insert into validated_runs values (?, ?, null, ?, ?{', null' * len(others)})",
+                     [run_id, model, sweep, day])
+        conn.execute("insert into run_metrics values (?, 'book', 8, ?, ?, null, null, null, null, null)",
+                     [run_id, day, day.isoformat()])
+
+    for n, model in enumerate(("m0", "m1")):
+        arrive(f"a{n}", model, dt.date(2026, 7, 2))
+        arrive(f"b{n}", model, dt.date(2026, 7, 9))
+    refresh_lineage(conn)
+    line = dict(conn.execute("select run_id, line_id from run_metrics").fetchall())
+    assert line["a0"] == line["b0"] != line["a1"] == line["b1"]
+    read.clear()
+    arrive("c0", "m0", dt.date(2026, 7, 1))  # an older sweep of m0's line: its whole history is read again
+    assert refresh_lineage(conn) == ["2026-07-01"]  # only the new row's partition changed
+    assert read == [{line["a0"]}]
+    read.clear()
+    read_runs.clear()
+    # a newer date extends m1's line at its newest end: its current sweep (b1's date) and the new row are read,
+    # not its older sweep
+    arrive("d1", "m1", dt.date(2026, 7, 10))
+    assert refresh_lineage(conn) == ["2026-07-09", "2026-07-10"]  # b1 is superseded now
+    assert read_runs == [{"b1", "d1"}]
+    # sweeps are ordered by their newest date before their id: sweep 5 of 07-10 is newer than sweep 20 of 07-09,
+    # which superseded sweep 30 of 07-01, so m2's new row only extends its line too
+    arrive("e2", "m2", dt.date(2026, 7, 1), "30")
+    arrive("f2", "m2", dt.date(2026, 7, 9), "20")
+    refresh_lineage(conn)
+    read_runs.clear()
+    arrive("g2", "m2", dt.date(2026, 7, 10), "5")
+    refresh_lineage(conn)
+    assert read_runs == [{"f2", "g2"}]
+    read.clear()
+    refresh_lineage(conn)  # nothing new: the lineage of no line is read
+    assert read in ([], [set()])
+    # the tables it registered on the connection (_ids, _lines, _head, _touched, _lineage) are gone again
+    assert conn.sql("select view_name from duckdb_views() where not internal").fetchall() == []

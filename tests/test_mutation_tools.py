@@ -92,3 +92,77 @@ def test_reasons_need_an_id_and_a_why_once(tmp_path):
     path.write_text('[[equivalent]]\nid = "a"\n')
     with pytest.raises(ValueError, match=r"reasons.toml: entry 1 needs both 'id' and 'why'"):
         report.load_reasons(path)
+
+
+def _stored_entry(module: str, source: str) -> dict:
+    """An entry as a run stores it: three killed mutants, one survivor with a reason and one without."""
+    prefix = f"py:{module}:"
+    survivors = [report.Survivor(prefix + "f:aaa", "x_f__mutmut_2", "survived", "- a\n+ b"),
+                 report.Survivor(prefix + "g:bbb", "x_g__mutmut_1", "no tests", "- c\n+ d")]
+    statuses = {prefix + "f:k1": "killed", prefix + "f:k2": "timeout", prefix + "g:k3": "killed",
+                prefix + "f:aaa": "survived", prefix + "g:bbb": "no tests"}
+    return report.make_entry(module, statuses, survivors, source=source, measured="2026-11-20",
+                             stamp="2026-11-20T10:00:00.000000Z")
+
+
+def test_stored_results_give_the_score_in_a_clone_without_mutants(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("def f():\n    return 1\n")
+    monkeypatch.setattr(report, "ROOT", tmp_path)  # no mutants/ folder: a fresh clone
+    digest = report.source_digest(tmp_path / "pkg" / "m.py")
+    entry = _stored_entry("pkg/m.py", digest)
+    # identities are stored without their "py:<module>:" prefix, killed ones too
+    assert entry["mutants"] == {"killed": ["f:k1", "g:k3"], "no tests": ["g:bbb"], "survived": ["f:aaa"],
+                                "timeout": ["f:k2"]}
+    report.save_results({"pkg/m.py": entry}, tmp_path / "results.json")
+    stored = report.load_results(tmp_path / "results.json")
+    [score], ids = report.python_scores(["pkg/m.py"], {"py:pkg/m.py:f:aaa": "same value"}, stored)
+    # 3 killed (killed, timeout, killed) of 5 decided: 60 %
+    assert (score.total, score.killed, score.surviving, score.measured) == (5, 3, 2, "2026-11-20")
+    assert score.score == pytest.approx(0.6)
+    assert ids == {"py:pkg/m.py:f:aaa", "py:pkg/m.py:g:bbb"}
+    assert [(s.name, s.status, s.diff, s.reason) for s in score.survivors] == [
+        ("x_f__mutmut_2", "survived", "- a\n+ b", "same value"), ("x_g__mutmut_1", "no tests", "- c\n+ d", None)]
+    # the file edited since: not measured, whatever was stored
+    (tmp_path / "pkg" / "m.py").write_text("def f():\n    return 2\n")
+    [changed], ids = report.python_scores(["pkg/m.py"], {}, stored)
+    assert (changed.is_measured, changed.score, ids) == (False, None, set())
+    assert "| `pkg/m.py` | not measured (changed since 2026-11-20) |  |  |" in report.render([changed], [])
+    # a reason whose mutant is stored as killed by mutmut's CPU limit says so
+    assert report._stored_status(stored, "py:pkg/m.py:f:k2") == "timeout"
+    assert report._stored_status(stored, "py:pkg/m.py:f:gone") is None
+    assert "- `py:pkg/m.py:f:k2` (timeout)" in report.render([], ["py:pkg/m.py:f:k2"], {"py:pkg/m.py:f:k2": "timeout"})
+    # nothing stored: not measured
+    [none], _ = report.python_scores(["pkg/m.py"], {}, {})
+    assert (none.is_measured, none.total) == (False, 0)
+
+
+def test_the_newer_complete_results_win():
+    complete = report.ModuleScore("m.py", total=4, killed=4)
+    partial = report.ModuleScore("m.py", total=4, killed=2, unchecked=2)
+    entry = {"source": "d1", "stamp": "2026-11-20T10:00:00.000000Z"}
+    newer, older = "2026-11-21T00:00:00.000000Z", "2026-11-19T00:00:00.000000Z"
+    assert report.choose("m.py", complete, newer, True, entry, "d1") == "live"
+    assert report.choose("m.py", complete, older, True, entry, "d1") == "stored"
+    assert report.choose("m.py", None, None, False, entry, "d1") == "stored"  # no mutants/ at all
+    assert report.choose("m.py", partial, newer, True, entry, "d1") == "stored"  # a stopped run keeps the entry
+    assert report.choose("m.py", partial, newer, True, None, "d1") == "live"  # reads "not measured (2 of 4 ...)"
+    # an older complete run replaces an entry of another version of the file
+    assert report.choose("m.py", complete, older, True, entry, "d2") == "live"
+    # the file edited after the run, and the entry of another version: neither counts
+    assert report.choose("m.py", complete, newer, False, entry, "d2") == "changed"
+    assert report.choose("m.py", None, None, False, entry, "d2") == "changed"
+    assert report.choose("m.py", None, None, False, None, "d2") == "none"
+
+
+def test_survivors_run_again_update_the_stored_entry():
+    entry = _stored_entry("pkg/m.py", "d1")
+    # f:aaa killed by a new test, g:bbb still without tests; an unchecked mutant's status is not taken
+    merged = report.merge_entry("pkg/m.py", entry, {"py:pkg/m.py:f:aaa": "killed", "py:pkg/m.py:f:k1": "not checked"},
+                                [], "2026-11-21T00:00:00.000000Z")
+    assert merged["mutants"] == {"killed": ["f:aaa", "f:k1", "g:k3"], "no tests": ["g:bbb"], "timeout": ["f:k2"]}
+    assert [s["id"] for s in merged["survivors"]] == ["g:bbb"]
+    assert (merged["measured"], merged["source"]) == ("2026-11-20", "d1")  # the date of the full run
+    assert merged["stamp"] == "2026-11-21T00:00:00.000000Z"
+    score = report.score_from_entry("pkg/m.py", merged, {})
+    assert (score.killed, score.surviving, score.score) == (4, 1, pytest.approx(0.8))  # 4 of 5

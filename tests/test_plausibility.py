@@ -161,3 +161,103 @@ def test_the_tpot_bound_is_read_from_the_reference_by_the_rules_and_the_suite(tm
     assert {"implausible_value:median_tpot_ms", "implausible:median_tpot_ms"} <= _codes(**fast)
     (tpot,) = [x for x in build_suite(KNOWN_HW) if x.name == "tpot_in_plausible_range"]
     assert (tpot.gx.min_value, tpot.gx.max_value) == (0.001, 5.0)
+
+
+def test_reference_numbers_out_of_range_and_repeated_keys_give_the_whole_message(tmp_path):
+    for name in ("plausibility.csv", "gpu_peak_flops.csv", "model_active_params.csv", "gpu_reference.csv"):
+        shutil.copy(REFERENCE_DIR / name, tmp_path / name)
+    plausibility, peaks = tmp_path / "plausibility.csv", tmp_path / "gpu_peak_flops.csv"
+    original = plausibility.read_text()
+    row = "median_tpot_s,median_tpot_ms,0.0005,5,"  # line 2
+
+    def error(new_row):
+        plausibility.write_text(original.replace(row, new_row, 1))
+        with pytest.raises(PlausibilityError) as caught:
+            load_plausibility(tmp_path)
+        return str(caught.value)
+
+    # a range's max must be > 0, its min may be 0 but not negative; neither may be infinite
+    assert error("median_tpot_s,median_tpot_ms,0,0,") == \
+        f"{plausibility} line 2, column max: 0.0 must be finite and > 0"
+    assert error("median_tpot_s,median_tpot_ms,-1,5,") == \
+        f"{plausibility} line 2, column min: -1.0 must be finite and ≥ 0"
+    assert error("median_tpot_s,median_tpot_ms,0.0005,inf,") == \
+        f"{plausibility} line 2, column max: inf must be finite and > 0"
+    plausibility.write_text(original.replace(row, "median_tpot_s,median_tpot_ms,0,5,", 1))
+    assert load_plausibility(tmp_path).range_of("median_tpot_s").min == 0.0  # a min of 0 is allowed
+    plausibility.write_text(original)
+    text = peaks.read_text()
+    peaks.write_text(text + "h200,1,fp8,again\n")
+    last = len(text.splitlines()) + 1  # the appended row's line
+    with pytest.raises(PlausibilityError) as caught:
+        load_plausibility(tmp_path)
+    assert str(caught.value) == f"{peaks} line {last}, column hw: 'h200' given twice"
+
+
+def test_reference_rows_and_columns_errors_give_the_whole_message(tmp_path):
+    for name in ("plausibility.csv", "gpu_peak_flops.csv", "model_active_params.csv", "gpu_reference.csv"):
+        shutil.copy(REFERENCE_DIR / name, tmp_path / name)
+    plausibility = tmp_path / "plausibility.csv"
+    original = plausibility.read_text()
+
+    def error():
+        with pytest.raises(PlausibilityError) as caught:
+            load_plausibility(tmp_path)
+        return str(caught.value)
+
+    plausibility.write_text(original.replace("field,reason_field,min,max", "field,reason_field,low,high", 1))
+    assert error() == f"{plausibility}: missing column(s) min, max"
+    plausibility.write_text(original.replace("median_ttft_s,", "medain_ttft_s,", 1))
+    assert error() == (f"{plausibility} line 3, column field: 'medain_ttft_s' is not a numeric run column nor one "
+                       "of output_duration_ratio, total_duration_ratio, e2el_decode_ratio, weight_bytes_per_param")
+    plausibility.write_text(original + "median_tpot_s,median_tpot_ms,1,2,s,again\n")
+    last = len(original.splitlines()) + 1  # the appended row's line
+    assert error() == f"{plausibility} line {last}, column field: 'median_tpot_s' given twice"
+    # min equal to max is a range of one value
+    plausibility.write_text(original.replace("median_tpot_s,median_tpot_ms,0.0005,5,",
+                                             "median_tpot_s,median_tpot_ms,5,5,"))
+    assert load_plausibility(tmp_path).range_of("median_tpot_s").min == 5.0
+    plausibility.write_text(original)
+    (tmp_path / "gpu_peak_flops.csv").unlink()
+    assert error().startswith(f"{tmp_path / 'gpu_peak_flops.csv'}: cannot be read: ")
+
+
+def test_reference_values_read_as_written(tmp_path):
+    reference = load_plausibility()
+    # spec_accept_length's max (8 tokens/step) and weight_bytes_per_param's min (0.5 bytes) in plausibility.csv
+    assert (reference.max_tokens_per_step, reference.weight_bytes_per_param) == (8.0, 0.5)
+    assert (reference.range_of("median_tpot_s").unit, reference.range_of("median_tpot_s").reason_field) == \
+        ("s", "median_tpot_ms")
+    # h200 dense 1.979 PFLOP/s, dsr1 37e9 activated: 1.979e15 / (2 x 37e9) = 26743.243243... tok/s/GPU
+    assert reference.ceiling("h200", "dsr1") == pytest.approx(26743.243243243243, rel=1e-16)
+    # 4.8 TB/s x 8 GPUs x 1 token / (37e9 x 0.5 bytes) = 38.4e12 / 18.5e9 = 2075.675675... tok/s/user
+    assert reference.intvty_ceiling("h200", "dsr1", 8, 1.0) == pytest.approx(2075.675675675676, rel=1e-15)
+    for name in ("plausibility.csv", "gpu_peak_flops.csv", "model_active_params.csv", "gpu_reference.csv"):
+        shutil.copy(REFERENCE_DIR / name, tmp_path / name)
+    plausibility, peaks, models = (tmp_path / n for n in ("plausibility.csv", "gpu_peak_flops.csv",
+                                                           "model_active_params.csv"))
+    original = plausibility.read_text()
+    # a blank reason_field is the field itself, a blank unit is ""
+    plausibility.write_text(original.replace("median_tpot_s,median_tpot_ms,0.0005,5,s,",
+                                             "median_tpot_s,,0.0005,5,,"))
+    assert (load_plausibility(tmp_path).range_of("median_tpot_s").reason_field,
+            load_plausibility(tmp_path).range_of("median_tpot_s").unit) == ("median_tpot_s", "")
+
+    def error():
+        with pytest.raises(PlausibilityError) as caught:
+            load_plausibility(tmp_path)
+        return str(caught.value)
+
+    plausibility.write_text(original.replace("weight_bytes_per_param,median_intvty,0.5,",
+                                             "weight_bytes_per_param,median_intvty,0,"))
+    assert error() == f"{plausibility}: 'weight_bytes_per_param' min must be > 0 (the ceiling divides by it)"
+    plausibility.write_text(original)
+    peaks.write_text("hw,dense_pflops,precision,basis\n")
+    assert error() == f"{peaks}: no GPU rows"
+    shutil.copy(REFERENCE_DIR / "gpu_peak_flops.csv", peaks)
+    models.write_text(models.read_text() + '*,1,"any other model"\n')
+    assert error() == (f"{models}: a '*' row would give every unlisted model one size; list each model instead (an "
+                       "unlisted one is quarantined as unknown_model_size)")
+    with pytest.raises(PlausibilityError) as caught:
+        reference.range_of("no_such_field")
+    assert str(caught.value) == "plausibility.csv: no row for no_such_field"

@@ -1,5 +1,6 @@
 """Cost scenarios (price books) and speculative-decoding acceptance columns."""
 
+import pyarrow as pa
 import pytest
 from conftest import unrestricted
 
@@ -9,8 +10,11 @@ from pipeline.frontiers.sides import enumerate_comparisons
 from pipeline.ingest.parsers import read_file
 from pipeline.metrics.reference import (
     DEFAULT_PRICE_BOOK,
+    PRICE_BOOK_SCHEMA,
+    REFERENCE_SCHEMA,
     build_price_books,
     load_gpu_reference,
+    load_overrides_csv,
 )
 
 COST_COLUMNS = {f"{prefix}cost_per_mtok_{tier}" for prefix in ("", "output_", "input_")
@@ -38,6 +42,105 @@ def test_build_price_books_applies_overrides_and_versions():
 def test_bad_overrides_name_the_field(override, message):
     with pytest.raises(ValueError, match=message):
         build_price_books(load_gpu_reference(), [{**override, "_source": "overrides.csv line 2"}])
+
+
+
+def test_overrides_csv_rows_carry_their_line_and_blank_cells_are_null(tmp_path):
+    path = tmp_path / "overrides.csv"
+    assert load_overrides_csv(path) == []  # no file: no overrides
+    path.write_text("price_book,hw,power_kw,hyperscaler_usd_per_gpu_hour,neocloud_usd_per_gpu_hour,"
+                    "rental_usd_per_gpu_hour\n"
+                    "cheap,h200,,1.5,,\n"
+                    "fast,B200,2,,,\n"
+                    ",h200,,,,3\n")
+    blank = dict.fromkeys(("power_kw", "hyperscaler_usd_per_gpu_hour", "neocloud_usd_per_gpu_hour",
+                           "rental_usd_per_gpu_hour"))
+    # the header is line 1; an empty cell, text or number, reads as null
+    assert load_overrides_csv(path) == [
+        {"price_book": "cheap", "hw": "h200", **blank, "hyperscaler_usd_per_gpu_hour": 1.5,
+         "_source": "overrides.csv line 2"},
+        {"price_book": "fast", "hw": "B200", **blank, "power_kw": 2.0, "_source": "overrides.csv line 3"},
+        {"price_book": None, "hw": "h200", **blank, "rental_usd_per_gpu_hour": 3.0,
+         "_source": "overrides.csv line 4"},
+    ]
+    # read as float64 even when written as a whole number: "2" is 2.0 (a book's version hashes the text "2.0")
+    assert type(load_overrides_csv(path)[1]["power_kw"]) is float
+
+
+REFERENCE_HEADER = ("hw,display_name,power_kw,hyperscaler_usd_per_gpu_hour,neocloud_usd_per_gpu_hour,"
+                    "rental_usd_per_gpu_hour,mem_bandwidth_tb_s,reference_version\n")
+
+
+def test_the_gpu_reference_is_read_from_the_path_given_typed_as_its_schema(tmp_path):
+    path = tmp_path / "gpus.csv"
+    # whole numbers and a version of digits: without the schema CSV inference would make them integers
+    path.write_text(REFERENCE_HEADER + "h200,H200,1,2,3,0.5,4.8,2026\n")
+    table = load_gpu_reference(path)
+    assert table.schema == REFERENCE_SCHEMA  # mem_bandwidth_tb_s is not part of it
+    assert table.to_pylist() == [{"hw": "h200", "display_name": "H200", "power_kw": 1.0,
+                                  "hyperscaler_usd_per_gpu_hour": 2.0, "neocloud_usd_per_gpu_hour": 3.0,
+                                  "rental_usd_per_gpu_hour": 0.5, "reference_version": "2026"}]
+
+
+def test_gpu_reference_errors_name_the_file_and_the_gpu(tmp_path):
+    path = tmp_path / "gpus.csv"
+
+    def error(text):
+        path.write_text(text)
+        with pytest.raises(ValueError) as caught:
+            load_gpu_reference(path)
+        return str(caught.value)
+
+    assert error("hw,power_kw,hyperscaler_usd_per_gpu_hour,neocloud_usd_per_gpu_hour,reference_version\n"
+                 "h200,1,2,3,2026-07\n") == f"{path}: missing columns ['display_name', 'rental_usd_per_gpu_hour']"
+    assert error(REFERENCE_HEADER + "h200,H200,1,2,3,4,4.8,2026-07\nh200,H200,1,2,3,4,4.8,2026-07\n") == \
+        f"{path}: duplicate hw keys"
+    assert error(REFERENCE_HEADER + "h200,H200,0,2,3,4,4.8,2026-07\n") == \
+        f"{path}: h200: power_kw must be > 0, got 0.0"
+    assert error(REFERENCE_HEADER + "b200,B200,1,2,,4,8,2026-07\n") == \
+        f"{path}: b200: neocloud_usd_per_gpu_hour must be > 0, got None"
+
+
+def _two_gpu_reference():
+    return pa.Table.from_pylist([
+        {"hw": hw, "display_name": hw.upper(), "power_kw": 1.0, "hyperscaler_usd_per_gpu_hour": 2.0,
+         "neocloud_usd_per_gpu_hour": 3.0, "rental_usd_per_gpu_hour": 4.0, "reference_version": "2026-07"}
+        for hw in ("h200", "b200")], schema=REFERENCE_SCHEMA)
+
+
+def test_override_errors_name_where_they_come_from():
+    def error(override):
+        with pytest.raises(ValueError) as caught:
+            build_price_books(_two_gpu_reference(), [override])
+        return str(caught.value)
+
+    # an override without a _source came from the run config; the known keys are listed sorted
+    assert error({"price_book": "x", "hw": "rtx4090"}) == \
+        "run config: field hw 'rtx4090' is not in the GPU reference (b200, h200)"
+    assert error({"price_book": "x"}) == "run config: field hw '' is not in the GPU reference (b200, h200)"
+    # 0 $/GPU-h or 0 kW is no price: refused like a negative one
+    assert error({"price_book": "x", "hw": "h200", "power_kw": 0.0, "_source": "overrides.csv line 3"}) == \
+        "overrides.csv line 3: field power_kw must be > 0, got 0.0"
+
+
+def test_a_books_version_is_the_reference_version_and_a_hash_of_its_overrides():
+    import hashlib
+
+    books = build_price_books(_two_gpu_reference(), [
+        {"price_book": "cheap", "hw": "h200", "hyperscaler_usd_per_gpu_hour": 1.5},
+        {"price_book": "cheap", "hw": "B200", "power_kw": 2.0},
+        {"price_book": "same", "hw": "h200"},  # every cell blank: the default prices under a new name
+    ])
+    assert books.schema == PRICE_BOOK_SCHEMA
+    versions = {r["price_book"]: r["price_book_version"] for r in books.to_pylist()}
+    # the hash (sha256, 8 hex digits) of the applied "hw.column=value" entries, sorted, joined by ";"
+    applied = "b200.power_kw=2.0;h200.hyperscaler_usd_per_gpu_hour=1.5"
+    assert versions == {DEFAULT_PRICE_BOOK: "2026-07",
+                        "cheap": "2026-07+" + hashlib.sha256(applied.encode()).hexdigest()[:8],
+                        "same": "2026-07+" + hashlib.sha256(b"").hexdigest()[:8]}
+    assert versions["same"] == "2026-07+e3b0c442"  # sha256 of nothing, as published
+    rows = {(r["price_book"], r["hw"]): r for r in books.to_pylist()}
+    assert (rows[("cheap", "b200")]["power_kw"], rows[("cheap", "h200")]["hyperscaler_usd_per_gpu_hour"]) == (2.0, 1.5)
 
 
 def test_price_override_changes_costs_and_nothing_else(sample_run_two_books):

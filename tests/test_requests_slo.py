@@ -137,6 +137,55 @@ def test_slo_table_rules(tmp_path):
         ["interactive", "batch"]
 
 
+HEADER = "name,ttft_s,tpot_s,e2el_s,min_attainment,description\n"
+
+
+def _slo_error(path: Path, text: str) -> str:
+    path.write_text(text)
+    with pytest.raises(SloError) as caught:
+        load_slos(path)
+    return str(caught.value)
+
+
+def test_slo_table_errors_name_the_file_line_and_column(tmp_path):
+    path = tmp_path / "slos.csv"
+    # the header is line 1, so the first row is line 2 and the second line 3
+    assert _slo_error(path, HEADER + "fast,0.5,,,,\nslow,x,,,,\n") == \
+        f"{path} line 3, column ttft_s: 'x' is not a number"
+    assert _slo_error(path, HEADER + "fast,0.5,,,zz,\n") == \
+        f"{path} line 2, column min_attainment: 'zz' is not a number"
+    # 0 is not positive (a bound of 0 s could never be met)
+    assert _slo_error(path, HEADER + "fast,,0,,,\n") == \
+        f"{path} line 2, column tpot_s: must be a positive finite number, got '0'"
+    assert _slo_error(path, HEADER + "fast,,,inf,,\n") == \
+        f"{path} line 2, column e2el_s: must be a positive finite number, got 'inf'"
+    assert _slo_error(path, HEADER + "fast,1,,,1.5,\n") == \
+        f"{path} line 2, column min_attainment: must be in (0, 1], got 1.5"
+    assert _slo_error(path, HEADER + "fast,,,,0.9,no bound\n") == \
+        f"{path} line 2: SLO 'fast' bounds none of ttft_s, tpot_s, e2el_s"
+    name_error = "is empty, not [a-z0-9_]+, 'none' (reserved) or given twice"
+    assert _slo_error(path, HEADER + ",1,,,,\n") == f"{path} line 2, column name: '' {name_error}"
+    assert _slo_error(path, HEADER + "a,1,,,,\nnone,1,,,,\n") == f"{path} line 3, column name: 'none' {name_error}"
+    # the columns are checked before any row; sorted, the missing ones are e2el_s and tpot_s
+    assert _slo_error(path, "name,ttft_s,description\na,1,x\n") == f"{path}: missing columns ['e2el_s', 'tpot_s']"
+    assert _slo_error(path, "") == f"{path}: missing columns ['e2el_s', 'name', 'tpot_s', 'ttft_s']"
+
+
+def test_slo_table_values_description_and_schema(tmp_path):
+    path = tmp_path / "slos.csv"
+    path.write_text(HEADER + "fast,0.5,0.02,,1, first token fast \nslow,,,30,0.9,\n")
+    table = load_slos(path)
+    assert table.schema == pa.schema([("name", pa.string()), ("ttft_s", pa.float64()), ("tpot_s", pa.float64()),
+                                      ("e2el_s", pa.float64()), ("min_attainment", pa.float64()),
+                                      ("description", pa.string())])
+    # a min_attainment of exactly 1 (every request) is allowed; the description is stripped, empty is null
+    assert table.to_pylist() == [
+        {"name": "fast", "ttft_s": 0.5, "tpot_s": 0.02, "e2el_s": None, "min_attainment": 1.0,
+         "description": "first token fast"},
+        {"name": "slow", "ttft_s": None, "tpot_s": None, "e2el_s": 30.0, "min_attainment": 0.9,
+         "description": None}]
+
+
 def _slo_warehouse() -> duckdb.DuckDBPyConnection:
     """One per-request run (tp 2, 10 s, 8 requests) and two summary-only runs, two SLOs."""
     conn = duckdb.connect()

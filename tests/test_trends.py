@@ -3,6 +3,7 @@
 import datetime as dt
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from pipeline.comparisons.trends import build_trends
@@ -261,3 +262,26 @@ def test_without_comparison_targets_no_group_is_read():
     assert none.num_rows == 0 and none.schema == TREND_SCHEMA
     targets = pa.Table.from_pylist([_target("c1", "a", 1, 30)], schema=COMPARISON_TARGET_SCHEMA)
     assert trends_at_targets(frontiers.slice(0, 0), targets).num_rows == 0
+
+
+def test_a_dates_rows_are_the_same_to_the_last_bit_with_or_without_other_dates():
+    """One spline per date: a date's frontiers share a spline call only with that date's (docs: a nightly batch
+    and a full refresh give the same bits). x values with many digits, so that where a frontier sits on the shared
+    axis changes the rounding; two groups per date, so the second one is shifted past the first."""
+    from pipeline.comparisons.trends import TREND_METRICS, trend_frontiers, trends_at_target
+
+    runs = []
+    for framework, xs in (("sglang", (13.371, 27.913, 41.777, 58.219)), ("vllm", (11.123, 29.457, 47.891))):
+        for date, shift in ((D1, 0.0), (D2, 1.7331)):
+            runs += [_run(date, x + shift, 1500.0 / (1 + i) + 7.77 * i, 64 >> i, framework=framework)
+                     for i, x in enumerate(xs)]
+    frontiers = trend_frontiers(runs)
+    first_day = frontiers.filter(pc.equal(frontiers["run_date"], pa.scalar(D1, pa.date32())))
+    for target in (30.0, 33.3, 40.1):
+        both = {(r["run_date"], r["framework"]): r for r in trends_at_target(frontiers, target).to_pylist()}
+        alone = {(r["run_date"], r["framework"]): r for r in trends_at_target(first_day, target).to_pylist()}
+        assert set(alone) == {(D1, "sglang"), (D1, "vllm")}
+        assert set(both) == set(alone) | {(D2, "sglang"), (D2, "vllm")}
+        for key, row in alone.items():
+            assert row["in_range"] is True
+            assert [both[key][m] for m in TREND_METRICS] == [row[m] for m in TREND_METRICS]  # equal, not approx

@@ -62,15 +62,25 @@ def run_python(modules: list[str], workers, log) -> None:
 
 def run_python_survivors(modules: list[str], workers, log) -> None:
     """``mutmut run`` once on the stored survivors of ``modules`` (by name: mutmut reruns a named mutant), e.g.
-    after adding the tests that kill them. Raises RuntimeError when mutmut exits non-zero."""
+    after adding the tests that kill them: those of ``mutants/``, or, for a module with none there, those of the
+    committed results when they were measured on the same source. Raises RuntimeError when mutmut exits
+    non-zero."""
     from mutmut.stats import status_by_exit_code
 
     names = []
+    stored = report.load_results()
     for module in modules:
         meta = ROOT / "mutants" / f"{module}.meta"
+        found = []
         if meta.exists():
             codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
-            names += [n for n, code in codes.items() if status_by_exit_code[code] in report.SURVIVING]
+            found = [n for n, code in codes.items() if status_by_exit_code[code] in report.SURVIVING]
+        entry = stored.get(module)
+        if not found and entry and entry.get("source") == report.source_digest(ROOT / module):
+            # no survivor in mutants/ (a fresh clone, or results reset): the committed ones, of this same source
+            dotted = module.removesuffix(".py").replace("/", ".")
+            found = [f"{dotted}.{s['name']}" for s in entry.get("survivors", [])]
+        names += found
     if not names:
         log("mutmut: no stored survivor to run again")
         return
