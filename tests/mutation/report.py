@@ -225,6 +225,18 @@ def score_from_entry(module: str, entry: dict, reasons: dict[str, str]) -> Modul
     return score
 
 
+def _chosen_score(kind: str, module: str, live, entry, reasons) -> "ModuleScore":
+    """The score ``choose``'s ``kind`` names: the live results, the stored entry's, the stored entry's as changed
+    since, or not measured."""
+    if kind == "live":
+        return live
+    if kind == "stored":
+        return score_from_entry(module, entry, reasons)
+    if kind == "changed":
+        return _changed_score(module, entry)
+    return ModuleScore(module)
+
+
 def choose(module: str, live: ModuleScore | None, live_stamp: str | None, live_current: bool, entry: dict | None,
            digest: str | None) -> str:
     """Which results the report reads for ``module``: ``"live"`` (the run's own results, ``live``, stamped
@@ -335,17 +347,10 @@ def python_scores(modules: list[str], reasons: dict[str, str],
                     stored[module] = entry = merge_entry(module, entry, statuses, part.survivors, live_stamp,
                                                          _meta_digest(codes))
             kind = choose(module, live, live_stamp, live_current, entry, digest)
-            if kind == "live":
-                score = live
-                if live.is_measured:
-                    stored[module] = make_entry(module, statuses, live.survivors, source=digest,
-                                                measured=live.measured, stamp=live_stamp, meta=_meta_digest(codes))
-            elif kind == "stored":
-                score = score_from_entry(module, entry, reasons)
-            elif kind == "changed":
-                score = _changed_score(module, entry)
-            else:
-                score = ModuleScore(module)
+            score = _chosen_score(kind, module, live, entry, reasons)
+            if kind == "live" and live.is_measured:
+                stored[module] = make_entry(module, statuses, live.survivors, source=digest,
+                                            measured=live.measured, stamp=live_stamp, meta=_meta_digest(codes))
             identities.update(s.identity for s in score.survivors)
             scores.append(score)
     finally:
@@ -398,16 +403,9 @@ def sql_scores(reasons: dict[str, str], stored: dict[str, dict] | None = None) -
                 live_stamp = entry.get("stamp")  # the same results as stored: keep the entry (and its date)
         # the runner's identities hold each edited line's text, so its results always match the current file
         kind = choose(module, live, live_stamp, True, entry, digest)
-        if kind == "live":
-            score = live
-            if live.is_measured:
-                stored[module] = live_entry
-        elif kind == "stored":
-            score = score_from_entry(module, entry, reasons)
-        elif kind == "changed":
-            score = _changed_score(module, entry)
-        else:
-            score = ModuleScore(module)
+        score = _chosen_score(kind, module, live, entry, reasons)
+        if kind == "live" and live.is_measured:
+            stored[module] = live_entry
         identities.update(s.identity for s in score.survivors)
         scores.append(score)
     return scores, identities
