@@ -518,7 +518,7 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     position = np.where(has_url[rows], np.arange(rows.size), rows.size)
     first_url = np.minimum.reduceat(position, starts) if starts.size else position
     use_url = first_url < rows.size
-    url_at = url_column.take(pa.array(rows[np.minimum(first_url, max(rows.size - 1, 0))] if rows.size else first))
+    url_at = url_column.take(pa.array(rows[np.minimum(first_url, rows.size - 1)]))  # where use_url: its first URL
     file_at = table["source_file"].take(pa.array(first))
     links = [url if chosen else file for chosen, url, file in zip(use_url.tolist(), url_at.to_pylist(),
                                                                    file_at.to_pylist())]
@@ -637,8 +637,7 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     target = pc.cast(table["target_intvty"], pa.float64()).to_numpy(zero_copy_only=False)
     order = np.lexsort((np.arange(table.num_rows), day, target, series_of))
     dates = table["run_date"].to_pylist()
-    # each series' keys from its first row only: a whole column as Python objects is a million of them onto 1M runs
-    placed: list[tuple[str, str, int, list[int], list[float]]] = []  # (series id, metric, first row, rows, values)
+    out: dict[tuple[str, str], Series] = {}
     for metric in metrics:
         values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)
         rows = order[np.isfinite(values[order])]  # a date without a value is a gap, not a point
@@ -650,17 +649,15 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
         edges = np.flatnonzero(np.r_[True, series_of[rows][1:] != series_of[rows][:-1], True]).tolist()
         row_list, value_list = rows.tolist(), values[rows].tolist()
         for a, b in zip(edges, edges[1:]):
-            placed.append((sid_names[series_of[row_list[a]]], metric, row_list[a], row_list[a:b], value_list[a:b]))
-    keys = table.select([*SIDE_KEY, "price_book", "target_intvty"]).take(
-        pa.array([first for _, _, first, _, _ in placed], type=pa.int64())).to_pylist()
-    out: dict[tuple[str, str], Series] = {}
-    for (sid, metric, _, rows_of, values_of), key in zip(placed, keys):
-        point_dates = [dates[r] for r in rows_of]
-        out[(sid, metric)] = Series(
-            "frontier", sid, {**{k: key[k] for k in SIDE_KEY}, "line_id": None, "conc": None,
-                              "price_book": key["price_book"], "target_intvty": key["target_intvty"]}, metric,
-            dates=point_dates, sweeps=[d.isoformat() for d in point_dates], values=values_of,
-            repeat_sd=[math.nan] * len(rows_of), repeat_n=[1] * len(rows_of), links=[None] * len(rows_of))
+            first = row_list[a]
+            sid = sid_names[series_of[first]]
+            key = named[code[first]]  # the keys of the series' first row, read once per code above
+            point_dates = [dates[r] for r in row_list[a:b]]
+            out[(sid, metric)] = Series(
+                "frontier", sid, {**{k: key[k] for k in SIDE_KEY}, "line_id": None, "conc": None,
+                                  "price_book": key["price_book"], "target_intvty": key["target_intvty"]}, metric,
+                dates=point_dates, sweeps=[d.isoformat() for d in point_dates], values=value_list[a:b],
+                repeat_sd=[math.nan] * (b - a), repeat_n=[1] * (b - a), links=[None] * (b - a))
     return [out[k] for k in sorted(out)]
 
 
