@@ -309,10 +309,11 @@ def _report(_: argparse.Namespace) -> int:
     except OutputLocationError as exc:
         print(f"report not started: {exc}", file=sys.stderr)
         return 1
+    selection = [dg.AssetKey(["comparisons", "report"])]
     result = defs().resolve_job_def("refresh_all").execute_in_process(
-        instance=instance, raise_on_error=False, asset_selection=[dg.AssetKey(["comparisons", "report"])],
-        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
-                    "ops": {"comparisons__report": report_config(instance)}})
+        instance=instance, raise_on_error=False, asset_selection=selection,
+        run_config=with_report_config({"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}, instance,
+                                      selection))
     if not result.success:
         causes = [_root_cause(e.event_specific_data.error) for e in result.all_events if e.is_step_failure]
         print(f"report failed ({'; '.join(causes) or 'see the run log'}): the warehouse lacks what the report "
