@@ -147,28 +147,27 @@ def _slo_error(path: Path, text: str) -> str:
     return str(caught.value)
 
 
-def test_slo_table_errors_name_the_file_line_and_column(tmp_path):
-    path = tmp_path / "slos.csv"
-    # the header is line 1, so the first row is line 2 and the second line 3
-    assert _slo_error(path, HEADER + "fast,0.5,,,,\nslow,x,,,,\n") == \
-        f"{path} line 3, column ttft_s: 'x' is not a number"
-    assert _slo_error(path, HEADER + "fast,0.5,,,zz,\n") == \
-        f"{path} line 2, column min_attainment: 'zz' is not a number"
+_NAME_ERROR = "is empty, not [a-z0-9_]+, 'none' (reserved) or given twice"
+
+
+# (the file's text, the message after the file's path); the header is line 1, so the first row is line 2
+@pytest.mark.parametrize("text, message", [
+    (HEADER + "fast,0.5,,,,\nslow,x,,,,\n", " line 3, column ttft_s: 'x' is not a number"),
+    (HEADER + "fast,0.5,,,zz,\n", " line 2, column min_attainment: 'zz' is not a number"),
     # 0 is not positive (a bound of 0 s could never be met)
-    assert _slo_error(path, HEADER + "fast,,0,,,\n") == \
-        f"{path} line 2, column tpot_s: must be a positive finite number, got '0'"
-    assert _slo_error(path, HEADER + "fast,,,inf,,\n") == \
-        f"{path} line 2, column e2el_s: must be a positive finite number, got 'inf'"
-    assert _slo_error(path, HEADER + "fast,1,,,1.5,\n") == \
-        f"{path} line 2, column min_attainment: must be in (0, 1], got 1.5"
-    assert _slo_error(path, HEADER + "fast,,,,0.9,no bound\n") == \
-        f"{path} line 2: SLO 'fast' bounds none of ttft_s, tpot_s, e2el_s"
-    name_error = "is empty, not [a-z0-9_]+, 'none' (reserved) or given twice"
-    assert _slo_error(path, HEADER + ",1,,,,\n") == f"{path} line 2, column name: '' {name_error}"
-    assert _slo_error(path, HEADER + "a,1,,,,\nnone,1,,,,\n") == f"{path} line 3, column name: 'none' {name_error}"
+    (HEADER + "fast,,0,,,\n", " line 2, column tpot_s: must be a positive finite number, got '0'"),
+    (HEADER + "fast,,,inf,,\n", " line 2, column e2el_s: must be a positive finite number, got 'inf'"),
+    (HEADER + "fast,1,,,1.5,\n", " line 2, column min_attainment: must be in (0, 1], got 1.5"),
+    (HEADER + "fast,,,,0.9,no bound\n", " line 2: SLO 'fast' bounds none of ttft_s, tpot_s, e2el_s"),
+    (HEADER + ",1,,,,\n", f" line 2, column name: '' {_NAME_ERROR}"),
+    (HEADER + "a,1,,,,\nnone,1,,,,\n", f" line 3, column name: 'none' {_NAME_ERROR}"),
     # the columns are checked before any row; sorted, the missing ones are e2el_s and tpot_s
-    assert _slo_error(path, "name,ttft_s,description\na,1,x\n") == f"{path}: missing columns ['e2el_s', 'tpot_s']"
-    assert _slo_error(path, "") == f"{path}: missing columns ['e2el_s', 'name', 'tpot_s', 'ttft_s']"
+    ("name,ttft_s,description\na,1,x\n", ": missing columns ['e2el_s', 'tpot_s']"),
+    ("", ": missing columns ['e2el_s', 'name', 'tpot_s', 'ttft_s']"),
+])
+def test_slo_table_errors_name_the_file_line_and_column(tmp_path, text, message):
+    path = tmp_path / "slos.csv"
+    assert _slo_error(path, text) == f"{path}{message}"
 
 
 def test_slo_table_values_description_and_schema(tmp_path):
