@@ -11,7 +11,16 @@ import pyarrow as pa
 import pytest
 
 from pipeline.comparisons import regressions
-from pipeline.comparisons.regressions import line_series, repeat_stats
+from pipeline.comparisons.regressions import (
+    DetectionSettings,
+    JudgedSeries,
+    MetricRule,
+    Series,
+    detect,
+    line_series,
+    line_series_by_metric,
+    repeat_stats,
+)
 from pipeline.validate.lines import run_lineage
 
 METRICS = ("tput_per_gpu", "p99_ttft_s", "median_tpot_s")  # the last one null on every run: no series
@@ -116,6 +125,57 @@ def test_line_series_equal_the_reference_built_night_by_night(seed):
     assert any(n > 1 for s in got for n in s.repeat_n)
     assert any(sweep.startswith("gha:") for s in got for sweep in s.sweeps)
     assert any(len(s.dates) >= 5 for s in got)
+
+
+def test_one_batch_per_metric_with_values_in_the_order_asked_each_sorted_by_series_id():
+    table = _history(1)
+    expected = _reference(table)
+    # not in name order; median TPOT is null on every run: no batch
+    asked = ("tput_per_gpu", "median_tpot_s", "p99_ttft_s")
+    batches = list(line_series_by_metric(table, asked))
+    assert [{s.metric for s in batch} for batch in batches] == [{"tput_per_gpu"}, {"p99_ttft_s"}]
+    for batch in batches:
+        metric = batch[0].metric
+        assert [s.series_id for s in batch] == sorted(sid for sid, m in expected if m == metric)
+        for s in batch:
+            assert s.values == pytest.approx([p[2] for p in expected[(s.series_id, metric)]], rel=1e-12)
+            assert s.links == [p[5] for p in expected[(s.series_id, metric)]]
+    assert list(line_series_by_metric(table.slice(0, 0), asked)) == []
+
+
+def _stepped(series_id: str, metric: str, step_at: int, n: int = 12, short: bool = False) -> Series:
+    """A line series of ``n`` nightly points at 1000 with a 20 % drop from ``step_at`` on (a point of noise on
+    each side, so that the drop is far outside it); ``short``: only 3 points, too few to judge."""
+    rng = np.random.default_rng(len(series_id) + step_at)
+    values = [1000.0 * (0.8 if i >= step_at else 1.0) * (1 + 0.002 * rng.standard_normal()) for i in range(n)]
+    values = values[:3] if short else values
+    dates = [dt.date(2026, 7, 1) + dt.timedelta(days=i) for i in range(len(values))]
+    line = series_id.split("|")[0]
+    return Series("line", series_id, {"line_id": line, "conc": 8}, metric, dates, [f"date:{d}" for d in dates],
+                  values, [math.nan] * len(values), [1] * len(values), [f"{line}/{i}.json" for i in range(len(values))])
+
+
+def test_judging_batch_by_batch_finds_what_one_judgement_of_the_sorted_list_finds_in_its_order():
+    rules = {("line", m): MetricRule("line", m, better, "relative", 0.05, 0.005)
+             for m, better in (("tput_per_gpu", "higher"), ("p99_ttft_s", "lower"))}
+    # batches as line_series_by_metric gives them: per metric, sorted by series id; the ids interleave across
+    # metrics, so metric-major order is not the sorted (series id, metric) order
+    ttft = [_stepped("A|conc=8", "p99_ttft_s", 6), _stepped("B|conc=8", "p99_ttft_s", 7)]
+    tput = [_stepped("A|conc=8", "tput_per_gpu", 8), _stepped("B|conc=8", "tput_per_gpu", 5),
+            _stepped("C|conc=8", "tput_per_gpu", 6, short=True)]
+    judged = JudgedSeries(rules, DetectionSettings())
+    for batch in (ttft, tput):
+        judged.add(batch)
+    judged.sort_found()
+    one_list = sorted(ttft + tput, key=lambda s: (s.series_id, s.metric))
+    expected = detect(one_list, rules, DetectionSettings())
+    assert [(r["series_id"], r["metric"]) for r in expected] == [
+        ("A|conc=8", "p99_ttft_s"), ("A|conc=8", "tput_per_gpu"), ("B|conc=8", "p99_ttft_s"),
+        ("B|conc=8", "tput_per_gpu")]  # every long series' step, found once (C is too short to judge)
+    assert judged.found == expected
+    settings = DetectionSettings()
+    assert (judged.series, judged.long_enough) == (5, 4)
+    assert settings.min_points_before + settings.min_points_after > 3  # so C's 3 points cannot be judged
 
 
 def test_frontier_series_one_point_per_date_a_shared_target_once_gaps_left_out():

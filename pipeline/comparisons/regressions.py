@@ -37,7 +37,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +47,14 @@ from pipeline.comparisons.trends import GROUP_FIELDS
 from pipeline.io.columns import SIDE_KEY
 from pipeline.io.opener import open_text
 from pipeline.io.paths import reference_dir
-from pipeline.validate.lines import current_sweeps_by_date, first_rows, line_and_sweep_ids, row_codes
+from pipeline.validate.lines import (
+    LINE_COLUMNS,
+    SWEEP_COLUMNS,
+    current_sweeps_by_date,
+    first_rows,
+    line_and_sweep_ids,
+    row_codes,
+)
 
 SERIES_KINDS = ("line", "frontier")
 LINE_METRICS = ("tput_per_gpu", "median_tpot_s", "p99_ttft_s", "failure_rate")
@@ -442,7 +449,17 @@ LINE_INPUT_COLUMNS = ("run_id", "line_id", "sweep_id", "run_date", "conc", *SIDE
 
 
 def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
-    """Per (line, concurrency) and metric, one point per successive sweep (``Series``, kind ``line``).
+    """Per (line, concurrency) and metric, one point per successive sweep (``Series``, kind ``line``): every
+    batch of ``line_series_by_metric`` in one list, sorted by series id, then metric."""
+    batches = [s for batch in line_series_by_metric(runs, metrics) for s in batch]
+    return sorted(batches, key=lambda s: (s.series_id, s.metric))
+
+
+def line_series_by_metric(runs: pa.Table, metrics: Iterable[str]) -> Iterator[list[Series]]:
+    """Per metric of ``metrics`` in the order given, the series of ``line_series`` for that metric, sorted by
+    series id (a metric no run has a value of yields nothing). The work shared by the metrics (the points and
+    their runs) is done once, before the first batch; each batch is built when asked for, so a caller that judges
+    a batch and lets it go holds one metric's points at a time, not every metric's.
 
     A line's points are the sweeps that were current on the dates the line ran (``current_sweeps_by_date``: on a
     date with several sweeps, the newest; a re-run attempt replaces its earlier attempts); each point is the
@@ -454,13 +471,15 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
         runs: one row per run (no price-book duplicates) with ``LINE_INPUT_COLUMNS`` and ``metrics`` (float);
             undated runs (null ``run_date``) are left out (no place on a time axis).
         metrics: the metric columns to build series of; a run's null value is left out of that metric's point.
-    Returns:
-        Series sorted by series id, then metric; only points with a value.
+    Yields:
+        Lists of Series, one per metric with a value, each sorted by series id; only points with a value.
     """
     metrics = list(metrics)
-    table = runs.filter(pc.is_valid(runs["run_date"]))
+    # a filter copies every column: only when there is an undated run to leave out (sql/regression_line_runs.sql
+    # reads dated runs only)
+    table = runs.filter(pc.is_valid(runs["run_date"])) if runs["run_date"].null_count else runs
     if table.num_rows == 0:
-        return []
+        return
     ran = table.group_by(["run_date", "line_id"]).aggregate([])  # the lines that ran on each date
     by_day: dict[dt.date, list[str]] = {}
     for day, line in zip(ran["run_date"].to_pylist(), ran["line_id"].to_pylist()):
@@ -522,12 +541,8 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
     file_at = table["source_file"].take(pa.array(first))
     links = [url if chosen else file for chosen, url, file in zip(use_url.tolist(), url_at.to_pylist(),
                                                                    file_at.to_pylist())]
-    first_rows = pa.array(first)
-    key_values = {k: table[k].take(first_rows).to_pylist() for k in (*SIDE_KEY, "line_id")}
-    conc_values = conc_column.take(first_rows).to_pylist()  # as the table holds them (the series id writes it)
     line_of_point = np.repeat(np.arange(len(line_points), dtype=np.int64), line_points)
     group_point, group_conc = point[starts], conc[starts]
-    series: dict[tuple[str, str], Series] = {}
     for metric in metrics:
         values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)[rows]
         usable = np.isfinite(values)  # a null, NaN or infinite value is left out of its point
@@ -542,18 +557,22 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
         kept, p, c, means, sds, n = kept[order], p[order], c[order], means[order], sds[order], counts[kept][order]
         edges = np.flatnonzero(np.r_[True, (line_of_point[p][1:] != line_of_point[p][:-1]) | (c[1:] != c[:-1]),
                                      True]).tolist()
+        # each series' keys and concurrency, as the table holds them, read from its first group's first run only
+        series_first = pa.array(first[kept[edges[:-1]]])
+        key_values = {k: table[k].take(series_first).to_pylist() for k in (*SIDE_KEY, "line_id")}
+        conc_values = conc_column.take(series_first).to_pylist()  # the series id writes it as held
         kept, p = kept.tolist(), p.tolist()
         means, sds, n = means.tolist(), sds.tolist(), n.tolist()
-        for a, b in zip(edges, edges[1:]):
-            g = kept[a]
-            line_conc = conc_values[g]
+        series: dict[str, Series] = {}
+        for j, (a, b) in enumerate(zip(edges, edges[1:])):
+            line_conc = conc_values[j]
             sid = f"{point_line[p[a]]}|conc={line_conc}"
-            keys = {k: key_values[k][g] for k in (*SIDE_KEY, "line_id")}
-            series[(sid, metric)] = Series(
+            keys = {k: key_values[k][j] for k in (*SIDE_KEY, "line_id")}
+            series[sid] = Series(
                 "line", sid, {**keys, "conc": line_conc, "price_book": None, "target_intvty": None}, metric,
                 dates=[point_day[i] for i in p[a:b]], sweeps=[point_sweep[i] for i in p[a:b]], values=means[a:b],
                 repeat_sd=sds[a:b], repeat_n=n[a:b], links=[links[i] for i in kept[a:b]])
-    return [series[k] for k in sorted(series)]
+        yield [series[k] for k in sorted(series)]
 
 
 # numpy adds fewer than this many values one after the other from 0 (its pairwise summation starts above)
@@ -588,8 +607,16 @@ def repeat_stats(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np
     return means, sds
 
 
+# The raw_runs columns failure_runs reads (sql/regression_failure_runs.sql selects exactly these): the line and
+# sweep id columns, the series' keys and links, and the request counts.
+FAILURE_INPUT_COLUMNS = tuple(dict.fromkeys((
+    "run_id", *LINE_COLUMNS, *SWEEP_COLUMNS, *(c for c in LINE_INPUT_COLUMNS if c != "line_id"), "failed",
+    "completed")))
+
+
 def failure_runs(raw_runs: pa.Table) -> pa.Table:
-    """The rows of ``raw_runs`` (parsed runs, accepted or not) as ``line_series`` input for the failure rate:
+    """The rows of ``raw_runs`` (parsed runs, accepted or not; ``FAILURE_INPUT_COLUMNS`` of ``RUN_SCHEMA``, absent
+    ones read as null) as ``line_series`` input for the failure rate:
     ``LINE_INPUT_COLUMNS`` (line and sweep ids computed as validation computes them) plus ``failure_rate`` =
     failed / (failed + completed), a null ``failed`` read as 0 (docs/metrics.md, as ``sql/run_metrics.sql``);
     null where ``completed`` is null or the sum is 0. The caller picks which rows to pass (accepted runs and
@@ -699,6 +726,34 @@ def detect(series: Iterable[Series], rules: Mapping[tuple[str, str], MetricRule]
             row["regression_id"] = regression_id(row)
             out.append(row)
     return out
+
+
+class JudgedSeries:
+    """``detect`` over batches of series, keeping only what it found and how many series it saw, so that each
+    batch can be let go once judged (``line_series_by_metric``).
+
+    Attributes:
+        found: ``detect``'s rows of every batch, in batch order (``sort_found`` reorders those added so far).
+        series: series seen; long_enough: those with at least ``min_points_before + min_points_after`` points
+            (shorter ones cannot be judged: the asset's metadata says how many could).
+    """
+
+    def __init__(self, rules: Mapping[tuple[str, str], MetricRule], settings: DetectionSettings) -> None:
+        self.rules, self.settings = rules, settings
+        self.found: list[dict[str, Any]] = []
+        self.series = self.long_enough = 0
+
+    def add(self, batch: Sequence[Series]) -> None:
+        """Judge ``batch`` (``detect``) and count it."""
+        self.found += detect(batch, self.rules, self.settings)
+        self.series += len(batch)
+        need = self.settings.min_points_before + self.settings.min_points_after
+        self.long_enough += sum(len(s.values) >= need for s in batch)
+
+    def sort_found(self) -> None:
+        """Order the rows found so far by series id, then metric, keeping each series' own order (first bad
+        date): the order ``detect`` gives over ``line_series``' one sorted list."""
+        self.found.sort(key=lambda row: (row["series_id"], row["metric"]))
 
 
 def regression_id(row: Mapping[str, Any]) -> str:

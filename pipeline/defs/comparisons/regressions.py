@@ -17,11 +17,11 @@ from pipeline.comparisons.regressions import (
     FRONTIER_METRICS,
     REGRESSION_SCHEMA,
     DetectionSettings,
+    JudgedSeries,
     assign_status,
-    detect,
     failure_runs,
     frontier_series,
-    line_series,
+    line_series_by_metric,
     load_metric_rules,
     regressions_markdown,
     slack_message,
@@ -87,25 +87,38 @@ def regressions(context: dg.AssetExecutionContext, config: RegressionConfig, war
     settings = config.settings()
     rules = load_metric_rules()
     line_metrics = [m for m in ("tput_per_gpu", "median_tpot_s", "p99_ttft_s") if ("line", m) in rules]
+    # the middle target of each comparison holding a group (the one the pages' headline sentences read): its three
+    # targets read one frontier, so a step there shows at each, and three series would announce it thrice
+    frontier_metrics = [m for m in FRONTIER_METRICS if ("frontier", m) in rules]
+    # each input is read when its series are built, with the warehouse let go meanwhile (its cache of what it read
+    # is dropped then), and each batch of series is judged and let go before the next is built: one metric's points
+    # at a time, never every input and every series at once
+    judged = JudgedSeries(rules, settings)
     with warehouse.get_connection() as conn:
         tables = table_names(conn)
-        runs = conn.sql(sql_text("regression_line_runs")).to_arrow_table()
-        failures = (conn.sql(sql_text("regression_failure_runs")).to_arrow_table()
-                    if {"raw_runs", "validated_runs", "validation_rejects"} <= tables else None)
-        # the middle target of each comparison holding a group (the one the pages' headline sentences read): its
-        # three targets read one frontier, so a step there shows at each, and three series would announce it thrice
-        frontier_metrics = [m for m in FRONTIER_METRICS if ("frontier", m) in rules]
-        trends = conn.sql(f"select {', '.join([*FRONTIER_INPUT_COLUMNS, *frontier_metrics])} from trends "
-                          "where target_index = 2").to_arrow_table() if "trends" in tables else None
         previous = (conn.sql("select * from regressions").to_arrow_table()
                     if "regressions" in tables else _published_regressions(Path(paths.out_dir)))
-    series = line_series(runs, line_metrics)
-    if failures is not None and failures.num_rows and ("line", "failure_rate") in rules:
-        series += line_series(failure_runs(failures), ["failure_rate"])
-    if trends is not None and trends.num_rows:
-        series += frontier_series(trends, frontier_metrics)
+        runs = conn.sql(sql_text("regression_line_runs")).to_arrow_table()
+    for batch in line_series_by_metric(runs, line_metrics):
+        judged.add(batch)
+    del runs
+    judged.sort_found()  # the line series' changes in line_series' order: by series id, then metric
+    if {"raw_runs", "validated_runs", "validation_rejects"} <= tables and ("line", "failure_rate") in rules:
+        with warehouse.get_connection() as conn:
+            failures = conn.sql(sql_text("regression_failure_runs")).to_arrow_table()
+        if failures.num_rows:
+            for batch in line_series_by_metric(failure_runs(failures), ["failure_rate"]):
+                judged.add(batch)
+        del failures
+    if "trends" in tables:
+        with warehouse.get_connection() as conn:
+            trends = conn.sql(f"select {', '.join([*FRONTIER_INPUT_COLUMNS, *frontier_metrics])} from trends "
+                              "where target_index = 2").to_arrow_table()
+        if trends.num_rows:
+            judged.add(frontier_series(trends, frontier_metrics))
+        del trends
     now = dt.datetime.now(dt.timezone.utc)
-    table = assign_status(detect(series, rules, settings), previous, now)
+    table = assign_status(judged.found, previous, now)
     table, sent, failure = _notify(table, config.webhook_url or os.environ.get(WEBHOOK_ENV, ""), now)
     if failure:
         context.log.warning(f"regressions: notification not sent ({failure}); the next run tries again")
@@ -116,15 +129,14 @@ def regressions(context: dg.AssetExecutionContext, config: RegressionConfig, war
     counts = {(d, s): 0 for d in ("regression", "improvement") for s in ("new", "ongoing", "recovered")}
     for row in table.select(["direction", "status"]).to_pylist():
         counts[(row["direction"], row["status"])] += 1
-    context.log.info(f"regressions: {len(series)} series, {table.num_rows} changes, {sent} announced -> {path}")
+    context.log.info(f"regressions: {judged.series} series, {table.num_rows} changes, {sent} announced -> {path}")
     return dg.MaterializeResult(metadata={
         **table_metadata(table, path=path, mart="regressions", preview_columns=[
             "series_id", "metric", "direction", "status", "first_bad_date", "mean_before", "mean_after",
             "magnitude_pct", "p_value"]),
-        "series": len(series),
+        "series": judged.series,
         # a series shorter than this cannot be judged: it says so rather than look like a clean history
-        "series_long_enough": sum(len(x.values) >= settings.min_points_before + settings.min_points_after
-                                  for x in series),
+        "series_long_enough": judged.long_enough,
         "new_regressions": counts[("regression", "new")],
         "open_regressions": counts[("regression", "new")] + counts[("regression", "ongoing")],
         "improvements": sum(v for (d, _), v in counts.items() if d == "improvement"),
