@@ -8,6 +8,7 @@ sensor tick under the date-folder layout (docs/performance.md has the figures an
                                               #   the date-folder tick onto 100k
     python benchmarks/cli.py --million        # + the CLI and the date-folder tick onto 1M (tens of minutes)
     python benchmarks/cli.py --tests          # + README's test command, once (minutes; alone: --tests --no-runs)
+    python benchmarks/cli.py --only tick-1m   # only the named targets (repeatable; names in TARGETS)
 
 Targets:
 - README command (``python -m pipeline run`` on the sample, no ``DAGSTER_HOME``) <= 5 s wall, cold (a fresh
@@ -48,22 +49,21 @@ def main() -> None:
     parser.add_argument("--tests", action="store_true", help="also README's test command, once")
     parser.add_argument("--no-runs", action="store_true", help="none of the pipeline's targets (with --tests)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-cli"), help="scratch folder")
+    parser.add_argument("--only", action="append", choices=list(TARGETS),
+                        help="only this target (repeatable); the other options then choose nothing")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.only:
+        chosen = list(dict.fromkeys(args.only))
+    else:
+        runs = not args.no_runs
+        chosen = ([*(["readme", "batch"] if runs else []),
+                   *(["cli", "backfill", "tick"] if runs and not args.quick else []),
+                   *(["tests"] if args.tests else []), *(["cli-1m", "tick-1m"] if runs and args.million else [])])
     verdicts: list[tuple[str, str, bool | None]] = []
     print(f"machine: {os.cpu_count()} cores, load average {_load()} at the start", flush=True)
-    if not args.no_runs:
-        verdicts += readme_command(args.work, args.repeat)
-        verdicts += nightly_batch(args.work, 10_000, args.repeat)
-    if not args.quick and not args.no_runs:
-        verdicts += cli_beside_asset_work(args.work, 100_000)
-        verdicts += backfill_and_sensor_run(args.work, 10_000, args.repeat)
-        verdicts += dated_tick(args.work, 100_000, args.repeat)
-    if args.tests:
-        verdicts += tests_command_timed()
-    if args.million and not args.no_runs:
-        verdicts += cli_beside_asset_work(args.work, 1_000_000)
-        verdicts += dated_tick(args.work, 1_000_000, args.repeat)
+    for name in chosen:
+        verdicts += TARGETS[name](args.work, args.repeat)
     print(f"\ntargets (load average {_load()} at the end):")
     for name, value, met in verdicts:
         verdict = "" if met is None else "met" if met else "NOT met"
@@ -362,6 +362,19 @@ def dated_tick(work: Path, runs: int, repeat: int) -> list[tuple[str, str, bool]
         shutil.rmtree(cache, ignore_errors=True)
     return [(f"sensor tick, {BATCH:,} runs in a new date folder onto {runs:,} <= 3 s", _spread(seconds),
              statistics.median(seconds) <= 3)]
+
+
+# Each target by name (``--only``): a function of (scratch folder, repeats) giving (target, figure, met) rows.
+TARGETS = {
+    "readme": readme_command,
+    "batch": lambda work, repeat: nightly_batch(work, 10_000, repeat),
+    "cli": lambda work, repeat: cli_beside_asset_work(work, 100_000),
+    "backfill": lambda work, repeat: backfill_and_sensor_run(work, 10_000, repeat),
+    "tick": lambda work, repeat: dated_tick(work, 100_000, repeat),
+    "tests": lambda work, repeat: tests_command_timed(),
+    "cli-1m": lambda work, repeat: cli_beside_asset_work(work, 1_000_000),
+    "tick-1m": lambda work, repeat: dated_tick(work, 1_000_000, repeat),
+}
 
 
 if __name__ == "__main__":

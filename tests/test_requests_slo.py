@@ -467,3 +467,23 @@ def test_a_result_without_per_request_arrays_is_not_opened_again(run_pipeline, t
     assert flags == {"detailed.json": True, "summary.json": False, "detailed.json.meta.json": None,
                      "summary.json.meta.json": None}
     assert read == [("detailed.json", 8)]
+
+
+def test_run_slo_metadata_counts_each_slo_and_basis_of_the_mart(sample_run):
+    """The UI's ``basis_by_slo`` table and ``requests_in_mart`` say what the marts hold: counted here from the
+    published rows with the standard library."""
+    from collections import Counter
+
+    from pipeline.io.storage import read_mart
+
+    # one materialization per run date the step wrote, each with the step's metadata
+    metadata, *others = [e.event_specific_data.materialization.metadata for e in sample_run.result.all_events
+                         if e.event_type_value == "ASSET_MATERIALIZATION"
+                         and e.event_specific_data.materialization.asset_key.path == ["metrics", "run_slo"]]
+    assert all(other == metadata for other in others)
+    rows = read_mart(sample_run.out_dir, "run_slo").select(["slo", "slo_basis"]).to_pylist()
+    counted = Counter(f"{r['slo']}: {r['slo_basis']}" for r in rows)
+    assert len(counted) >= 2 and sum(counted.values()) == len(rows) > 0
+    table = metadata["basis_by_slo"].value.splitlines()[2:]
+    assert sorted(table) == sorted(f"| {key} | {n} |" for key, n in counted.items())
+    assert metadata["requests_in_mart"].value == read_mart(sample_run.out_dir, "requests").num_rows

@@ -274,6 +274,11 @@ def run_slo(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths:
         conn.execute(sql_text("run_gpu_counts"))
         fresh = conn.sql(sql_text("run_slo"), params={"partition_keys": keys}).to_arrow_table()
         replace_partitions(conn, "run_slo", fresh, keys)
+        fresh_rows = fresh.num_rows
+        # counted in Arrow, and the rows let go: on a full refresh they are every run's, once per SLO
+        bases = {f"{row['slo']}: {row['slo_basis']}": row["count_all"] for row in
+                 fresh.group_by(["slo", "slo_basis"]).aggregate([([], "count_all")]).to_pylist()}
+        del fresh
         emptied = conn.execute("delete from run_slo where run_id not in (select run_id from validated_runs) "
                                "or slo not in (select name from slos) returning run_date_partition").fetchall()
         dates = set(keys) | {row[0] for row in emptied}
@@ -285,21 +290,24 @@ def run_slo(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths:
                                             "join validated_runs v using (run_id)")))
         table = conn.sql("select * from run_slo where list_contains($dates, run_date_partition) "
                          "order by run_id, slo", params={"dates": dates}).to_arrow_table()
+    # each mart is written and let go before the next is read (the warehouse's cache is dropped in between)
+    replace_mart_partitions(table, paths.mart_folder(context, "run_slo"), dates)
+    slo_metadata = table_metadata(table, path=Path(paths.out_dir) / "run_slo", mart="run_slo", preview_columns=[
+        "run_id", "slo", "slo_basis", "requests", "slo_attainment", "slo_met", "goodput_tok_s_per_gpu"])
+    del table
+    with warehouse.get_connection() as conn:
         requests = conn.sql(
             "select q.run_id, q.request_index, q.ttft_s, q.tpot_s, q.e2el_s, q.itl_p50_s, q.itl_p99_s, "
             "q.input_tokens, q.output_tokens, q.error, v.model, v.run_date, v.run_date_partition "
             "from raw_requests q join validated_runs v using (run_id) "
             "where list_contains($dates, v.run_date_partition) order by v.source_file, v.source_row, q.request_index",
             params={"dates": dates}).to_arrow_table()
-    replace_mart_partitions(table, paths.mart_folder(context, "run_slo"), dates)
     replace_mart_partitions(requests, paths.mart_folder(context, "requests"), dates)
     paths.publish_unless_later(context, warehouse)
-    bases = Counter(f"{s}: {b}" for s, b in zip(fresh.column("slo").to_pylist(), fresh.column("slo_basis").to_pylist()))
-    context.log.info(f"run_slo: {fresh.num_rows} (run, slo) rows for {len(keys)} dates; {requests.num_rows} requests "
+    context.log.info(f"run_slo: {fresh_rows} (run, slo) rows for {len(keys)} dates; {requests.num_rows} requests "
                      f"-> {Path(paths.out_dir) / 'requests'}")
     return dg.MaterializeResult(metadata={
-        **table_metadata(table, path=Path(paths.out_dir) / "run_slo", mart="run_slo", preview_columns=[
-            "run_id", "slo", "slo_basis", "requests", "slo_attainment", "slo_met", "goodput_tok_s_per_gpu"]),
+        **slo_metadata,
         "requests_in_mart": requests.num_rows,
         "slos": ", ".join(slos.column("name").to_pylist()) or "(none)",
         "basis_by_slo": counts_markdown(dict(bases), "slo: basis")})
