@@ -67,3 +67,32 @@ def test_the_charts_runs_come_in_run_id_order_whatever_the_tables_row_order(samp
                                                      "(select min(price_book) from run_metrics)").fetchall()]
     assert len(ids) == len(set(ids)) > 10 and other_ids != ids  # the two tables' row orders differ
     assert reversed_rows == stored
+
+
+def test_the_charts_draw_only_the_runs_no_later_sweep_superseded(sample_run):
+    """The dashboard's rule, as the frontiers read it: a run whose sweep a newer sweep of its line replaced
+    (``superseded_by`` set) is not drawn; every other run of the price book is."""
+    with duckdb.connect(str(sample_run.db_path), read_only=True) as conn:
+        table = conn.sql("select * from run_metrics").to_arrow_table()
+    with duckdb.connect() as other:
+        other.register("incoming", table)
+        other.execute("create table run_metrics as select * from incoming")
+        everything = chart_runs(other)
+        # three runs of one line marked as replaced by a newer sweep (the sample's runs are all current)
+        replaced = [r[0] for r in other.execute(
+            "select run_id from run_metrics where price_book = $book and superseded_by is null "
+            "order by run_id limit 3", {"book": REPORT_PRICE_BOOK}).fetchall()]
+        other.execute("create table kept as select * from run_metrics")
+        other.execute("delete from run_metrics where not list_contains($ids, run_id)", {"ids": replaced})
+        their_points = chart_runs(other)  # the three runs alone, still current here
+        other.execute("drop table run_metrics")
+        other.execute("create table run_metrics as select * from kept")
+        other.execute("update run_metrics set superseded_by = 'gha:999' where list_contains($ids, run_id)",
+                      {"ids": replaced})
+        drawn = chart_runs(other)
+
+    def counted(rows):
+        return Counter(tuple(sorted(r.items())) for r in rows)
+
+    assert len(replaced) == 3 and len(everything) == 84 and len(their_points) == 3
+    assert counted(drawn) == counted(everything) - counted(their_points) and len(drawn) == 84 - 3

@@ -195,14 +195,19 @@ def chart_runs(conn: duckdb.DuckDBPyConnection, price_book: str = REPORT_PRICE_B
     ``tput_per_gpu`` tok/s/GPU) and its hover text needs (``source_file``, ``run_date``, ``conc``, ``tp``, ``ep``,
     ``num_gpus``, ``length_off_nominal``, each where the table has it): one dict per run, in ``run_id`` order.
 
+    Only the runs the frontiers read: those no later sweep of their line superseded (``superseded_by`` null), the
+    dashboard's rule (each line's newest run, docs/metrics.md "The dashboard beside ours"). A superseded run drawn
+    beside the frontier would be a point above or below it that no frontier could have used.
+
     Raises:
         duckdb.CatalogException: no ``run_metrics`` table yet (the metrics stage has not run).
     """
     names = {row[0] for row in conn.sql("describe run_metrics").fetchall()}
     optional = [c for c in ("source_file", "run_date", "conc", "tp", "ep", "num_gpus", "length_off_nominal",
                             "x_intvty_stat") if c in names]
+    current = " and superseded_by is null" if "superseded_by" in names else ""
     return conn.sql(f"select model, isl, osl, hw, precision, spec_decoding, framework, benchmark_type, x_intvty, "
-                    f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book "
+                    f"tput_per_gpu, {', '.join(optional)} from run_metrics where price_book = $book{current} "
                     # run_metrics keeps no row order between runs: in run_id order a page's bytes are the same
                     "order by run_id",
                     params={"book": price_book}).to_arrow_table().to_pylist()
@@ -271,8 +276,8 @@ def report(context: dg.AssetExecutionContext, config: ReportConfig, warehouse: D
     by model, GPU, precision, kind) plus one interactive page per comparison, as the seed pages read: title ("MI355X
     FP4: MTP vs Off Speculative Decoding"), the three sentences, the Throughput / Cost / tok/s/MW (all-in and
     measured) / Concurrency table at three editable targets, every price book and cost tier, the frontier chart
-    (every run with its file, configuration and date on hover), a CSV download and the cross-engine caveat. The
-    pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The index lists the
+    (every current run, the ones the frontiers read, with its file, configuration and date on hover), a CSV
+    download and the cross-engine caveat. The pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The index lists the
     open regressions and improvements of ``comparisons/regressions`` (status new or ongoing) in a section of its
     own, and links ``report/explorer.html``: every fully specified side's frontier overlaid on any metric, any two
     compared at typed targets, trends with the regressions marked (``comparisons.explorer``, docs/explorer.md).
