@@ -47,3 +47,32 @@ def test_every_fully_specified_side_has_the_frontier_stages_frontier(sample_run)
         shown = s["frontier"][DEFAULT_PRICE_BOOK]
         assert shown["x"] == [p["x_intvty"] for p in points], s["id"]
         assert shown["metrics"]["tput_per_gpu"] == [p["tput_per_gpu"] for p in points], s["id"]
+
+
+def test_each_sides_trend_is_a_script_of_its_own_that_gives_it_back_whole(sample_run, tmp_path):
+    """``write_explorer``: the page embeds no trend point; each side with a trend names its script, and that
+    script hands over exactly the side's trend (read back here with the standard library's JSON reader)."""
+    from pipeline.comparisons.explorer import EXPLORER_TRENDS_DIR, write_explorer
+
+    data = explorer_data(sample_run.mart("runs"), DEFAULT_PRICE_BOOK)
+    write_explorer(data, tmp_path / "report")
+    (stale := tmp_path / "report" / EXPLORER_TRENDS_DIR / "999.js").write_text("old", encoding="utf-8")
+    page = write_explorer(data, tmp_path / "report")  # a second report over the same folder
+    assert not stale.exists()  # no file of a side that is gone is left to load
+    html = page.read_text(encoding="utf-8")
+    embedded = json.loads(html.split('id="explorer-data">', 1)[1].split("</script>", 1)[0])
+    with_trend = [n for n, side in enumerate(data["sides"]) if side["trend"]]
+    assert with_trend
+    for n, (side, shown) in enumerate(zip(data["sides"], embedded["sides"])):
+        assert "x" not in json.dumps(shown.get("trend", {}))  # no day's frontier in the page itself
+        if n not in with_trend:
+            assert shown["trend"] == {} and "trend_src" not in shown
+            continue
+        assert "trend" not in shown and shown["trend_src"] == f"{EXPLORER_TRENDS_DIR}/{n}.js"
+        script = (tmp_path / "report" / shown["trend_src"]).read_text(encoding="utf-8")
+        prefix = f"window.__explorerTrendLoaded({n}, "
+        assert script.startswith(prefix) and script.endswith(");\n")
+        assert json.loads(script[len(prefix):-3]) == side["trend"]
+        assert {k: v for k, v in shown.items() if k != "trend_src"} == {k: v for k, v in side.items() if k != "trend"}
+    files = sorted(p.name for p in (tmp_path / "report" / EXPLORER_TRENDS_DIR).iterdir())
+    assert files == sorted(f"{n}.js" for n in with_trend)

@@ -80,11 +80,18 @@ def open_explorer(browser, base, hash_="", width=1200, downloads=False):
     page.on("console", lambda msg: log["errors"].append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: log["errors"].append(str(exc)))
     page.goto(f"{base}/explorer.html{hash_}")
-    page.wait_for_function("window.__explorer !== undefined")
+    settled(page)
     return page, log
 
 
+def settled(page):
+    """Wait until the page has drawn and every side trend it asked for has loaded (each is a script of its own,
+    ``explorer.split_trends``) and been drawn."""
+    page.wait_for_function("window.__explorer !== undefined && window.__explorer.trendsPending === 0")
+
+
 def shown(page, expression):
+    settled(page)
     return page.evaluate(f"() => {{ const e = window.__explorer; return {expression}; }}")
 
 
@@ -94,7 +101,9 @@ def frontier_labels(page):
 
 
 def data(page):
-    return page.evaluate("JSON.parse(document.getElementById('explorer-data').textContent)")
+    """The page's data as its script holds it: the embedded JSON plus the trends loaded so far (a chosen side's)."""
+    settled(page)
+    return page.evaluate("window.__explorer.data")
 
 
 def test_index_links_the_explorer(explorer_site, browser):
@@ -348,6 +357,33 @@ def test_no_request_leaves_localhost(explorer_site, browser):
     # the route does catch another host: a fetch from the page is aborted and recorded
     page.evaluate("() => fetch('https://example.com/x').catch(() => null)")
     assert log["off_host"] == ["https://example.com/x"]
+
+
+def test_trends_load_when_their_side_is_chosen_and_one_that_cannot_is_named(explorer_site, browser):
+    """Each side's trend is a script of its own, fetched the first time the side's trend is drawn: the sides the
+    page opens with load theirs and no other; a trend script the server cannot give leaves that side's trend line
+    empty and is named under the chart, and the rest of the page works."""
+    base, _ = explorer_site
+    page, log = open_explorer(browser, base)
+    chosen = shown(page, "e.state.sides")
+    sides = {s["id"]: s for s in data(page)["sides"]}
+    fetched = sorted(url.split("/explorer-trends/")[1] for url in log["local"] if "/explorer-trends/" in url)
+    assert fetched and fetched == sorted(sides[i]["trend_src"].split("/")[1] for i in chosen if "trend_src" in sides[i])
+    assert page.locator("#trend-notes").is_hidden()
+
+    broken, _ = open_explorer(browser, base)
+    broken.context.route("**/explorer-trends/*.js", lambda r: r.fulfill(status=404, body="gone"))
+    other = next(i for i, s in sides.items() if i not in chosen and "trend_src" in s
+                 and s["workload"] == sides[chosen[0]]["workload"])
+    broken.check(f"#side-list input[data-side='{other}']")
+    assert other in shown(broken, "e.state.sides")
+    line = shown(broken, f"e.trendChart.data.datasets.filter(d => d.sideId === {other!r})[0].data")
+    assert line == []
+    note = broken.locator("#trend-notes")
+    assert note.is_visible() and note.inner_text() == f"No trend could be loaded for: {sides[other]['label']} " \
+        f"({sides[other]['trend_src']})"
+    assert len(shown(broken, "e.cells")) > 0  # the table still reads the frontiers
+    assert log["errors"] == []
 
 
 def python_side(s, workloads):

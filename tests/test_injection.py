@@ -279,13 +279,19 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
                 assert page.locator("svg, img").count() == 0, href
                 assert page.locator("script").count() == len(SCRIPTS), href
                 edited[href] = norm(page.locator("body").inner_text())
-            # the explorer: its data as JSON, Chart.js, the shared rules, its script; every workload's side list,
-            # chart legend and table hold the hostile labels as text
+            # the explorer: its data as JSON, Chart.js, the shared rules, its script, and besides them (in the
+            # head, where its script adds them as sides are drawn) only the trend scripts its own data names
+            # (explorer-trends/<n>.js); every workload's side list, chart legend and table hold the hostile labels
+            # as text
             page.goto(f"{base}/explorer.html")
-            page.wait_for_function("window.__explorer !== undefined")
-            assert page.locator("script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])") == [
-                ["application/json", None], ["", "assets/chart.umd.min.js"], ["", "assets/frontier-rules.js"],
-                ["", "assets/explorer.js"]]
+            page.wait_for_function("window.__explorer !== undefined && window.__explorer.trendsPending === 0")
+            head = page.locator("head script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])")
+            body = page.locator("body script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])")
+            trend_sources = page.evaluate("window.__explorer.data.sides.map(s => s.trend_src).filter(Boolean)")
+            assert body == [["application/json", None], ["", "assets/chart.umd.min.js"],
+                            ["", "assets/frontier-rules.js"], ["", "assets/explorer.js"]]
+            assert head and all(kind == "" and src in trend_sources for kind, src in head)
+            assert all(src.startswith("explorer-trends/") and src.endswith(".js") for src in trend_sources)
             explorer_texts = []
             for workload in page.locator("#workload option").evaluate_all("os => os.map(o => o.value)"):
                 page.select_option("#workload", workload)

@@ -13,7 +13,7 @@ from conftest import CHROMIUM, SAMPLE_DIR
 from test_report_browser import FLAGS
 
 from pipeline.__main__ import main
-from pipeline.comparisons.explorer import explorer_data
+from pipeline.comparisons.explorer import explorer_data, split_trends
 from pipeline.io.storage import read_mart
 from pipeline.metrics.reference import DEFAULT_PRICE_BOOK
 
@@ -47,7 +47,8 @@ def test_overlay_draws_unofficial_runs_and_writes_no_mart(sample_run, user_folde
     page = out / "explorer.html"
     assert capsys.readouterr().out.strip() == str(page)
     assert digests(sample_run) == before  # the published marts and the warehouse: every byte as it was
-    assert sorted(p.name for p in out.iterdir()) == ["assets", "explorer.html"]  # no mart beside the page
+    # no mart beside the page: its scripts and its sides' trends
+    assert sorted(p.name for p in out.iterdir()) == ["assets", "explorer-trends", "explorer.html"]
     data = page_data(page)
     # the folder's accepted runs, every one, as unofficial points: 19 result files (DSR1 off, Qwen off and MTP at
     # 6 concurrencies each, and a Qwen run at 256 that failed)
@@ -56,7 +57,7 @@ def test_overlay_draws_unofficial_runs_and_writes_no_mart(sample_run, user_folde
     assert all(f.startswith("h200/") and f.endswith(".json") for f in unofficial["file"])
     assert set(unofficial["label"]) == {"H200 FP8 vLLM spec Off", "H200 FP8 vLLM spec MTP"}
     # on no frontier: the page's sides are those of the published runs alone
-    official = explorer_data(read_mart(sample_run.out_dir, "runs"), DEFAULT_PRICE_BOOK)
+    official, _ = split_trends(explorer_data(read_mart(sample_run.out_dir, "runs"), DEFAULT_PRICE_BOOK))
     assert data["sides"] == json.loads(json.dumps(official["sides"]))
     # the bad file is listed with its reason, the power CSVs as what they are
     reasons = {q["file"]: q["reason"] for q in data["quarantined"]}

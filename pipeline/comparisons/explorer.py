@@ -48,6 +48,10 @@ from pipeline.metrics.reference import PRICE_TIERS
 
 EXPLORER_PAGE = "explorer.html"
 EXPLORER_SCRIPT = "explorer.js"
+# Each side's trend (its day-by-day frontiers) is a script of its own in this folder beside the page, loaded the
+# first time the side is chosen: over a fleet's history they are nearly all of the page's bytes (a million runs'
+# history: ~1M frontier points), and one page holding every side's would be too large to open.
+EXPLORER_TRENDS_DIR = "explorer-trends"
 # The y-axis choices: (column, label); a choice shows where some run of the report has the column. Costs come per
 # tier and token type (all tokens, output, input) as run_metrics computes them (sql/run_metrics.sql).
 Y_METRICS: tuple[tuple[str, str], ...] = (
@@ -436,6 +440,7 @@ def explorer_page(data: Mapping[str, Any], title: str = "Explorer", unofficial_n
         "tok/s/user</label></div>"
         "<div class='chart' id='trend-chart-box'><canvas id='trend-chart' role='img' "
         "aria-label='trend of the chosen sides over run dates'></canvas></div>"
+        "<p id='trend-notes' class='notes' hidden></p>"
         "<p class='hint'>Each day's frontier (every line's latest sweep as of that day) read at the target inside "
         "its measured range; a day whose frontier does not reach the target is a gap, never clamped. Triangles "
         "mark the regressions mart's changes (found at its own trend target).</p>"
@@ -458,6 +463,36 @@ def write_explorer(data: Mapping[str, Any], out_dir: Path, title: str = "Explore
     assets.mkdir(parents=True, exist_ok=True)
     for source in (VENDOR_DIR / CHART_JS, STATIC_DIR / RULES_JS, STATIC_DIR / EXPLORER_SCRIPT):
         shutil.copyfile(source, assets / source.name)
+    page_data, trend_scripts = split_trends(data)
+    trends = out_dir / EXPLORER_TRENDS_DIR
+    shutil.rmtree(trends, ignore_errors=True)  # a side gone since the last report leaves no file behind
+    trends.mkdir(parents=True)
+    for name, text in trend_scripts:
+        (out_dir / name).write_text(text, encoding="utf-8")
     page = out_dir / EXPLORER_PAGE
-    page.write_text(explorer_page(data, title, unofficial_note), encoding="utf-8")
+    page.write_text(explorer_page(page_data, title, unofficial_note), encoding="utf-8")
     return page
+
+
+def split_trends(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """``explorer_data``'s dict with each side's ``trend`` moved to a script of its own (``EXPLORER_TRENDS_DIR``):
+    (the page's data, [(script path relative to the page, script text)]).
+
+    A side with a trend gets ``"trend_src": "explorer-trends/<n>.js"`` (n: its index in ``sides``) instead of
+    ``"trend"``; the script calls ``window.__explorerTrendLoaded(n, <the trend>)`` (the page's script stores it
+    and draws). A side without one keeps ``"trend": {}``. The trend is written as strict JSON (``json_text``:
+    every float's bits, NaN refused with ``ValueError``), which is a JavaScript expression as it stands.
+    """
+    from pipeline.comparisons.report import json_text
+
+    sides, scripts = [], []
+    for n, side in enumerate(data["sides"]):
+        trend = side.get("trend") or {}
+        kept = {k: v for k, v in side.items() if k != "trend"}
+        if trend:
+            kept["trend_src"] = f"{EXPLORER_TRENDS_DIR}/{n}.js"
+            scripts.append((kept["trend_src"], f"window.__explorerTrendLoaded({n}, {json_text(trend)});\n"))
+        else:
+            kept["trend"] = {}
+        sides.append(kept)
+    return {**data, "sides": sides}, scripts

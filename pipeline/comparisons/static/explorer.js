@@ -22,6 +22,28 @@
   DATA.x_axes.forEach(function (m) { X_LABELS[m[0]] = m[1]; });
   var state = null, chart = null, trendChart = null;
 
+  // Each side's trend is a script of its own (``trend_src``, explorer.py's split_trends), loaded the first time
+  // the side's trend is drawn; it hands the trend over through __explorerTrendLoaded and the page draws again.
+  // A script that fails to load leaves the side without a trend, and the page says so under the chart.
+  var trendsPending = 0, trendsFailed = [];
+  window.__explorerTrendLoaded = function (index, trend) { DATA.sides[index].trend = trend; };
+  function loadTrend(side) {
+    if (side.trend || side.trendRequested || !side.trend_src) return;
+    side.trendRequested = true;
+    trendsPending += 1;
+    var tag = document.createElement("script");
+    tag.src = side.trend_src;
+    tag.onload = tag.onerror = function () {
+      trendsPending -= 1;
+      if (!side.trend) {
+        side.trend = {};
+        trendsFailed.push(side.label + " (" + side.trend_src + ")");
+      }
+      render();
+    };
+    document.head.appendChild(tag);
+  }
+
   function sidesOf(workload) { return DATA.sides.filter(function (s) { return s.workload === workload; }); }
 
   // the view a first visit opens: the workload with the most sides, its four sides with the most runs
@@ -346,7 +368,8 @@
     var metric = trendMetric(), sets = [];
     state.sides.forEach(function (id) {
       var side = SIDES[id], c = colorOf(id), byDate = {};
-      var values = (side.trend[state.book] || []).map(function (d) {
+      loadTrend(side);  // drawn again once loaded; until then the side's line is empty
+      var values = ((side.trend || {})[state.book] || []).map(function (d) {
         byDate[d.date] = R.trendValue(d, metric, state.trend);
         return {x: dayNumber(d.date), y: byDate[d.date], date: d.date};
       });
@@ -366,6 +389,9 @@
                    regressionMarks: true});
       }
     });
+    var notes = document.getElementById("trend-notes");
+    notes.hidden = !trendsFailed.length;
+    notes.textContent = trendsFailed.length ? "No trend could be loaded for: " + trendsFailed.join("; ") : "";
     var canvas = document.getElementById("trend-chart");
     if (trendChart) trendChart.destroy();
     trendChart = new Chart(canvas, {
@@ -440,7 +466,7 @@
     renderTrend();
     // for tests and the curious: the state, the table's cells, the CSV text and both charts
     window.__explorer = {state: state, cells: at, csv: csvText(at), chart: chart, trendChart: trendChart,
-                         hash: toHash(state), rules: R};
+                         hash: toHash(state), rules: R, data: DATA, trendsPending: trendsPending};
   }
 
   function update(change) {
