@@ -342,13 +342,20 @@ def trend_points(runs: pa.Table) -> dict[bool, pa.Table]:
     return out
 
 
+_TREND_ROWS_AT_ONCE = 50_000
+
+
 def _side_trends(points: Mapping[bool, pa.Table]) -> dict[tuple[tuple, bool], dict[str, list[dict[str, Any]]]]:
     """``trend_points``' tables as the page reads them: {(group key ``GROUP_KEYS`` values, disagg): {price_book:
     [{"date", "x", "metrics"}]}}, dates in order."""
     out: dict[tuple[tuple, bool], dict[str, list[dict[str, Any]]]] = {}
+    columns = [*GROUP_KEYS, "price_book", "run_date", "x_intvty", *TREND_METRICS]
     for split, table in points.items():
         days: dict[tuple, dict[str, Any]] = {}
-        for row in table.to_pylist():
+        # a slice of rows as Python dicts at a time: a fleet's history is ~1M points, each row dict ~1 KB
+        rows = (row for batch in table.select(columns).to_batches(max_chunksize=_TREND_ROWS_AT_ONCE)
+                for row in batch.to_pylist())
+        for row in rows:
             group = tuple(row[k] for k in GROUP_KEYS)
             day = str(row["run_date"])
             entry = days.get((group, row["price_book"], day))
