@@ -68,6 +68,7 @@ SQL_TEST_FILES = (
     "tests/test_power.py",
     "tests/test_real_meaning.py",
     "tests/test_nightly_batches.py",
+    "tests/test_latest_runs.py",
 )
 
 # A mapped test whose clean run took longer than this (s) is not run per mutant (it would cost that per mutant)
