@@ -198,3 +198,13 @@ def test_a_sql_file_without_mutants_is_reported_as_such_and_passes(tmp_path, mon
     assert report.summary_lines([none])[0].split() == ["sql/none.sql", "no", "mutants"]
     assert (one.no_mutants, one.is_measured, one.score, ids) == (False, False, None, set())
 
+
+def test_results_of_a_removed_file_are_dropped():
+    # a SQL file deleted or renamed (its statement moved) and a module taken out of only_mutate: their entries
+    # would otherwise stay in results.json for good, describing no file
+    stored = {"sql/kept.sql": {"source": "a"}, "sql/gone.sql": {"source": "b"}, "pkg/m.py": {"source": "c"},
+              "pkg/old.py": {"source": "d"}}
+    assert report.prune_removed(stored, {"sql/kept.sql", "pkg/m.py", "sql/new.sql"}) == ["pkg/old.py", "sql/gone.sql"]
+    assert stored == {"sql/kept.sql": {"source": "a"}, "pkg/m.py": {"source": "c"}}
+    assert report.prune_removed(stored, {"sql/kept.sql", "pkg/m.py"}) == []
+

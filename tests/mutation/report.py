@@ -477,6 +477,8 @@ def regenerate(python_modules: list[str] | None = None, write: bool = True) -> l
     before = json.dumps(stored, sort_keys=True)
     py, py_ids = python_scores(python_modules if python_modules is not None else mutmut_modules(), reasons, stored)
     sql, sql_ids = sql_scores(reasons, stored)
+    for name in prune_removed(stored, set(mutmut_modules()) | {s.module for s in sql}):
+        print(f"notice: the stored results of {name} are dropped: no such module or SQL file is measured now")
     measured_modules = {s.module for s in py + sql if s.is_measured}
     stale = sorted(i for i in reasons if i not in py_ids | sql_ids
                    and (_module_of(i) in measured_modules))
@@ -489,6 +491,16 @@ def regenerate(python_modules: list[str] | None = None, write: bool = True) -> l
         if json.dumps(stored, sort_keys=True) != before or not RESULTS.exists():
             save_results(stored)
     return py + sql
+
+
+def prune_removed(stored: dict[str, dict], current: set[str]) -> list[str]:
+    """Drop from ``stored`` (in place) the entries of every module or SQL file not in ``current`` (deleted,
+    renamed, or no longer in ``only_mutate``): their results describe no file that is measured. Returns the
+    dropped names, sorted."""
+    gone = sorted(name for name in stored if name not in current)
+    for name in gone:
+        del stored[name]
+    return gone
 
 
 def _stored_status(stored: dict[str, dict], identity: str) -> str | None:
