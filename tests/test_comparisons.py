@@ -46,6 +46,24 @@ def test_enumeration_of_kinds():
     assert ("hardware", "B200 vs MI355X FP4") in kinds
 
 
+def test_hardware_pairs_follow_the_gpu_reference_order_and_precision_pairs_fp4_with_fp8():
+    """GPUs pair in gpu_reference.csv's row order (h100, h200, b200, b300, gb200, gb300, mi300x, mi325x, mi355x),
+    not alphabetically, and a GPU the table lacks comes after every listed one (then by key); a precision
+    comparison's challenger side is fp4 and its baseline fp8."""
+    gpus = ("mi355x", "zz1", "b200", "aa9", "h200")
+    runs = [_run(i, "none", "sglang", 15, 800, 16, precision="fp8", hw=hw) for i, hw in enumerate(gpus)]
+    runs.append(_run(9, "none", "sglang", 15, 800, 16, precision="fp4", hw="mi355x"))
+    comparisons = enumerate_comparisons(runs)
+    # by hand: the rank order is h200 (row 2), b200 (row 3), mi355x (row 9), then the unlisted aa9, zz1; each
+    # pair's first GPU is the earlier one (alphabetical order would pair aa9 first, then b200, h200, mi355x, zz1)
+    ranked = ["h200", "b200", "mi355x", "aa9", "zz1"]
+    expected = {(ranked[i], ranked[j]) for i in range(5) for j in range(i + 1, 5)}
+    assert {(c.a.hw, c.b.hw) for c in comparisons if c.kind == "hardware"} == expected
+    [precision] = [c for c in comparisons if c.kind == "precision"]
+    assert precision.comparison_id == ("precision:dsr1|1024/1024|mi355x|fp4|spec=all|framework=all"
+                                       "~dsr1|1024/1024|mi355x|fp8|spec=all|framework=all")
+
+
 def test_spec_comparison_rows_by_hand():
     comparison = next(c for c in enumerate_comparisons(RUNS) if c.kind == "spec_decoding")
     assert comparison.title == "MI355X FP4: MTP vs Off"

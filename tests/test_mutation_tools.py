@@ -47,6 +47,17 @@ def test_a_star_is_not_a_product_and_an_or_clause_keeps_its_terms(tmp_path):
         ("logic", "or", "and")])
 
 
+def test_an_update_assignment_and_a_parameter_number_are_not_mutated(tmp_path):
+    # set's = assigns (set a <> b does not parse) and $1 names a parameter ($2 is a missing one): neither is a
+    # mutant; the = of a subquery inside the set list and of the where clause compare
+    _, mutants = _mutants(tmp_path, "update t set a = s.a, b = (select max(c) from u where u.c = 3) from s\n"
+                                    "where t.k = s.k and t.m in (select unnest($1::varchar[]))\n")
+    assert sorted((m.operator, m.original, m.replacement) for m in mutants) == sorted([
+        ("function", "max", "min"), ("compare", "=", "<>"), ("constant", "3", "4"),
+        ("compare", "=", "<>"), ("logic", "and", "or"),
+        ("drop_term", "t.k = s.k and ", ""), ("drop_term", "and t.m in (select unnest($1::varchar[]))", "")])
+
+
 def test_identities_survive_edits_of_other_lines_and_tell_twins_apart(tmp_path):
     _, before = _mutants(tmp_path, "-- a comment\nselect a + 1 from t\n")
     _, after = _mutants(tmp_path, "-- a longer comment, and a line more\n\nselect a + 1 from t\n")
@@ -166,3 +177,34 @@ def test_survivors_run_again_update_the_stored_entry():
     assert merged["stamp"] == "2026-11-21T00:00:00.000000Z"
     score = report.score_from_entry("pkg/m.py", merged, {})
     assert (score.killed, score.surviving, score.score) == (4, 1, pytest.approx(0.8))  # 4 of 5
+
+
+def test_a_sql_file_without_mutants_is_reported_as_such_and_passes(tmp_path, monkeypatch):
+    # a statement with no operator the runner edits (columns, a join, an in-subquery) has no mutant: the report
+    # says so, it is measured (nothing unchecked, nothing missing) and has no score; a file with one mutant and no
+    # result is still not measured
+    from tests.mutation import sql_mutants
+
+    (tmp_path / "none.sql").write_text("select a from t join u using (k) where a in (select b from v)\n")
+    (tmp_path / "one.sql").write_text("select a from t where a = b\n")
+    monkeypatch.setattr(sql_mutants, "SQL_DIR", tmp_path)
+    monkeypatch.setattr(report, "SQL_RESULTS", tmp_path / "results.json")
+    stored = {"sql/none.sql": {"source": "old"}}
+    [none, one], ids = report.sql_scores({}, stored)
+    assert (none.module, none.no_mutants, none.is_measured, none.score, none.total) == (
+        "sql/none.sql", True, True, None, 0)
+    assert "sql/none.sql" not in stored  # an entry of an older text with mutants is dropped
+    assert "| `sql/none.sql` | no mutants |  |  |" in report.render([none], [])
+    assert report.summary_lines([none])[0].split() == ["sql/none.sql", "no", "mutants"]
+    assert (one.no_mutants, one.is_measured, one.score, ids) == (False, False, None, set())
+
+
+def test_results_of_a_removed_file_are_dropped():
+    # a SQL file deleted or renamed (its statement moved) and a module taken out of only_mutate: their entries
+    # would otherwise stay in results.json for good, describing no file
+    stored = {"sql/kept.sql": {"source": "a"}, "sql/gone.sql": {"source": "b"}, "pkg/m.py": {"source": "c"},
+              "pkg/old.py": {"source": "d"}}
+    assert report.prune_removed(stored, {"sql/kept.sql", "pkg/m.py", "sql/new.sql"}) == ["pkg/old.py", "sql/gone.sql"]
+    assert stored == {"sql/kept.sql": {"source": "a"}, "pkg/m.py": {"source": "c"}}
+    assert report.prune_removed(stored, {"sql/kept.sql", "pkg/m.py"}) == []
+

@@ -8,12 +8,15 @@ runs of the sweep before it, whatever their date, so their rows (and their ``run
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.io.paths import sql_text
 from pipeline.validate.lines import (
     LINE_COLUMNS,
     SWEEP_COLUMNS,
@@ -23,7 +26,6 @@ from pipeline.validate.lines import (
 )
 
 LINEAGE_COLUMNS = ("line_id", "sweep_id", "superseded_by", "repeat_group", "repeat_n")
-_RUN_COLUMNS = "run_id, conc, run_date, line_id, sweep_id"  # what run_lineage reads
 
 
 def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = frozenset()) -> list[str]:
@@ -46,44 +48,25 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
     """
     # the line and sweep columns as validated (run_metrics' own sweep_id is the lineage's, which replaces the
     # metadata key of that name there)
-    columns = ", ".join(f"v.{c}" for c in dict.fromkeys(("run_id", *LINE_COLUMNS, *SWEEP_COLUMNS)))
-    fresh = conn.sql(f"select {columns} from validated_runs v where v.run_id in "
-                     "(select run_id from run_metrics where line_id is null) order by v.run_id").to_arrow_table()
+    columns = dict.fromkeys(("run_id", *LINE_COLUMNS, *SWEEP_COLUMNS))
+    fresh = conn.sql(sql_text("lineage_fresh_runs")).select(*columns).to_arrow_table()
     lines, sweeps = line_and_sweep_ids(fresh)
     ids = pa.table({"run_id": fresh["run_id"], "line_id": pa.array(lines, pa.string()),
                     "sweep_id": pa.array(sweeps, pa.string())})
-    conn.register("_ids", ids)
-    try:
-        conn.execute("update run_metrics set line_id = i.line_id, sweep_id = i.sweep_id from _ids i "
-                     "where run_metrics.run_id = i.run_id").fetchall()
-    finally:
-        conn.unregister("_ids")
+    with _registered(conn, "_ids", ids):
+        conn.execute(sql_text("lineage_fill_ids")).fetchall()
     new_lines = set(lines)
     del fresh, ids, lines, sweeps  # every fresh row's columns and ids: not needed past this point
     appended, heads = appended_lines(conn, new_lines - set(touched_lines))
     whole = sorted((set(touched_lines) | new_lines) - appended)
-    conn.register("_touched", pa.table({"line_id": pa.array(whole, pa.string())}))
-    try:  # a semi-join: list_contains over a list of every line would compare each row with each line
-        runs = conn.sql(f"select distinct {_RUN_COLUMNS} from run_metrics "
-                        "where line_id in (select line_id from _touched) order by run_id").to_arrow_table()
-    finally:
-        conn.unregister("_touched")
+    runs = conn.sql(sql_text("lineage_line_runs"), params=[whole]).to_arrow_table()
     runs = pa.concat_tables([runs, heads.cast(runs.schema)]) if heads.num_rows else runs
     del heads
     lineage = run_lineage(runs).select(["run_id", *LINEAGE_COLUMNS])
     del runs
-    conn.register("_lineage", lineage)
-    # line_id and sweep_id were set above; a new row's repeat_group is still null, so it is among the changed too
-    derived = [c for c in LINEAGE_COLUMNS if c not in ("line_id", "sweep_id")]
-    differs = " or ".join(f"run_metrics.{c} is distinct from l.{c}" for c in derived)
-    try:
-        changed = conn.execute("select distinct run_metrics.run_date_partition from run_metrics join _lineage l "
-                               f"using (run_id) where {differs} order by 1").fetchall()
-        conn.execute("update run_metrics set " + ", ".join(f"{c} = l.{c}" for c in derived)
-                     + f" from _lineage l where run_metrics.run_id = l.run_id and ({differs})").fetchall()
-    finally:
-        conn.unregister("_lineage")
-    return [row[0] for row in changed]
+    with _registered(conn, "_lineage", lineage):
+        changed = {row[0] for row in conn.execute(sql_text("lineage_update_returning_partitions")).fetchall()}
+    return sorted(changed)
 
 
 def appended_lines(conn: duckdb.DuckDBPyConnection, lines: set[str]) -> tuple[set[str], pa.Table]:
@@ -98,26 +81,16 @@ def appended_lines(conn: duckdb.DuckDBPyConnection, lines: set[str]) -> tuple[se
 
     Returns:
         (those lines, their rows: ``run_id``, ``conc``, ``run_date``, ``line_id``, ``sweep_id`` of the current
-        sweep and of the new rows, one row per run and price book as ``run_metrics`` holds them).
+        sweep and of the new rows, one row per run: ``run_metrics``' rows of a run's price books are one).
     """
-    conn.register("_lines", pa.table({"line_id": pa.array(sorted(lines), pa.string())}))
-    try:
-        head = conn.sql(f"select distinct {_RUN_COLUMNS}, repeat_group is null as new from run_metrics "
-                        "where line_id in (select line_id from _lines) and superseded_by is null "
-                        "order by run_id").to_arrow_table()
-        if pc.all(head["new"]).as_py() is not False:
-            # only new rows: every line is new (a line with older rows has a current sweep among them), as on a
-            # full refresh, which skips the sweep bookkeeping below (a query and a Python pass over every row)
-            return set(lines), head.drop_columns(["new"])
-        conn.register("_head", head)
-        # a new row in a sweep the line already superseded: an insertion into its past
-        into_past = {row[0] for row in conn.execute(
-            "select distinct r.line_id from run_metrics r "
-            "join (select distinct line_id, sweep_id from _head where new) h using (line_id, sweep_id) "
-            "where r.superseded_by is not null").fetchall()}
-    finally:
-        conn.unregister("_lines")
-        conn.unregister("_head")
+    head = conn.sql(sql_text("lineage_current_sweep_runs"), params=[sorted(lines)]).to_arrow_table()
+    if pc.all(head["new"]).as_py() is not False:
+        # only new rows: every line is new (a line with older rows has a current sweep among them), as on a
+        # full refresh, which skips the sweep bookkeeping below (a query and a Python pass over every row)
+        return set(lines), head.drop_columns(["new"])
+    # a new row in a sweep the line already superseded: an insertion into its past
+    with _registered(conn, "_head", head):
+        into_past = {row[0] for row in conn.execute(sql_text("lineage_lines_into_past")).fetchall()}
     newest: dict[tuple[str, str], date | None] = {}
     current: dict[str, set[str]] = {}
     added: dict[str, set[str]] = {}
@@ -141,3 +114,14 @@ def appended_lines(conn: duckdb.DuckDBPyConnection, lines: set[str]) -> tuple[se
     appended = {line for line in lines if grew_at_the_end(line)}
     keep = pc.is_in(head["line_id"], value_set=pa.array(sorted(appended), pa.string()))
     return appended, head.filter(keep).drop_columns(["new"])
+
+
+@contextmanager
+def _registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    """``table`` registered on ``conn`` as the view ``name`` for the statements of the ``with`` block, and
+    unregistered after it, also when one raises (the connection outlives this module's calls)."""
+    conn.register(name, table)
+    try:
+        yield
+    finally:
+        conn.unregister(name)

@@ -65,16 +65,19 @@ class ModuleScore:
     measured: str | None = None
     survivors: list[Survivor] = field(default_factory=list)
     note: str | None = None  # why a module reads "not measured" when it is not unchecked mutants
+    # a SQL file the runner finds no edit in (no operator it mutates): nothing to measure, and nothing missing
+    no_mutants: bool = False
 
     @property
     def is_measured(self) -> bool:
-        """Every mutant of the module has a stored verdict (and there is at least one mutant)."""
-        return self.total > 0 and self.unchecked == 0
+        """Every mutant of the module has a stored verdict (and there is at least one mutant), or it is a SQL file
+        with no mutant at all (``no_mutants``)."""
+        return self.no_mutants or (self.total > 0 and self.unchecked == 0)
 
     @property
     def score(self) -> float | None:
-        """killed / (killed + surviving), a fraction; None when not measured."""
-        if not self.is_measured:
+        """killed / (killed + surviving), a fraction; None when not measured or without mutants."""
+        if not self.is_measured or self.no_mutants:
             return None
         decided = self.killed + self.surviving
         return self.killed / decided if decided else 1.0
@@ -374,6 +377,10 @@ def sql_scores(reasons: dict[str, str], stored: dict[str, dict] | None = None) -
     scores, identities = [], set()
     for file in sorted(SQL_DIR.glob("*.sql")):
         module, digest = f"sql/{file.name}", source_digest(file)
+        if not mutants_of(file):  # e.g. a statement of columns, joins and ``in`` alone: no result is ever stored
+            stored.pop(module, None)
+            scores.append(ModuleScore(module, no_mutants=True))
+            continue
         entry = stored.get(module)
         live, statuses = None, {}
         if live_results is not None:
@@ -412,6 +419,8 @@ def sql_scores(reasons: dict[str, str], stored: dict[str, dict] | None = None) -
 
 
 def _score_cell(score: ModuleScore) -> tuple[str, str, str]:
+    if score.no_mutants:
+        return "no mutants", "", ""
     if not score.is_measured:
         if score.note:
             return score.note, "", ""
@@ -468,6 +477,8 @@ def regenerate(python_modules: list[str] | None = None, write: bool = True) -> l
     before = json.dumps(stored, sort_keys=True)
     py, py_ids = python_scores(python_modules if python_modules is not None else mutmut_modules(), reasons, stored)
     sql, sql_ids = sql_scores(reasons, stored)
+    for name in prune_removed(stored, set(mutmut_modules()) | {s.module for s in sql}):
+        print(f"notice: the stored results of {name} are dropped: no such module or SQL file is measured now")
     measured_modules = {s.module for s in py + sql if s.is_measured}
     stale = sorted(i for i in reasons if i not in py_ids | sql_ids
                    and (_module_of(i) in measured_modules))
@@ -480,6 +491,16 @@ def regenerate(python_modules: list[str] | None = None, write: bool = True) -> l
         if json.dumps(stored, sort_keys=True) != before or not RESULTS.exists():
             save_results(stored)
     return py + sql
+
+
+def prune_removed(stored: dict[str, dict], current: set[str]) -> list[str]:
+    """Drop from ``stored`` (in place) the entries of every module or SQL file not in ``current`` (deleted,
+    renamed, or no longer in ``only_mutate``): their results describe no file that is measured. Returns the
+    dropped names, sorted."""
+    gone = sorted(name for name in stored if name not in current)
+    for name in gone:
+        del stored[name]
+    return gone
 
 
 def _stored_status(stored: dict[str, dict], identity: str) -> str | None:

@@ -5,11 +5,13 @@ so the list follows the SQL as it changes and is never kept by hand. Operators, 
 
 - ``arith``: binary ``+`` ↔ ``-``, ``*`` ↔ ``/`` (a ``*`` after ``select``, ``(``, ``,`` or ``.`` is a star, not
   a product, and is left alone);
-- ``compare``: ``<`` ↔ ``<=``, ``>`` ↔ ``>=``, ``=`` ↔ ``<>``, ``<>``/``!=`` → ``=``;
+- ``compare``: ``<`` ↔ ``<=``, ``>`` ↔ ``>=``, ``=`` ↔ ``<>``, ``<>``/``!=`` → ``=`` (not the ``=`` of an
+  update's ``set`` list, an assignment);
 - ``logic``: ``and`` ↔ ``or`` (not the ``and`` of ``between … and …``);
 - ``function``: ``greatest`` ↔ ``least``, ``min`` ↔ ``max``;
 - ``coalesce``: the first two arguments of ``coalesce(a, b, …)`` swapped;
-- ``constant``: a numeric constant ``0`` → ``1``, an integer ``n`` → ``n + 1``, a decimal ``x`` → ``2x``;
+- ``constant``: a numeric constant ``0`` → ``1``, an integer ``n`` → ``n + 1``, a decimal ``x`` → ``2x`` (not the
+  number of a positional parameter ``$1``);
 - ``drop_term``: one ``and``-joined term of a ``where``, ``on``, ``having`` or ``qualify`` clause left out.
 
 A mutant's identity (``SqlMutant.identity``) is its file, operator, the text of the line it edits, the edit, and
@@ -66,6 +68,7 @@ SQL_TEST_FILES = (
     "tests/test_power.py",
     "tests/test_real_meaning.py",
     "tests/test_nightly_batches.py",
+    "tests/test_latest_runs.py",
 )
 
 # A mapped test whose clean run took longer than this (s) is not run per mutant (it would cost that per mutant)
@@ -83,6 +86,8 @@ SWAPS = {
     "function": {"greatest": "least", "least": "greatest", "min": "max", "max": "min"},
 }
 CLAUSE_STARTS = {"where", "on", "having", "qualify"}
+# What ends an update's ``set`` list at its own depth.
+SET_ENDS = {"from", "where", "returning"}
 CLAUSE_ENDS = {"group", "order", "having", "window", "qualify", "limit", "union", "except", "intersect", "select",
                "from", "join", "left", "right", "inner", "full", "cross", "using", "where", "on", "returning",
                "when", "then", "else", "end", "as", "anti", "semi", "asof", "positional", "natural"}
@@ -180,6 +185,7 @@ def _edits(text: str) -> list[tuple[str, int, int, str]]:
     tokens = _tokens(text)
     edits: list[tuple[str, int, int, str]] = []
     depth, between_depths, case_depth = 0, [], 0
+    set_depth = None  # the depth of an update's ``set`` list while in it: its ``=`` assign, they do not compare
     for i, tok in enumerate(tokens):
         prev = tokens[i - 1] if i else None
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -187,6 +193,14 @@ def _edits(text: str) -> list[tuple[str, int, int, str]]:
             depth += 1
         elif tok.text == ")":
             depth -= 1
+        if tok.kind == "keyword" and tok.word == "set":
+            set_depth = depth
+        elif set_depth is not None and (depth < set_depth or (depth == set_depth and tok.word in SET_ENDS)):
+            set_depth = None
+        if tok.text == "=" and set_depth == depth:
+            continue  # ``set a = b``: an assignment (``<>`` there is no statement)
+        if prev is not None and prev.text == "$":
+            continue  # ``$1``: a parameter's number, not a constant (``$2`` is a missing parameter)
         if tok.kind == "operator" and tok.text in SWAPS["arith"]:
             if _is_value_end(prev) and _is_value_start(nxt) and not (prev and prev.text == "."):
                 edits.append(("arith", tok.start, tok.end, SWAPS["arith"][tok.text]))
