@@ -65,8 +65,11 @@ def refresh_lineage(conn: duckdb.DuckDBPyConnection, touched_lines: set[str] = f
     lineage = run_lineage(runs).select(["run_id", *LINEAGE_COLUMNS])
     del runs
     with _registered(conn, "_lineage", lineage):
-        changed = {row[0] for row in conn.execute(sql_text("lineage_update_returning_partitions")).fetchall()}
-    return sorted(changed)
+        # the partitions first, one row each (an update's returning gives a row per changed row: millions on a
+        # full refresh), then the update
+        changed = [row[0] for row in conn.execute(sql_text("lineage_changed_partitions")).fetchall()]
+        conn.execute(sql_text("lineage_update")).fetchall()
+    return changed
 
 
 def appended_lines(conn: duckdb.DuckDBPyConnection, lines: set[str]) -> tuple[set[str], pa.Table]:
