@@ -390,8 +390,8 @@ def test_build_frontiers_names_every_missing_column_in_input_order():
 
 def test_a_side_left_without_points_by_one_x_statistic_does_not_stop_the_sides_after_it():
     """The b200 agentic side holds a repeat group whose two runs mix the definition with the stand-in (share 0.5)
-    and a stand-in run (share 0): neither is a point of the definition, so the side has no frontier and both its
-    runs count as excluded nowhere (no row); the mi355x side after it still gets its point."""
+    and a stand-in run (share 0): neither point has the definition on every run, so the side has no frontier (no
+    row); the mi355x side after it still gets its point."""
     def agentic(i, hw, stat, line):
         return {**_run(i, "none", "sglang", 20.0 + i, 1000.0, 8, hw=hw), "benchmark_type": "agentic_traces",
                 "isl": None, "osl": None, "x_intvty_stat": stat, "line_id": line}
