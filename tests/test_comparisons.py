@@ -343,3 +343,113 @@ def test_sides_of_reads_an_id_written_by_hand():
                  f"spec_decoding:{a.replace('1024/8192', '1024/')}~{b}",
                  f"spec_decoding:{a.replace('1024/8192', 'fixed_seq')}~{b}"):
         assert sides_of(text) is None, text
+
+
+def _side(hw="mi355x", benchmark_type="fixed_seq"):
+    from pipeline.frontiers.sides import Side
+
+    lengths = (1024, 1024) if benchmark_type == "fixed_seq" else (None, None)
+    return Side("dsr1", *lengths, hw, "fp4", benchmark_type=benchmark_type)
+
+
+def test_build_frontiers_of_one_run_of_chosen_runs_and_of_sides_without_runs():
+    """One run is a frontier of one point; ``only_runs`` builds from those runs alone; a side without runs (here
+    b200, first in side_id order) yields no rows and the sides after it still do; sides none of which has a run
+    give the empty FRONTIER_SCHEMA table; a run whose length_off_nominal is null is kept (not off nominal)."""
+    from pipeline.frontiers.points import FRONTIER_SCHEMA
+
+    [one] = build_frontiers([_run(0, "mtp", "sglang", 20, 1200, 64)], [_side()]).to_pylist()
+    assert (one["run_id"], one["point_index"], one["side_runs"], one["excluded_runs"]) == ("r0", 0, 1, 0)
+    # over every run the pooled side's frontier is r0 (20, 1200), r2 (40, 900), r3 (60, 300); over r0 and r3
+    # alone neither dominates the other, so both are points and r2 is not
+    chosen = build_frontiers(RUNS, [_side()], only_runs={"r0", "r3"})
+    assert chosen["run_id"].to_pylist() == ["r0", "r3"] and chosen["side_runs"].to_pylist() == [2, 2]
+    rows = build_frontiers(RUNS, [_side("b200"), _side()])
+    assert set(rows["side_id"].to_pylist()) == {_side().side_id}
+    assert rows["run_id"].to_pylist() == ["r0", "r2", "r3"]
+    empty = build_frontiers(RUNS, [_side("b200")])
+    assert empty.num_rows == 0 and empty.schema == FRONTIER_SCHEMA
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist([_run(0, "mtp", "sglang", 20, 1200, 64)])
+    table = table.set_column(table.schema.get_field_index("length_off_nominal"), "length_off_nominal",
+                             pa.array([None], pa.bool_()))
+    unknown = build_frontiers(table, [_side()])
+    assert unknown["run_id"].to_pylist() == ["r0"] and unknown["excluded_runs"].to_pylist() == [0]
+
+
+def test_build_frontiers_names_every_missing_column_in_input_order():
+    from pipeline.frontiers.points import build_frontiers
+
+    rows = [{k: v for k, v in _run(0, "mtp", "sglang", 20, 1200, 64).items() if k not in ("tput_per_gpu", "conc")}]
+    with pytest.raises(ValueError) as raised:
+        build_frontiers(rows, [_side()])
+    # FRONTIER_INPUT_COLUMNS lists conc before the metrics
+    assert str(raised.value) == "build_frontiers: runs lack column(s) conc, tput_per_gpu"
+
+
+def test_a_side_left_without_points_by_one_x_statistic_does_not_stop_the_sides_after_it():
+    """The b200 agentic side holds a repeat group whose two runs mix the definition with the stand-in (share 0.5)
+    and a stand-in run (share 0): neither point has the definition on every run, so the side has no frontier (no
+    row); the mi355x side after it still gets its point."""
+    def agentic(i, hw, stat, line):
+        return {**_run(i, "none", "sglang", 20.0 + i, 1000.0, 8, hw=hw), "benchmark_type": "agentic_traces",
+                "isl": None, "osl": None, "x_intvty_stat": stat, "line_id": line}
+
+    runs = [agentic(0, "b200", "e2e_norm_intvty_p90", "mixed"), agentic(1, "b200", "mean_osl_over_p90_e2el", "mixed"),
+            agentic(2, "b200", "mean_osl_over_p90_e2el", "standin"),
+            agentic(3, "mi355x", "e2e_norm_intvty_p90", "kept")]
+    rows = build_frontiers(runs, [_side("b200", "agentic_traces"), _side("mi355x", "agentic_traces")])
+    assert rows["run_id"].to_pylist() == ["r3"]
+    assert rows["side_id"].to_pylist() == [_side("mi355x", "agentic_traces").side_id]
+
+
+def test_one_x_statistic_keeps_only_points_whose_every_run_has_the_definition():
+    import numpy as np
+
+    from pipeline.frontiers.points import one_x_statistic
+
+    share = np.array([1.0, 0.5, 0.0, 1.0, 0.0, 0.0])
+    kept, out = one_x_statistic(np.array([0, 1, 2, 3]), share)
+    assert (kept.tolist(), out.tolist()) == ([0, 3], [1, 2])
+    # a mixed group and a stand-in point: no point has the definition on every run, so none is kept
+    kept, out = one_x_statistic(np.array([1, 2]), share)
+    assert (kept.tolist(), out.tolist()) == ([], [1, 2])
+    kept, out = one_x_statistic(np.array([1]), share)  # a side of one point, a group mixing the two: left out too
+    assert (kept.tolist(), out.tolist()) == ([], [1])
+    for one_statistic in ([0, 3], [2, 4]):  # all on the definition, all on another: nothing left out
+        kept, out = one_x_statistic(np.array(one_statistic), share)
+        assert (kept.tolist(), out.tolist()) == (one_statistic, [])
+
+
+def test_with_x_statistic_derives_the_statistic_and_the_definition_share():
+    import pyarrow as pa
+
+    from pipeline.frontiers.points import X_DEFINITION_SHARE, with_x_statistic
+
+    # no x_intvty_stat column: fixed_seq and a null benchmark_type (read as fixed_seq) get median_intvty, which
+    # is their axis' definition (share 1); an agentic run's statistic is unknown (null), so not the definition (0)
+    table = pa.table({"benchmark_type": pa.array(["fixed_seq", None, "agentic_traces"], pa.string())})
+    derived = with_x_statistic(table)
+    assert derived["x_intvty_stat"].type == pa.string()
+    assert derived["x_intvty_stat"].to_pylist() == ["median_intvty", "median_intvty", None]
+    assert derived[X_DEFINITION_SHARE].to_pylist() == [1.0, 1.0, 0.0]
+    # given statistics: each compared with its type's definition (null type: fixed_seq's; null statistic: not it)
+    given = pa.table({"benchmark_type": pa.array(["agentic_traces", "agentic_traces", None, "fixed_seq", "fixed_seq"]),
+                      "x_intvty_stat": pa.array(["e2e_norm_intvty_p90", "mean_osl_over_p90_e2el", "median_intvty",
+                                                 "e2e_norm_intvty_p90", None]),
+                      X_DEFINITION_SHARE: pa.array([9.0] * 5)})  # a stale share is replaced, not kept
+    out = with_x_statistic(given)
+    assert out.column_names == ["benchmark_type", "x_intvty_stat", X_DEFINITION_SHARE]
+    assert out[X_DEFINITION_SHARE].to_pylist() == [1.0, 0.0, 1.0, 0.0, 0.0]
+
+
+def test_with_slo_sets_the_column_on_every_row_also_of_an_empty_table():
+    import pyarrow as pa
+
+    from pipeline.frontiers.points import FRONTIER_SCHEMA, with_slo
+
+    empty = with_slo(FRONTIER_SCHEMA.empty_table(), "none")
+    assert (empty.num_rows, empty.schema.field("slo").type) == (0, pa.string())
+    two = with_slo(pa.table({"a": [1, 2]}), "chat")
+    assert two["slo"].type == pa.string() and two["slo"].to_pylist() == ["chat", "chat"]

@@ -615,3 +615,50 @@ def test_refreshing_the_lineage_reads_only_the_lines_of_the_batch(monkeypatch):
     assert read in ([], [set()])
     # the tables it registered on the connection (_ids, _lines, _head, _touched, _lineage) are gone again
     assert conn.sql("select view_name from duckdb_views() where not internal").fetchall() == []
+
+
+def test_frontier_runs_names_missing_columns_keeps_price_books_apart_and_reads_only_runs():
+    """The missing-column message in full (LINEAGE_INPUT_COLUMNS order); one run priced in two books is two
+    points, one per book, not a repeat of itself; an empty only_runs keeps no run."""
+    with pytest.raises(ValueError) as raised:
+        frontier_runs([{"run_id": "r", "price_book": "b", "conc": 8}], [])
+    assert str(raised.value) == "frontier_runs: runs lack column(s) run_date, line_id, sweep_id"
+    one = _row("r1", D1, "date:2026-07-01", 8, 10.0, 100.0)
+    books = [{**one, "price_book": "b1", "cost_per_mtok_hyperscaler": 1.0},
+             {**one, "price_book": "b2", "cost_per_mtok_hyperscaler": 3.0}]
+    points = frontier_runs(books, ["cost_per_mtok_hyperscaler"])
+    assert points["price_book"].to_pylist() == ["b1", "b2"]
+    assert points["repeat_n"].to_pylist() == [1, 1]
+    assert points["cost_per_mtok_hyperscaler"].to_pylist() == [1.0, 3.0]  # each book's own cost, not their mean
+    assert frontier_runs(books, [], only_runs=[]).num_rows == 0
+
+
+def test_average_repeats_nulls_a_mean_some_member_lacks_and_keeps_each_column_type():
+    """A group one of whose members lacks a metric gets null there (not the mean of the others over all
+    members); an integer column's mean keeps its type; without any repeat the interval columns are float64
+    nulls."""
+    from pipeline.frontiers.latest import CI_COLUMNS, average_repeats
+
+    table = pa.table({"median_intvty": [1.0, 3.0, 5.0], "tput_per_gpu": [10.0, 30.0, 50.0],
+                      "m": pa.array([1.0, None, 7.0]), "k": pa.array([2, 4, 6], pa.int64())})
+    out = average_repeats(table, ["a", "a", "b"], ["m", "k"])
+    # by hand: group a = rows 0, 1 (means 2.0, 20.0; m lacks row 1's value; k (2 + 4) / 2 = 3), group b = row 2
+    assert out["median_intvty"].to_pylist() == [2.0, 5.0] and out["tput_per_gpu"].to_pylist() == [20.0, 50.0]
+    assert out["m"].to_pylist() == [None, 7.0]
+    assert out["k"].type == pa.int64() and out["k"].to_pylist() == [3, 6]
+    single = average_repeats(pa.table({"median_intvty": [1.0], "tput_per_gpu": [2.0]}), ["x"], [])
+    for name in CI_COLUMNS:
+        assert single[name].type == pa.float64() and single[name].to_pylist() == [None]
+
+
+def test_repeat_spread_needs_a_positive_smallest_member():
+    """(max − min) / min is read only where the smallest member is positive: members 0 and 5 have no spread
+    (null, and so no disagreement), members 0.5 and 1.0 a spread of (1.0 − 0.5) / 0.5 = 1.0, which disagrees."""
+    from pipeline.frontiers.latest import average_repeats, repeat_spreads
+
+    spread = repeat_spreads(np.array([0.0, 5.0, 0.5, 1.0]), np.array([0, 0, 1, 1]), np.array([2, 2]))
+    assert np.isnan(spread[0]) and spread[1] == 1.0
+    out = average_repeats(pa.table({"median_intvty": [1.0, 1.0, 2.0, 2.0], "tput_per_gpu": [0.0, 5.0, 0.5, 1.0]}),
+                          ["a", "a", "b", "b"], [])
+    assert out["repeat_spread"].to_pylist() == [None, 1.0]
+    assert out["repeats_disagree"].to_pylist() == [False, True]
