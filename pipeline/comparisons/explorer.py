@@ -49,8 +49,8 @@ from pipeline.metrics.reference import PRICE_TIERS
 EXPLORER_PAGE = "explorer.html"
 EXPLORER_SCRIPT = "explorer.js"
 # Each side's trend (its day-by-day frontiers) is a script of its own in this folder beside the page, loaded the
-# first time the side is chosen: over a fleet's history they are nearly all of the page's bytes (a million runs'
-# history: ~1M frontier points), and one page holding every side's would be too large to open.
+# first time the side is chosen: over a fleet's history they are nearly all of the page's bytes, and one page
+# holding every side's would be too large to open.
 EXPLORER_TRENDS_DIR = "explorer-trends"
 # The y-axis choices: (column, label); a choice shows where some run of the report has the column. Costs come per
 # tier and token type (all tokens, output, input) as run_metrics computes them (sql/run_metrics.sql).
@@ -352,7 +352,8 @@ def _side_trends(points: Mapping[bool, pa.Table]) -> dict[tuple[tuple, bool], di
     columns = [*GROUP_KEYS, "price_book", "run_date", "x_intvty", *TREND_METRICS]
     for split, table in points.items():
         days: dict[tuple, dict[str, Any]] = {}
-        # a slice of rows as Python dicts at a time: a fleet's history is ~1M points, each row dict ~1 KB
+        # a slice of rows as Python dicts at a time: a fleet's history holds a row per frontier point of every
+        # day, and every one of them as a dict at once would set the report's peak memory
         rows = (row for batch in table.select(columns).to_batches(max_chunksize=_TREND_ROWS_AT_ONCE)
                 for row in batch.to_pylist())
         for row in rows:
