@@ -277,10 +277,11 @@ def report(context: dg.AssetExecutionContext, config: ReportConfig, warehouse: D
     FP4: MTP vs Off Speculative Decoding"), the three sentences, the Throughput / Cost / tok/s/MW (all-in and
     measured) / Concurrency table at three editable targets, every price book and cost tier, the frontier chart
     (every current run, the ones the frontiers read, with its file, configuration and date on hover), a CSV
-    download and the cross-engine caveat. The pages open from disk (``report/assets/`` holds their script and the vendored Chart.js). The index lists the
-    open regressions and improvements of ``comparisons/regressions`` (status new or ongoing) in a section of its
-    own, and links ``report/explorer.html``: every fully specified side's frontier overlaid on any metric, any two
-    compared at typed targets, trends with the regressions marked (``comparisons.explorer``, docs/explorer.md).
+    download and the cross-engine caveat. The pages open from disk (``report/assets/`` holds their script and the
+    vendored Chart.js). The index lists the open regressions and improvements of ``comparisons/regressions``
+    (status new or ongoing) in a section of its own, and links ``report/explorer.html``: every fully specified
+    side's frontier overlaid on any metric, any two compared at typed targets, trends with the regressions marked
+    (``comparisons.explorer``, docs/explorer.md; each side's trend in ``report/explorer-trends/``).
 
     Runs with per-request data get ``report/requests/<run_id>.png`` (TTFT and TPOT CDFs, 640×240) and
     ``report/requests/index.html`` listing them with their SLO outcomes (``comparisons.report.build_request_pages``).
