@@ -453,3 +453,87 @@ def test_with_slo_sets_the_column_on_every_row_also_of_an_empty_table():
     assert (empty.num_rows, empty.schema.field("slo").type) == (0, pa.string())
     two = with_slo(pa.table({"a": [1, 2]}), "chat")
     assert two["slo"].type == pa.string() and two["slo"].to_pylist() == ["chat", "chat"]
+
+
+def test_two_sides_on_different_x_statistics_give_no_rows_and_say_so_in_the_log():
+    """Two frontiers whose x-axes hold different statistics are not read at one target: ``compare`` returns no
+    rows and logs the comparison id with both statistics, a side's first. (A handler of its own, not ``caplog``:
+    the mutation run turns pytest's logging plugin off.)"""
+    import logging
+
+    class Kept(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.INFO)
+            self.messages = []
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    comparison = next(c for c in enumerate_comparisons(RUNS) if c.kind == "spec_decoding")
+    frontiers = _frontiers([comparison])
+    frontiers[comparison.b.side_id] = [{**p, "x_intvty_stat": "e2e_norm_intvty_p90"}
+                                       for p in frontiers[comparison.b.side_id]]
+    assert frontiers[comparison.a.side_id][0]["x_intvty_stat"] == "median_intvty"
+    logger, kept = logging.getLogger("pipeline.comparisons.compare"), Kept()
+    level, logger.level = logger.level, logging.INFO
+    logger.addHandler(kept)
+    try:
+        assert compare(comparison, frontiers) == []
+    finally:
+        logger.removeHandler(kept)
+        logger.setLevel(level)
+    assert kept.messages == [
+        f"{comparison.comparison_id} not compared: x-axes hold median_intvty and e2e_norm_intvty_p90"]
+
+
+def test_compare_all_splines_each_compared_side_once_and_never_per_comparison(monkeypatch):
+    """``compare_all`` builds every compared side's spline in its one ``side_curves`` pass: no comparison splines
+    a side again (``SideCurve.of`` is never called), and the rows are those of ``compare`` splining per
+    comparison, in comparison order."""
+    import pyarrow as pa
+
+    from pipeline.comparisons import compare as compare_module
+    from pipeline.comparisons.compare import COMPARISON_SCHEMA, compare_all
+
+    comparisons = enumerate_comparisons(RUNS)
+    assert len(comparisons) == 2  # MTP vs Off and SGLang vs vLLM: the sides recur in no two comparisons
+    frontier_rows = build_frontiers(RUNS, [s for c in comparisons for s in (c.a, c.b)]).to_pylist()
+    by_side = frontiers_by_side(frontier_rows)
+    alone = pa.Table.from_pylist([row for c in comparisons for row in compare(c, by_side)], schema=COMPARISON_SCHEMA)
+
+    def splined_again(points):
+        raise AssertionError(f"a side splined per comparison: {points[0]['side_id']}")
+
+    monkeypatch.setattr(compare_module.SideCurve, "of", classmethod(lambda cls, points: splined_again(points)))
+    shared = compare_all(RUNS, frontier_rows)
+    assert shared.num_rows == 12  # 2 comparisons × 3 default targets × 2 sides
+    assert shared.to_pylist() == alone.to_pylist()
+
+
+def test_compare_all_slos_puts_every_run_first_then_each_slo_in_name_order():
+    """``compare_all_slos``: the ``none`` block (every run) first, then one block per SLO sorted by name, each
+    exactly ``compare_all`` over that SLO's frontier rows with its ``slo`` set."""
+    from pipeline.comparisons.compare import compare_all, compare_all_slos
+
+    comparisons = enumerate_comparisons(RUNS)
+    everything = build_frontiers(RUNS, [s for c in comparisons for s in (c.a, c.b)]).to_pylist()
+    # an SLO that keeps the MTP/Off frontiers only where tok/s/GPU is at least 600 (the SGLang/vLLM sides too)
+    strict = [{**r, "slo": "ttft_p99<=1s"} for r in everything if r["tput_per_gpu"] >= 600]
+    loose = [{**r, "slo": "e2el_p99<=60s"} for r in everything]
+    table = compare_all_slos(RUNS, strict + [{**r, "slo": None} for r in everything] + loose)
+    blocks = [compare_all(RUNS, rows) for rows in (everything, loose, strict)]
+    assert table["slo"].to_pylist() == (["none"] * blocks[0].num_rows + ["e2el_p99<=60s"] * blocks[1].num_rows
+                                        + ["ttft_p99<=1s"] * blocks[2].num_rows)
+    assert all(b.num_rows > 0 for b in blocks)
+    assert table.drop_columns(["slo"]).to_pylist() == [row for b in blocks for row in b.to_pylist()]
+
+
+def test_a_cell_note_reads_the_cells_own_basis_before_working_one_out():
+    """``cell_note`` takes the cell's ``cell_basis`` when it has one (a mart row), and works it out from the
+    bracket only when it is absent: the same bracket, 1.2× apart, reads as a gap only when the row says so."""
+    from pipeline.comparisons.compare import cell_note
+
+    cell = {"bracket_lo_intvty": 20.0, "bracket_hi_intvty": 24.0, "sparse_frontier": False}
+    assert cell_note("MTP", 22, cell) is None  # 24 / 20 = 1.2 ≤ 1.5 and the splines agree: interpolated
+    assert cell_note("MTP", 22, {**cell, "cell_basis": "interpolated_gap"}) == (
+        "MTP's values are interpolated across a gap between 20.0 and 24.0 tok/s/user")
