@@ -216,7 +216,8 @@ T0 = calendar.timegm((2025, 1, 15, 12, 34, 56))  # 2025/01/15 12:34:56 read as U
                  [("0", T0, 200.0), ("1", T0, 350.0), ("1", T0 + 1.5, 351.0)], LOCAL, "nvidia_smi", id="nvidia-smi"),
     pytest.param("\ufefftimestamp, power.draw [W]\n2025/01/15 12:34:57.000, 310 W\n2025/01/15 12:34:56.000, 300 W\n"
                  .encode(), [("0", T0, 300.0), ("0", T0 + 1, 310.0)], LOCAL, "nvidia_smi", id="bom-no-index-column"),
-    pytest.param(b'timestamp, name, index, power.draw [W]\n2025/01/15 12:34:56.000, "NVIDIA H100, 80GB", 2, "350.5 W"\n',
+    pytest.param(b'timestamp, name, index, power.draw [W]\n'
+                 b'2025/01/15 12:34:56.000, "NVIDIA H100, 80GB", 2, "350.5 W"\n',
                  [("2", T0, 350.5)], LOCAL, "nvidia_smi", id="quoted-after-a-space"),
     pytest.param(b"timestamp, name, index, power.draw [W]\n2025/01/15 12:34:56.000, NVIDIA H100 \xff, 2, 350.5 W\n",
                  [("2", T0, 350.5)], LOCAL, "nvidia_smi", id="undecodable-byte"),
@@ -247,7 +248,8 @@ def test_read_power_csv_per_layout(tmp_path, local_zone_five_hours_west, content
     assert (s.clock, s.layout, s.t.dtype, s.watts.dtype) == (clock, layout, np.float64, np.float64)
 
 
-NO_TIMESTAMPS = "p.csv: power samples without timestamps cannot be placed in a benchmark window (use amd-smi watch mode -w)"
+NO_TIMESTAMPS = ("p.csv: power samples without timestamps cannot be placed in a benchmark window "
+                 "(use amd-smi watch mode -w)")
 
 
 @pytest.mark.parametrize("content, reason, detail", [
@@ -303,7 +305,8 @@ _GPU0 = [(0, 100), (1, 200), (2, 300), (3, 400), (4, 500)]
     (LINEAR, 3.0, 1.0, EPOCH, 2, None, PowerResult(False, "bad_window", "window [3.0, 1.0] is empty or reversed")),
     (LINEAR, 2.0, 2.0, EPOCH, 2, None, PowerResult(False, "bad_window", "window [2.0, 2.0] is empty or reversed")),
     (LINEAR, math.nan, 3.0, EPOCH, 2, None, PowerResult(False, "bad_window", "window [nan, 3.0] is empty or reversed")),
-    (LINEAR, 0.5, 3.5, EPOCH, 2, 10.0, PowerResult(False, "duration_mismatch", "window 3.00 s vs run duration 10.00 s")),
+    (LINEAR, 0.5, 3.5, EPOCH, 2, 10.0,
+     PowerResult(False, "duration_mismatch", "window 3.00 s vs run duration 10.00 s")),
     # 1.0 s off a 4 s run: over max(0.5 s, 1 % = 0.04 s)
     (LINEAR, 0.5, 3.5, EPOCH, 2, 4.0, PowerResult(False, "duration_mismatch", "window 3.00 s vs run duration 4.00 s")),
     ({"0": [(1, 100)]}, 0.5, 3.5, EPOCH, 1, None,
@@ -345,7 +348,8 @@ def test_run_window_exact_tuples(local_zone_five_hours_west):
                        "bench_end_unix": 2.0}) == (1000.0, 1060.0, EPOCH, "start_time_unix + duration")
     assert run_window({"bench_start_unix": 5.0, "bench_end_unix": 9.0, "duration_s": 4.0}) == (
         5.0, 9.0, EPOCH, "client epoch window")
-    assert run_window({"bench_end_unix": 1000.0, "duration_s": 60.0}) == (940.0, 1000.0, EPOCH, "zoned date − duration")
+    assert run_window({"bench_end_unix": 1000.0, "duration_s": 60.0}) == (
+        940.0, 1000.0, EPOCH, "zoned date − duration")
     assert run_window({"bench_end_local": dt.datetime(2026, 7, 14, 10, 0, 0), "duration_s": 60.0}) == (
         end - 60.0, end, LOCAL, "local date − duration")
 
@@ -410,7 +414,8 @@ def test_measure_runs_whole_rows(tmp_path):
         # samples strictly inside: t = 106..124, 19 per GPU
         windowed("a", "start_time_unix + duration", 105.0, 125.0, 2, 38, True, None,
                  "p.csv (amd_smi): 2 GPUs, 38 samples inside 20.00 s", 16000.0, 400.0),
-        invalid("b", "nope.csv", "power_log_missing", "power_log 'nope.csv' not found next to the log or in the raw dir"),
+        invalid("b", "nope.csv", "power_log_missing",
+                "power_log 'nope.csv' not found next to the log or in the raw dir"),
         invalid("c", "../../outside.csv", "power_log_outside_raw_dir",
                 "power_log '../../outside.csv' resolves outside the raw folder: not read"),
         invalid("d", "p.csv", "no_window",
@@ -420,7 +425,7 @@ def test_measure_runs_whole_rows(tmp_path):
         windowed("f", "client epoch window", 110.0, 115.0, 0, 0, False, "duration_mismatch",
                  "p.csv (amd_smi): window 5.00 s vs run duration 20.00 s", None, None),
         invalid("g", "odd.csv", "unknown_layout", "odd.csv: no power column in header ['a', 'b']"),
-        invalid("h", "bad.csv", "unreadable", "unrecognized timestamp 'yesterday'"),
+        invalid("h", "bad.csv", "unreadable", "power_log 'bad.csv': unrecognized timestamp 'yesterday'"),
         invalid("i", "fifo.csv", "power_log_not_a_regular_file",
                 "power_log 'fifo.csv': fifo.csv is a FIFO, not a regular file: not read"),
         reported("j", True, "power reported by the source (utils/aggregate_power.py)", 612.0, 489600.0),
@@ -467,3 +472,15 @@ def test_plausibility_leaves_an_invalid_measurement_as_it_is():
     measured = {"power_valid": False, "power_invalid_reason": "gap_too_long", "power_detail": "GPU 0: a gap",
                 "avg_power_w_per_gpu": -5.0, "energy_j": -100.0}
     assert _plausible(measured, {"hw": "h200", "reference_power_kw": 1.73}) == measured
+
+
+def test_an_unopenable_power_log_is_unreadable_without_the_machines_path(tmp_path):
+    """A power_log that cannot be opened (a folder) is ``unreadable``, its detail names the power_log as the run
+    gives it and holds no path of the machine (details land in marts)."""
+    (tmp_path / "logs" / "p.csv").mkdir(parents=True)
+    run = {"run_id": "r", "source_file": "logs/run.json", "power_log": "p.csv", "start_time_unix": 105.0,
+           "duration_s": 20.0}
+    assert measure_runs([run], tmp_path) == [{
+        "run_id": "r", "run_date_partition": None, "power_log": "p.csv", "power_source": "telemetry",
+        "power_valid": False, "power_invalid_reason": "unreadable",
+        "power_detail": "power_log 'p.csv': is a folder, not a file"}]

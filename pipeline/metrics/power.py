@@ -316,8 +316,12 @@ def _measure_from_log(run: dict, raw_dir: Path, cache: dict) -> dict:
             cache[path] = read_power_csv(path, raw_dir)
         except RefusedFile as exc:  # a FIFO, a device, a sparse or runaway file: refused before a byte is read
             cache[path] = PowerFormatError(f"power_log_{exc.reason_code}", f"power_log {run['power_log']!r}: {exc.detail}")
-        except (PowerFormatError, ValueError, OSError) as exc:
-            cache[path] = exc if isinstance(exc, PowerFormatError) else PowerFormatError("unreadable", str(exc))
+        except PowerFormatError as exc:
+            cache[path] = exc
+        except (ValueError, OSError) as exc:  # a stamp no format reads; a folder, or a file it may not open
+            # an OSError's text ends with the machine's path to the file: only its own words reach the mart
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            cache[path] = PowerFormatError("unreadable", f"power_log {run['power_log']!r}: {why}")
     samples = cache[path]
     if isinstance(samples, PowerFormatError):
         return _invalid(samples.reason, samples.detail)
