@@ -256,6 +256,9 @@ NO_TIMESTAMPS = ("p.csv: power samples without timestamps cannot be placed in a 
     ("", "no_samples", "p.csv: empty telemetry file"),
     (" , ,\n\n", "no_samples", "p.csv: empty telemetry file"),
     ("timestamp,gpu,socket_power\n1700000000,0,N/A\n", "no_samples", "p.csv: no readable power values"),
+    ("timestamp,gpu,socket_power\n", "no_samples", "p.csv: a header and no samples"),  # logger stopped at once
+    ("timestamp, index, power.draw [W]\ntimestamp, index, power.draw [W]\n", "no_samples",
+     "p.csv: a header and no samples"),  # the header repeated, as amd-smi's watch mode does
     ("timestamp,GPU0\n100.5,[N/A]\n", "no_samples", "p.csv: no readable power values"),
     ("2025/01/15 12:34:56.000, 0, [N/A]\n", "no_samples", "p.csv: no readable power values"),
     ("a,b,c,d,e,f,g,h,i\n1,2,3,4,5,6,7,8,9\n", "unknown_layout",
@@ -263,6 +266,19 @@ NO_TIMESTAMPS = ("p.csv: power samples without timestamps cannot be placed in a 
     ("time, id, watts\n2025/01/15 12:34:56.000, 0, 350\n", "unknown_layout",
      "p.csv: no power column in header ['time', 'id', 'watts']"),  # a header row is not a noheader row
     ("gpu,socket_power\n0,700\n", "no_timestamps", NO_TIMESTAMPS),
+    # a row cut short before the last column its layout reads (a logger killed mid-line)
+    ("timestamp,gpu,socket_power\n1700000000,0,700\n1700000001,0\n", "unreadable",
+     "p.csv: row '1700000001,0' has 2 of the 3 columns its layout reads (a line cut short?)"),
+    ("gpu,socket_power,timestamp\n0,700,1700000000\n0,710\n", "unreadable",
+     "p.csv: row '0,710' has 2 of the 3 columns its layout reads (a line cut short?)"),
+    ("timestamp, power.draw [W], index\n1700000000, 300 W, 0\n1700000001, 310 W\n", "unreadable",
+     "p.csv: row '1700000001,310 W' has 2 of the 3 columns its layout reads (a line cut short?)"),
+    ("timestamp_unix,gpu_index,power_w,hostname\n1.5,0,600,node1\n2.5,0,610\n", "unreadable",
+     "p.csv: row '2.5,0,610' has 3 of the 4 columns its layout reads (a line cut short?)"),
+    ("timestamp,GPU0,GPU1,GPU2\n100.5,300,310,320\n101.5,305,315\n", "unreadable",
+     "p.csv: row '101.5,305,315' has 3 of the 4 columns its layout reads (a line cut short?)"),
+    ("2025/01/15 12:34:56.000, 0, 350 W\n2025/01/15 12:34:57.000, 0\n", "unreadable",
+     "p.csv: row '2025/01/15 12:34:57.000,0' has 2 of the 3 columns its layout reads (a line cut short?)"),
     ("device,Current Socket Graphics Package Power (W)\ncard0,301.0\n", "no_timestamps", NO_TIMESTAMPS),
 ])
 def test_read_power_csv_errors_name_the_file(tmp_path, content, reason, detail):
@@ -367,6 +383,7 @@ def test_measure_runs_whole_rows(tmp_path):
     (tmp_path / "outside.csv").write_text(_amd_log({0: 500, 1: 300}))
     (logs / "odd.csv").write_text("a,b\n1,2\n")
     (logs / "bad.csv").write_text("timestamp,gpu,socket_power\nyesterday,0,500\n")
+    (logs / "header.csv").write_text("timestamp,gpu,socket_power\n")
     os.mkfifo(logs / "fifo.csv")
     day = "2026-07-14"
     log = {"run_date_partition": day, "source_file": "logs/run.json", "num_gpus": 2}
@@ -383,6 +400,7 @@ def test_measure_runs_whole_rows(tmp_path):
         {"run_id": "g", **log, "power_log": "odd.csv", "start_time_unix": 105.0, "duration_s": 20.0},
         {"run_id": "h", **log, "power_log": "bad.csv", "start_time_unix": 105.0, "duration_s": 20.0},
         {"run_id": "i", **log, "power_log": "fifo.csv", "start_time_unix": 105.0, "duration_s": 20.0},
+        {"run_id": "o", **log, "power_log": "header.csv", "start_time_unix": 105.0, "duration_s": 20.0},
         {"run_id": "j", "run_date_partition": day, "source_file": "j.json", "hw": "h200", "reference_power_kw": 1.73,
          "reported_avg_power_w_per_gpu": 612.0, "reported_energy_j": 612.0 * 8 * 100},
         {"run_id": "k", "run_date_partition": day, "source_file": "k.json", "hw": "h200", "reference_power_kw": 1.73,
@@ -428,6 +446,7 @@ def test_measure_runs_whole_rows(tmp_path):
         invalid("h", "bad.csv", "unreadable", "power_log 'bad.csv': unrecognized timestamp 'yesterday'"),
         invalid("i", "fifo.csv", "power_log_not_a_regular_file",
                 "power_log 'fifo.csv': fifo.csv is a FIFO, not a regular file: not read"),
+        invalid("o", "header.csv", "no_samples", "header.csv: a header and no samples"),
         reported("j", True, "power reported by the source (utils/aggregate_power.py)", 612.0, 489600.0),
         # 1.73 kW all-in per H200 = 1730 W
         reported("k", False, "average power 1731 W per GPU is outside (0, 1730] W, the all-in power per h200 GPU of "
