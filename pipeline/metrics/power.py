@@ -113,7 +113,9 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
 
     Raises:
         PowerFormatError: ``no_timestamps`` (amd-smi/rocm-smi snapshots without watch mode), ``unknown_layout``,
-            or ``no_samples``.
+            ``no_samples`` (an empty file, a header without samples, or no readable power value), or
+            ``unreadable`` (a row cut short before a column its layout reads).
+        ValueError: a timestamp no known format reads.
         RefusedFile: outside ``root``, not a regular file, or over the cap.
         OSError: the file cannot be opened.
     """
@@ -134,11 +136,20 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
                     return i
         return None
 
+    def complete(r: list[str], need: int) -> list[str]:
+        """``r`` when it reaches the last of the ``need`` columns the layout reads (a logger killed mid-line
+        leaves a row cut short)."""
+        if len(r) < need:
+            raise PowerFormatError("unreadable", f"{path.name}: row {','.join(r)!r} has {len(r)} of the {need} "
+                                                 "columns its layout reads (a line cut short?)")
+        return r
+
     power_i = col("power.draw", "socket_power", "average_socket_power", "current_socket_power", "power_w",
                   "average graphics package power", "current socket graphics package power")
     if power_i is None and any(re.fullmatch(r"gpu\d+", h) for h in header) and header[0] == "timestamp":
         gpu_cols = [(i, h) for i, h in enumerate(header) if re.fullmatch(r"gpu\d+", h)]
         for r in body:
+            complete(r, gpu_cols[-1][0] + 1)
             for i, name in gpu_cols:
                 t.append(float(r[0]))
                 gpu.append(name[3:])
@@ -147,6 +158,7 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
     if power_i is None and re.match(r"\d{4}/\d\d/\d\d ", rows[0][0]) and len(rows[0]) >= 3:
         # nvidia-smi ,noheader: timestamp, index, power.draw
         for r in rows:
+            complete(r, 3)
             t.append(_naive_seconds(r[0]))
             gpu.append(r[1].strip())
             watts.append(_watts(r[2]))
@@ -159,10 +171,13 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
                                                 "placed in a benchmark window (use amd-smi watch mode -w)")
     gpu_i = col("index", "gpu_index", "gpu", "device")
     host_i = col("hostname")
+    if not body:  # a logger stopped before its first sample: a header, maybe repeated, and nothing else
+        raise PowerFormatError("no_samples", f"{path.name}: a header and no samples")
     layout = "nvidia_smi" if header[power_i].startswith("power.draw") else (
         "inferencex_samples" if header[power_i] == "power_w" else "amd_smi")
+    need = 1 + max(i for i in (ts_i, power_i, gpu_i, host_i) if i is not None)
     for r in body:
-        stamp = r[ts_i].strip()
+        stamp = complete(r, need)[ts_i].strip()
         try:
             seconds, clock = float(stamp), EPOCH
         except ValueError:
@@ -316,8 +331,12 @@ def _measure_from_log(run: dict, raw_dir: Path, cache: dict) -> dict:
             cache[path] = read_power_csv(path, raw_dir)
         except RefusedFile as exc:  # a FIFO, a device, a sparse or runaway file: refused before a byte is read
             cache[path] = PowerFormatError(f"power_log_{exc.reason_code}", f"power_log {run['power_log']!r}: {exc.detail}")
-        except (PowerFormatError, ValueError, OSError) as exc:
-            cache[path] = exc if isinstance(exc, PowerFormatError) else PowerFormatError("unreadable", str(exc))
+        except PowerFormatError as exc:
+            cache[path] = exc
+        except (ValueError, OSError) as exc:  # a stamp no format reads; a folder, or a file it may not open
+            # an OSError's text ends with the machine's path to the file: only its own words reach the mart
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            cache[path] = PowerFormatError("unreadable", f"power_log {run['power_log']!r}: {why}")
     samples = cache[path]
     if isinstance(samples, PowerFormatError):
         return _invalid(samples.reason, samples.detail)
