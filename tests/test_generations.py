@@ -563,6 +563,34 @@ def test_a_generation_that_cannot_be_deleted_entirely_does_not_fail_the_publish(
     assert published_dir(out) == last.resolve() and _value(out / "frontiers.parquet") == KEEP_GENERATIONS
 
 
+def test_a_rebased_run_adds_new_folders_and_whole_folders_and_removes_what_it_removed(tmp_path):
+    out = tmp_path / "marts"
+    base = staging_dir(out, "base")
+    for date, value in (("2026-01-01", 1), ("2026-01-02", 2)):
+        _write(base / "runs" / "m" / date / "part-0.parquet", value)
+    _write(base / "quarantine.parquet", 5)
+    _write(base / "frontiers.parquet", 0)
+    _write(base / "ledger" / "base.parquet", 7)
+    (base / "ledger" / WHOLE).touch()
+    publish(out, "base")
+    a, b = staging_dir(out, "a"), staging_dir(out, "b")
+    shutil.rmtree(a / "runs" / "m" / "2026-01-01")
+    _write(a / "frontiers.parquet", 30)
+    shutil.rmtree(b / "runs" / "m" / "2026-01-01")  # both runs dropped this date
+    (b / "quarantine.parquet").unlink()
+    _write(b / "ledger" / "base.parquet", 8)  # a whole folder, listed before the runs b added
+    _write(b / "newwhole" / "base.parquet", 9)  # a whole folder the published generation does not have
+    (b / "newwhole" / WHOLE).touch()
+    _write(b / "runs" / "new" / "2026-01-05" / "part-0.parquet", 4)  # a model the published runs do not have
+    publish(out, "a")
+    publish(out, "b")
+    marts = published_dir(out)
+    assert {p.relative_to(marts).as_posix(): _value(p) for p in marts.rglob("*.parquet")} == {
+        "frontiers.parquet": 30, "ledger/base.parquet": 8, "newwhole/base.parquet": 9,
+        "runs/m/2026-01-02/part-0.parquet": 2, "runs/new/2026-01-05/part-0.parquet": 4}
+    assert not b.exists() and _hidden(out) == []
+
+
 def test_a_rebased_run_that_folded_a_whole_folder_and_dropped_dates_removes_all_of_them(tmp_path):
     """Run B folds the recent files of a whole folder (kept in a subfolder) into its base and drops eight dates;
     run A published in between: every file B removed is gone, whichever order the removals are applied in."""

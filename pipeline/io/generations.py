@@ -196,8 +196,8 @@ def _rebase(staging: Path, base: Path, current: Path, generation: Path) -> Path:
         if rel.split("/")[0] in wholes:
             continue
         (tmp / rel).unlink(missing_ok=True)
-        for parent in (tmp / rel).parents:
-            if parent == tmp or any(parent.iterdir()):
+        for parent in (tmp / rel).parents:  # folders it emptied (none when the published generation lacks it)
+            if parent == tmp or not parent.is_dir() or any(parent.iterdir()):
                 break
             parent.rmdir()
     return tmp
