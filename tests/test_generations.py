@@ -3,6 +3,7 @@ leaves the previous generation whole and consistent; two runs at once lose nothi
 is carried over."""
 
 import errno
+import locale
 import os
 import re
 import shutil
@@ -251,7 +252,7 @@ def _hidden(out_dir: Path) -> list[str]:
 
 def _make_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
     """From now on no file named ``STUCK`` can be deleted, as a file of another user cannot be by a publisher that
-    is not root (the tests run as any user, so the refusal is made here rather than with file modes)."""
+    is not root (the tests may run as root, whom file modes refuse nothing, so the refusal is made here)."""
     unlink = os.unlink
 
     def refusing(path, *, dir_fd=None):
@@ -271,8 +272,8 @@ def _dead_pid() -> int:
 
 
 @pytest.fixture
-def live_pid():
-    """The process id of a running process other than this one (ended after the test)."""
+def live_process():
+    """A running process other than this one (ended after the test)."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     yield child
     child.kill()
@@ -456,12 +457,12 @@ def test_discarding_a_run_that_staged_nothing_does_nothing(tmp_path):
     assert sorted(p.name for p in (out / GENERATIONS).iterdir()) == before
 
 
-def test_only_a_cli_generation_whose_process_is_gone_counts_as_dead(live_pid):
+def test_only_a_cli_generation_whose_process_is_gone_counts_as_dead(live_process):
     dead = _dead_pid()
     assert generations._process_alive(f"cli-{dead}-0a1b2c") is False
-    assert generations._process_alive(f"cli-{live_pid.pid}-0a1b2c") is True
+    assert generations._process_alive(f"cli-{live_process.pid}-0a1b2c") is True
     with pytest.raises(subprocess.TimeoutExpired):  # asking sent the process no signal that ends it
-        live_pid.wait(timeout=0.2)
+        live_process.wait(timeout=0.2)
     # not a CLI generation id: judged by the age of its staging folder, never by a process
     for run_id in (f"bench-{dead}-0a1b2c", f"cli-{dead}", f"cli-{dead}-0a1b2c-d", f"cli-x{dead}-0a1b2c",
                    f"{dead}-{dead}-{dead}", "0e7a1b2c-1234-4a5b-8c9d-0123456789ab"):
@@ -476,10 +477,13 @@ def test_a_cli_process_of_another_user_counts_as_alive(monkeypatch):
     assert generations._process_alive("cli-1-0a1b2c") is True
 
 
-def test_a_cli_generation_id_names_this_process_and_twelve_random_hex_digits():
+def test_a_cli_generation_id_names_this_process_and_twelve_random_hex_digits(monkeypatch):
     first, second = cli_generation_id(), cli_generation_id()
     assert re.fullmatch(rf"cli-{os.getpid()}-[0-9a-f]{{12}}", first) and first != second
+    asked = []
+    monkeypatch.setattr(os, "kill", lambda pid, signal: asked.append((pid, signal)))
     assert generations._process_alive(first) is True
+    assert asked == [(os.getpid(), 0)]  # this process is asked whether it runs (signal 0: nothing is sent)
 
 
 def test_top_level_names_follow_the_marts_of_the_current_generation(tmp_path):
@@ -521,11 +525,11 @@ def test_pruning_keeps_the_base_of_a_run_still_staging_and_no_staging_or_hidden_
 
 
 def test_publish_discards_the_staging_folders_of_dead_cli_runs_and_of_runs_untouched_for_a_day(tmp_path,
-                                                                                               live_pid):
+                                                                                               live_process):
     out = tmp_path / "marts"
     _write(staging_dir(out, "first") / "frontiers.parquet", 1)
     publish(out, "first")
-    dead, alive = f"cli-{_dead_pid()}-0a1b2c", f"cli-{live_pid.pid}-0a1b2c"
+    dead, alive = f"cli-{_dead_pid()}-0a1b2c", f"cli-{live_process.pid}-0a1b2c"
     for run_id in (dead, alive, "old-run", "new-run"):
         staging_dir(out, run_id)
     day_ago = time.time() - STALE_STAGING_S - 60
@@ -593,7 +597,8 @@ def test_a_rebased_run_adds_new_folders_and_whole_folders_and_removes_what_it_re
 
 def test_a_rebased_run_that_folded_a_whole_folder_and_dropped_dates_removes_all_of_them(tmp_path):
     """Run B folds the recent files of a whole folder (kept in a subfolder) into its base and drops eight dates;
-    run A published in between: every file B removed is gone, whichever order the removals are applied in."""
+    run A published in between: every file B removed is gone, whichever order the removals are applied in, and the
+    whole folder is B's as B left it (its emptied subfolder too)."""
     out = tmp_path / "marts"
     base = staging_dir(out, "base")
     for day in range(1, 10):
@@ -605,7 +610,8 @@ def test_a_rebased_run_that_folded_a_whole_folder_and_dropped_dates_removes_all_
     publish(out, "base")
     a, b = staging_dir(out, "a"), staging_dir(out, "b")
     _write(a / "frontiers.parquet", 1)
-    shutil.rmtree(b / "ledger" / "recent")
+    for night in range(1, 9):
+        (b / "ledger" / "recent" / f"night-{night}.parquet").unlink()
     _write(b / "ledger" / "base.parquet", 36)
     for day in range(1, 9):
         shutil.rmtree(b / "runs" / "m" / f"2026-01-0{day}")
@@ -614,7 +620,8 @@ def test_a_rebased_run_that_folded_a_whole_folder_and_dropped_dates_removes_all_
     marts = published_dir(out)
     assert {p.relative_to(marts).as_posix(): _value(p) for p in marts.rglob("*.parquet")} == {
         "frontiers.parquet": 1, "ledger/base.parquet": 36, "runs/m/2026-01-09/part-0.parquet": 9}
-    assert sorted(p.name for p in (marts / "ledger").iterdir()) == [WHOLE, "base.parquet"]
+    assert sorted(p.name for p in (marts / "ledger").iterdir()) == [WHOLE, "base.parquet", "recent"]
+    assert list((marts / "ledger" / "recent").iterdir()) == []
 
 
 def test_a_rewritten_file_of_the_same_size_and_time_counts_as_changed(tmp_path):
@@ -646,3 +653,23 @@ def test_a_rebase_replaces_a_leftover_folder_of_its_name(tmp_path):
     built = generations._rebase(staging, base, current, tmp_path / "gen")
     assert built == tmp_path / ".gen.tmp" and sorted(p.name for p in built.iterdir()) == ["frontiers.parquet"]
 
+
+
+def test_the_base_records_are_utf8_whatever_the_locale_of_the_process(tmp_path):
+    """A generation tag is any text: the name of a generation published from one with accents is recorded by the
+    runs that stage from it and read back at publish in UTF-8, also while the process's locale is plain C (ASCII),
+    as after a library's ``setlocale``."""
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "nuit-\u00e9t\u00e9-1") / "frontiers.parquet", 1)
+    first = publish(out, "nuit-\u00e9t\u00e9-1")
+    assert first.name.endswith("-nuit-\u00e9t\u00e9")
+    saved = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        staging_dir(out, "waiting")  # a run that stays staging, from the accented generation
+        _write(staging_dir(out, "last") / "frontiers.parquet", 2)
+        publish(out, "last")
+    finally:
+        locale.setlocale(locale.LC_CTYPE, saved)
+    assert (out / GENERATIONS / "waiting.base").read_bytes() == first.name.encode("utf-8")
+    assert _value(out / "frontiers.parquet") == 2
