@@ -2,24 +2,36 @@
 leaves the previous generation whole and consistent; two runs at once lose nothing; the layout before generations
 is carried over."""
 
+import errno
+import locale
 import os
+import re
 import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import SAMPLE_DIR
 
+from pipeline.io import generations
 from pipeline.io.generations import (
     CURRENT,
     GENERATIONS,
     KEEP_GENERATIONS,
+    STALE_STAGING_S,
     WHOLE,
+    cli_generation_id,
     discard,
     publish,
     published_dir,
     staging_dir,
+    staging_path,
 )
 from pipeline.io.storage import content_hash, read_mart
 
@@ -226,3 +238,438 @@ def test_directly_invoked_assets_with_one_generation_tag_publish_together(tmp_pa
     _write(paths.mart(untagged, "c"), 3)
     paths.publish_unless_later(untagged, warehouse)
     assert published_dir(out) != first and (published_dir(out) / "c.parquet").exists()
+
+
+# Focused tests of each step of a publish, on hand-made mart folders (no Dagster run: fast enough to run per mutant).
+
+STUCK = "stuck.parquet"
+
+
+def _hidden(out_dir: Path) -> list[str]:
+    """Hidden names in the generations folder besides its lock: copies or rebases in progress, or left behind."""
+    return sorted(p.name for p in (out_dir / GENERATIONS).iterdir() if p.name.startswith(".") and p.name != ".lock")
+
+
+def _make_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on no file named ``STUCK`` can be deleted, as a file of another user cannot be by a publisher that
+    is not root (the tests may run as root, whom file modes refuse nothing, so the refusal is made here)."""
+    unlink = os.unlink
+
+    def refusing(path, *, dir_fd=None):
+        if os.path.basename(os.fsdecode(path)) == STUCK:
+            os.stat(path, dir_fd=dir_fd, follow_symlinks=False)  # no such file: FileNotFoundError, as unlink
+            raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
+        return unlink(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "unlink", refusing)
+
+
+def _dead_pid() -> int:
+    """The process id of a process that has ended (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.fixture
+def live_process():
+    """A running process other than this one (ended after the test)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield child
+    child.kill()
+    child.wait()
+
+
+def test_a_generation_is_named_by_its_utc_time_and_the_first_eight_characters_of_the_run_id(tmp_path):
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "abcdefghijkl") / "frontiers.parquet", 1)
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = "IST-5:30"  # a machine whose local time is UTC+5:30
+    time.tzset()
+    try:
+        before = datetime.now(timezone.utc).replace(tzinfo=None)
+        generation = publish(out, "abcdefghijkl")
+        after = datetime.now(timezone.utc).replace(tzinfo=None)
+    finally:
+        if saved is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = saved
+        time.tzset()
+    match = re.fullmatch(r"(\d{8}T\d{12}Z)-abcdefgh", generation.name)
+    assert match, generation.name
+    assert before <= datetime.strptime(match[1], "%Y%m%dT%H%M%S%fZ") <= after
+
+
+def test_without_a_publish_in_between_the_staging_folder_itself_becomes_the_generation(tmp_path):
+    """The guard sees the staging folder, the current generation and the new generation's name; the staging
+    folder is renamed (the same folder, not a rebuilt copy)."""
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "run1") / "frontiers.parquet", 1)
+    first = publish(out, "run1")
+    staging = staging_dir(out, "run2")
+    _write(staging / "frontiers.parquet", 2)
+    folder_id = staging.stat().st_ino
+    seen = []
+    generation = publish(out, "run2", guard=lambda folder, current, name: seen.append((folder, current, name)))
+    assert seen == [(staging, first.resolve(), generation.name)]
+    assert generation.stat().st_ino == folder_id and not staging.exists()
+
+
+class Refused(Exception):
+    pass
+
+
+def _refuse(folder: Path, current: Path, name: str) -> None:
+    raise Refused(name)
+
+
+def test_a_refused_publish_moves_nothing_and_leaves_the_staging_folder_to_the_caller(tmp_path):
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "good") / "frontiers.parquet", 1)
+    publish(out, "good")
+    a, b = staging_dir(out, "a"), staging_dir(out, "b")
+    _write(a / "frontiers.parquet", 2)
+    _write(b / "frontiers.parquet", 3)
+    with pytest.raises(Refused):
+        publish(out, "a", guard=_refuse)  # nothing published since a staged: its staging folder was judged
+    assert _value(out / "frontiers.parquet") == 1 and _value(a / "frontiers.parquet") == 2
+    publish(out, "b")
+    with pytest.raises(Refused):
+        publish(out, "a", guard=_refuse)  # b published since a staged: a rebased folder was judged, and deleted
+    assert _value(out / "frontiers.parquet") == 3 and _value(a / "frontiers.parquet") == 2
+    assert _hidden(out) == []
+    discard(out, "a")
+    assert not a.exists() and publish(out, "a") is None
+
+
+def test_a_refusal_is_what_the_caller_sees_even_when_the_rebased_folder_cannot_be_deleted(tmp_path, monkeypatch):
+    out = tmp_path / "marts"
+    first = staging_dir(out, "first")
+    _write(first / "frontiers.parquet", 1)
+    _write(first / STUCK, 0)
+    publish(out, "first")
+    a, b = staging_dir(out, "a"), staging_dir(out, "b")
+    _write(b / "frontiers.parquet", 2)
+    publish(out, "b")
+    _write(a / "frontiers.parquet", 3)
+    _make_stuck(monkeypatch)
+    with pytest.raises(Refused):
+        publish(out, "a", guard=_refuse)
+    assert _value(out / "frontiers.parquet") == 2
+
+
+def test_a_rebased_publish_deletes_the_staging_folder_and_succeeds_when_a_file_of_it_stays(tmp_path, monkeypatch):
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "first") / "frontiers.parquet", 1)
+    publish(out, "first")
+    a, b, c = staging_dir(out, "a"), staging_dir(out, "b"), staging_dir(out, "c")
+    _write(a / "frontiers.parquet", 2)
+    _write(b / "quarantine.parquet", 3)
+    _write(c / STUCK, 4)
+    publish(out, "a")
+    publish(out, "b")  # rebased onto a's generation
+    assert not b.exists() and _hidden(out) == []
+    _make_stuck(monkeypatch)
+    generation = publish(out, "c")  # rebased onto b's; c's own file stays in its staging folder
+    assert published_dir(out) == generation.resolve()
+    assert {p.name: _value(p) for p in generation.glob("*.parquet")} == {"frontiers.parquet": 2,
+                                                                         "quarantine.parquet": 3, STUCK: 4}
+
+
+def test_a_staging_folder_without_its_base_record_is_published_as_staged_from_the_top_of_the_folder(tmp_path):
+    """A staging folder whose ``.base`` record is missing (written by hand, or before the records existed) counts
+    as staged from the marts at the top of the folder: with no generation yet, it is published as it is."""
+    out = tmp_path / "marts"
+    _write(out / "quarantine.parquet", 1)  # a mart of the layout before generations
+    staging = staging_path(out, "by-hand")
+    _write(staging / "frontiers.parquet", 2)
+    generation = publish(out, "by-hand")
+    assert sorted(p.name for p in generation.iterdir()) == ["frontiers.parquet"]
+    assert _value(out / "frontiers.parquet") == 2
+
+
+def test_a_first_run_that_drops_a_mart_of_the_layout_before_generations_publishes_without_it(tmp_path):
+    out = tmp_path / "marts"
+    _write(out / "runs" / "m" / "2025-12-31" / "part-0.parquet", 7)
+    _write(out / "quarantine.parquet", 8)
+    staging = staging_dir(out, "upgrade")
+    (staging / "quarantine.parquet").unlink()
+    _write(staging / "frontiers.parquet", 9)
+    publish(out, "upgrade")
+    assert sorted(p.name for p in published_dir(out).iterdir()) == ["frontiers.parquet", "runs"]
+
+
+def test_the_next_run_stages_none_of_a_generations_own_files(tmp_path):
+    """Names starting with ``_`` (what the guard writes, e.g. ``_accepted_runs.parquet``) belong to their
+    generation: not staged into the next run, not linked at the top of the mart folder."""
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "run1") / "frontiers.parquet", 1)
+    publish(out, "run1", guard=lambda folder, current, name: _write(folder / "_accepted_runs.parquet", 5))
+    assert (published_dir(out) / "_accepted_runs.parquet").is_file()
+    assert sorted(p.name for p in staging_dir(out, "run2").iterdir()) == ["frontiers.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [GENERATIONS, CURRENT, "frontiers.parquet"]
+
+
+def test_a_leftover_copy_of_an_earlier_attempt_of_the_run_is_not_staged(tmp_path):
+    """A copy this run's process left half-made (same run, same process id: killed while copying, then started
+    again) is replaced, not reused."""
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "run1") / "frontiers.parquet", 1)
+    publish(out, "run1")
+    _write(out / GENERATIONS / f".run2.staging-{os.getpid()}" / "junk.parquet", 9)
+    staging = staging_dir(out, "run2")
+    assert sorted(p.name for p in staging.iterdir()) == ["frontiers.parquet"] and _hidden(out) == []
+
+
+@pytest.mark.parametrize("cleanup_fails", [False, True])
+def test_a_process_that_loses_the_race_to_stage_returns_the_winners_folder(tmp_path, monkeypatch, cleanup_fails):
+    """Two processes of one run stage at once: the other one's folder appears while this one copies; this one
+    returns that folder and drops its own copy (as far as it can: a file it cannot delete is not an error)."""
+    out = tmp_path / "marts"
+    first = staging_dir(out, "first")
+    _write(first / "frontiers.parquet", 1)
+    _write(first / STUCK, 0)
+    publish(out, "first")
+    published = generations.published_dir
+
+    def other_process_stages_first(out_dir):
+        _write(staging_path(out_dir, "run") / "frontiers.parquet", 2)  # and has written into it already
+        return published(out_dir)
+
+    monkeypatch.setattr(generations, "published_dir", other_process_stages_first)
+    if cleanup_fails:
+        _make_stuck(monkeypatch)
+    staging = staging_dir(out, "run")
+    assert staging == staging_path(out, "run") and sorted(p.name for p in staging.iterdir()) == ["frontiers.parquet"]
+    assert _value(staging / "frontiers.parquet") == 2
+    if not cleanup_fails:
+        assert _hidden(out) == []
+
+
+def test_discarding_a_run_that_staged_nothing_does_nothing(tmp_path):
+    out = tmp_path / "marts"
+    discard(out, "never")  # not even the mart folder exists
+    _write(staging_dir(out, "run1") / "frontiers.parquet", 1)
+    publish(out, "run1")
+    before = sorted(p.name for p in (out / GENERATIONS).iterdir())
+    discard(out, "never")
+    assert sorted(p.name for p in (out / GENERATIONS).iterdir()) == before
+
+
+def test_only_a_cli_generation_whose_process_is_gone_counts_as_dead(live_process):
+    dead = _dead_pid()
+    assert generations._process_alive(f"cli-{dead}-0a1b2c") is False
+    assert generations._process_alive(f"cli-{live_process.pid}-0a1b2c") is True
+    with pytest.raises(subprocess.TimeoutExpired):  # asking sent the process no signal that ends it
+        live_process.wait(timeout=0.2)
+    # not a CLI generation id: judged by the age of its staging folder, never by a process
+    for run_id in (f"bench-{dead}-0a1b2c", f"cli-{dead}", f"cli-{dead}-0a1b2c-d", f"cli-x{dead}-0a1b2c",
+                   f"{dead}-{dead}-{dead}", "0e7a1b2c-1234-4a5b-8c9d-0123456789ab"):
+        assert generations._process_alive(run_id) is True, run_id
+
+
+def test_a_cli_process_of_another_user_counts_as_alive(monkeypatch):
+    def not_allowed(pid, signal):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "kill", not_allowed)
+    assert generations._process_alive("cli-1-0a1b2c") is True
+
+
+def test_a_cli_generation_id_names_this_process_and_twelve_random_hex_digits(monkeypatch):
+    first, second = cli_generation_id(), cli_generation_id()
+    assert re.fullmatch(rf"cli-{os.getpid()}-[0-9a-f]{{12}}", first) and first != second
+    asked = []
+    monkeypatch.setattr(os, "kill", lambda pid, signal: asked.append((pid, signal)))
+    assert generations._process_alive(first) is True
+    assert asked == [(os.getpid(), 0)]  # this process is asked whether it runs (signal 0: nothing is sent)
+
+
+def test_top_level_names_follow_the_marts_of_the_current_generation(tmp_path):
+    """Every mart of the new generation gets its name at the top (a name pointed elsewhere is pointed back), the
+    name of a mart it no longer has goes, and a link that does not point into ``current`` is left alone."""
+    out = tmp_path / "marts"
+    one = staging_dir(out, "one")
+    for name in ("a", "c", "d"):
+        _write(one / f"{name}.parquet", 1)
+    publish(out, "one")
+    two = staging_dir(out, "two")
+    (two / "c.parquet").unlink()
+    _write(two / "b.parquet", 2)
+    (out / "d.parquet").unlink()
+    (out / "d.parquet").symlink_to("backup/d.parquet")
+    (out / "notes").symlink_to("shared/notes")
+    generation = publish(out, "two")
+    links = {p.name: os.readlink(p) for p in out.iterdir() if p.is_symlink()}
+    assert links == {CURRENT: f"{GENERATIONS}/{generation.name}", "a.parquet": "current/a.parquet",
+                     "b.parquet": "current/b.parquet", "d.parquet": "current/d.parquet", "notes": "shared/notes"}
+
+
+def test_pruning_keeps_the_base_of_a_run_still_staging_and_no_staging_or_hidden_folder_counts(tmp_path):
+    """Generations beyond the newest ``KEEP_GENERATIONS`` go, except one a run still staging started from; a
+    staging folder and another process's copy in progress (a hidden folder) neither go nor take a place."""
+    out = tmp_path / "marts"
+    published = []
+    _write(staging_dir(out, "run0") / "frontiers.parquet", 0)
+    published.append(publish(out, "run0"))
+    waiting = staging_dir(out, "zzz")  # sorts after every generation name (UTC times)
+    copying = out / GENERATIONS / ".yyy.staging-99999"
+    _write(copying / "frontiers.parquet", 0)
+    for i in range(1, 5):
+        _write(staging_dir(out, f"run{i}") / "frontiers.parquet", i)
+        published.append(publish(out, f"run{i}"))
+    assert KEEP_GENERATIONS == 3
+    assert [g.exists() for g in published] == [True, False, True, True, True]
+    assert _value(waiting / "frontiers.parquet") == 0 and _value(copying / "frontiers.parquet") == 0
+
+
+def test_publish_discards_the_staging_folders_of_dead_cli_runs_and_of_runs_untouched_for_a_day(tmp_path,
+                                                                                               live_process):
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "first") / "frontiers.parquet", 1)
+    publish(out, "first")
+    dead, alive = f"cli-{_dead_pid()}-0a1b2c", f"cli-{live_process.pid}-0a1b2c"
+    for run_id in (dead, alive, "old-run", "new-run"):
+        staging_dir(out, run_id)
+    day_ago = time.time() - STALE_STAGING_S - 60
+    os.utime(staging_path(out, "old-run"), (day_ago, day_ago))
+    _write(staging_dir(out, "last") / "frontiers.parquet", 2)
+    publish(out, "last")
+    root = out / GENERATIONS
+    assert sorted(p.name for p in root.glob("*.staging")) == sorted([f"{alive}.staging", "new-run.staging"])
+    assert sorted(p.name for p in root.glob("*.base")) == sorted([f"{alive}.base", "new-run.base"])
+
+
+def test_a_staging_folder_untouched_exactly_a_day_is_kept(tmp_path, monkeypatch):
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "first") / "frontiers.parquet", 1)
+    publish(out, "first")
+    now = 2_000_000_000
+    for run_id, age in (("day-old", STALE_STAGING_S), ("older", STALE_STAGING_S + 1)):
+        os.utime(staging_dir(out, run_id), ns=((now - age) * 10**9,) * 2)
+    monkeypatch.setattr(generations, "time", SimpleNamespace(time=lambda: float(now)))
+    _write(staging_dir(out, "last") / "frontiers.parquet", 2)
+    publish(out, "last")
+    assert sorted(p.name for p in (out / GENERATIONS).glob("*.staging")) == ["day-old.staging"]
+
+
+def test_a_generation_that_cannot_be_deleted_entirely_does_not_fail_the_publish(tmp_path, monkeypatch):
+    out = tmp_path / "marts"
+    first = staging_dir(out, "run0")
+    _write(first / "frontiers.parquet", 0)
+    _write(first / STUCK, 0)
+    publish(out, "run0")
+    _make_stuck(monkeypatch)
+    for i in range(1, KEEP_GENERATIONS + 1):  # the last one prunes run0's generation
+        _write(staging_dir(out, f"run{i}") / "frontiers.parquet", i)
+        last = publish(out, f"run{i}")
+    assert published_dir(out) == last.resolve() and _value(out / "frontiers.parquet") == KEEP_GENERATIONS
+
+
+def test_a_rebased_run_adds_new_folders_and_whole_folders_and_removes_what_it_removed(tmp_path):
+    out = tmp_path / "marts"
+    base = staging_dir(out, "base")
+    for date, value in (("2026-01-01", 1), ("2026-01-02", 2)):
+        _write(base / "runs" / "m" / date / "part-0.parquet", value)
+    _write(base / "quarantine.parquet", 5)
+    _write(base / "frontiers.parquet", 0)
+    _write(base / "ledger" / "base.parquet", 7)
+    (base / "ledger" / WHOLE).touch()
+    publish(out, "base")
+    a, b = staging_dir(out, "a"), staging_dir(out, "b")
+    shutil.rmtree(a / "runs" / "m" / "2026-01-01")
+    _write(a / "frontiers.parquet", 30)
+    shutil.rmtree(b / "runs" / "m" / "2026-01-01")  # both runs dropped this date
+    (b / "quarantine.parquet").unlink()
+    _write(b / "ledger" / "base.parquet", 8)  # a whole folder, listed before the runs b added
+    _write(b / "newwhole" / "base.parquet", 9)  # a whole folder the published generation does not have
+    (b / "newwhole" / WHOLE).touch()
+    _write(b / "runs" / "new" / "2026-01-05" / "part-0.parquet", 4)  # a model the published runs do not have
+    publish(out, "a")
+    publish(out, "b")
+    marts = published_dir(out)
+    assert {p.relative_to(marts).as_posix(): _value(p) for p in marts.rglob("*.parquet")} == {
+        "frontiers.parquet": 30, "ledger/base.parquet": 8, "newwhole/base.parquet": 9,
+        "runs/m/2026-01-02/part-0.parquet": 2, "runs/new/2026-01-05/part-0.parquet": 4}
+    assert not b.exists() and _hidden(out) == []
+
+
+def test_a_rebased_run_that_folded_a_whole_folder_and_dropped_dates_removes_all_of_them(tmp_path):
+    """Run B folds the recent files of a whole folder (kept in a subfolder) into its base and drops eight dates;
+    run A published in between: every file B removed is gone, whichever order the removals are applied in, and the
+    whole folder is B's as B left it (its emptied subfolder too)."""
+    out = tmp_path / "marts"
+    base = staging_dir(out, "base")
+    for day in range(1, 10):
+        _write(base / "runs" / "m" / f"2026-01-0{day}" / "part-0.parquet", day)
+    _write(base / "ledger" / "base.parquet", 0)
+    (base / "ledger" / WHOLE).touch()
+    for night in range(1, 9):
+        _write(base / "ledger" / "recent" / f"night-{night}.parquet", night)
+    publish(out, "base")
+    a, b = staging_dir(out, "a"), staging_dir(out, "b")
+    _write(a / "frontiers.parquet", 1)
+    for night in range(1, 9):
+        (b / "ledger" / "recent" / f"night-{night}.parquet").unlink()
+    _write(b / "ledger" / "base.parquet", 36)
+    for day in range(1, 9):
+        shutil.rmtree(b / "runs" / "m" / f"2026-01-0{day}")
+    publish(out, "a")
+    publish(out, "b")
+    marts = published_dir(out)
+    assert {p.relative_to(marts).as_posix(): _value(p) for p in marts.rglob("*.parquet")} == {
+        "frontiers.parquet": 1, "ledger/base.parquet": 36, "runs/m/2026-01-09/part-0.parquet": 9}
+    assert sorted(p.name for p in (marts / "ledger").iterdir()) == [WHOLE, "base.parquet", "recent"]
+    assert list((marts / "ledger" / "recent").iterdir()) == []
+
+
+def test_a_rewritten_file_of_the_same_size_and_time_counts_as_changed(tmp_path):
+    """``shutil.copy2`` keeps a file's time, and on a file system that keeps times to the second a rewrite in the
+    same second keeps it too: a file of the same size and time as the base's is compared by content."""
+    out = tmp_path / "marts"
+    base = staging_dir(out, "base")
+    (base / "report").mkdir()
+    (base / "report" / "page.html").write_text("aaaa")
+    publish(out, "base")
+    a, b = staging_dir(out, "a"), staging_dir(out, "b")
+    _write(a / "frontiers.parquet", 1)
+    page = b / "report" / "page.html"
+    stat = page.stat()
+    (b / "report" / ".page.html.tmp").write_text("bbbb")
+    os.replace(b / "report" / ".page.html.tmp", page)
+    os.utime(page, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    publish(out, "a")
+    publish(out, "b")
+    assert (out / "report" / "page.html").read_text() == "bbbb" and _value(out / "frontiers.parquet") == 1
+
+
+def test_a_rebase_replaces_a_leftover_folder_of_its_name(tmp_path):
+    staging, base, current = tmp_path / "staging", tmp_path / "base", tmp_path / "current"
+    staging.mkdir()
+    base.mkdir()
+    _write(current / "frontiers.parquet", 1)
+    _write(tmp_path / ".gen.tmp" / "junk.parquet", 9)  # an earlier rebase to this name, stopped half-way
+    built = generations._rebase(staging, base, current, tmp_path / "gen")
+    assert built == tmp_path / ".gen.tmp" and sorted(p.name for p in built.iterdir()) == ["frontiers.parquet"]
+
+
+
+def test_the_base_records_are_utf8_whatever_the_locale_of_the_process(tmp_path):
+    """A generation tag is any text: the name of a generation published from one with accents is recorded by the
+    runs that stage from it and read back at publish in UTF-8, also while the process's locale is plain C (ASCII),
+    as after a library's ``setlocale``."""
+    out = tmp_path / "marts"
+    _write(staging_dir(out, "nuit-\u00e9t\u00e9-1") / "frontiers.parquet", 1)
+    first = publish(out, "nuit-\u00e9t\u00e9-1")
+    assert first.name.endswith("-nuit-\u00e9t\u00e9")
+    saved = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        staging_dir(out, "waiting")  # a run that stays staging, from the accented generation
+        _write(staging_dir(out, "last") / "frontiers.parquet", 2)
+        publish(out, "last")
+    finally:
+        locale.setlocale(locale.LC_CTYPE, saved)
+    assert (out / GENERATIONS / "waiting.base").read_bytes() == first.name.encode("utf-8")
+    assert _value(out / "frontiers.parquet") == 2

@@ -88,8 +88,9 @@ def staging_dir(out_dir: Path, run_id: str) -> Path:
 
 def publish(out_dir: Path, run_id: str, guard: Callable[[Path, Path, str], None] | None = None) -> Path | None:
     """Make run ``run_id``'s staging folder the current generation: rename it to
-    ``.generations/<UTC time>-<run id>``, switch ``current`` to it, point the top-level names at it, and delete
-    generations beyond ``KEEP_GENERATIONS`` and staging folders of runs that died more than a day ago.
+    ``.generations/<UTC time>-<first 8 characters of the run id>``, switch ``current`` to it, point the top-level
+    names at it, and delete generations beyond ``KEEP_GENERATIONS`` and staging folders of runs that died more than a
+    day ago.
 
     When another run published since this one staged, this run's changes are applied on top of that
     generation instead (a file this run wrote replaces that run's; a file this run removed is removed).
@@ -144,10 +145,10 @@ def _mart_entries(folder: Path) -> list[Path]:
 
 
 def _link_copy(src: Path, dst: Path) -> None:
-    """Copy the tree ``src`` to ``dst``: Parquet files (only ever replaced, never rewritten in place) as hard links,
-    everything else (report pages, which are rewritten in place) as copies."""
+    """Copy the tree ``src`` to ``dst`` (a new name in an existing folder): Parquet files (only ever replaced, never
+    rewritten in place) as hard links, everything else (report pages, which are rewritten in place) as copies."""
     if src.is_dir():
-        dst.mkdir(parents=True, exist_ok=True)
+        dst.mkdir()
         for child in src.iterdir():
             _link_copy(child, dst / child.name)
         return
@@ -196,8 +197,8 @@ def _rebase(staging: Path, base: Path, current: Path, generation: Path) -> Path:
         if rel.split("/")[0] in wholes:
             continue
         (tmp / rel).unlink(missing_ok=True)
-        for parent in (tmp / rel).parents:
-            if parent == tmp or any(parent.iterdir()):
+        for parent in (tmp / rel).parents:  # folders it emptied (none when the published generation lacks it)
+            if parent == tmp or not parent.is_dir() or any(parent.iterdir()):
                 break
             parent.rmdir()
     return tmp
@@ -242,8 +243,9 @@ def _prune(root: Path, keep: set[str]) -> None:
 
 
 def cli_generation_id() -> str:
-    """A generation id for one CLI run (the tag ``pipeline/generation`` of its run): ``cli-<pid>-<random>``, so that ``publish``
-    can tell the staging folder of a CLI run that was killed (its process is gone) and delete it."""
+    """A generation id for one CLI run (the tag ``pipeline/generation`` of its run): ``cli-<pid>-<12 random hex
+    digits>``, so that ``publish`` can tell the staging folder of a CLI run that was killed (its process is gone) and
+    delete it."""
     return f"cli-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
