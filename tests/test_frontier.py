@@ -240,7 +240,7 @@ def test_a_missing_value_stays_in_its_own_frontier():
 # x 10, 20, 30 and values 100, 0, 40 (the tests below): h = 10, s0 = -10, s1 = 4 -> opposite signs, m1 = 0;
 # m0 = (3 s0 - m1)/2 = -15, m2 = (3 s1 - m1)/2 = 6. Halfway (u = 1/2: h00 = h01 = 1/2, h10 = 1/8, h11 = -1/8):
 # at 15, 100/2 + 10 (-15)/8 = 31.25; at 25, 40/2 - 10 * 6/8 = 12.5; at the knot 20, exactly 0.
-HAND_X, HAND_AT = [10.0, 20.0, 30.0], {15.0: 31.25, 20.0: 0.0, 25.0: 12.5}
+HAND_X = [10.0, 20.0, 30.0]
 
 
 def test_a_missing_or_infinite_value_is_read_as_zero_at_its_point_and_between():
@@ -261,6 +261,15 @@ def test_decimal_inputs_are_read_as_their_float_values():
     # steffen_tangents([0, 1, 3], [0, 2, 3]) by hand in test_steffen_interior_hand_computed
     np.testing.assert_allclose(grouped_steffen_tangents([Decimal(0), Decimal(1), Decimal(3)], [0, 2, 3], [3]),
                                [2.5, 1.0, 0.25])
+
+
+@pytest.mark.parametrize("clamp", [False, True])
+def test_decimal_x_is_compared_as_floats_also_with_a_nan_target(clamp):
+    # a NaN target (no interactivity) reads NaN, as with float x, and the others their values (a Decimal x
+    # compared with NaN as it is would raise decimal.InvalidOperation)
+    x = [Decimal("10"), Decimal("20"), Decimal("30")]
+    values = interpolate(x, [100.0, 0.0, 40.0], [np.nan, 15.0, 25.0], clamp=clamp)
+    assert np.isnan(values[0]) and values[1:] == pytest.approx([31.25, 12.5], rel=1e-12)
 
 
 def test_a_target_of_none_reads_nan():
@@ -307,8 +316,8 @@ def test_a_frontier_whose_last_points_collapse_on_the_shared_axis_gets_its_own_s
 
 
 def test_shared_reads_are_the_frontiers_splines_on_the_documented_axis_to_the_bit():
-    """frontiers_at's layout: the frontiers read in their range, in frontier order, each start 1 tok/s/user past the
-    end of the one before on an axis from 0 (start_k = sum of (span + 1) before it). A read is then, to the last
+    """frontiers_at's layout: the frontiers read in their range, in frontier order, each starting 1 tok/s/user past
+    the end of the one before on an axis from 0 (start_k = sum of (span + 1) before it). A read is then, to the last
     bit, scipy's Hermite spline of its own frontier (d3's tangents, test_rule_values) on that shifted axis: the
     bits trends.py reproduces across a nightly batch and a full refresh. Rebuilt here point by point."""
     rng = np.random.default_rng(5)
