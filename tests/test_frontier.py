@@ -1,8 +1,12 @@
 """Frontier, interpolation, band and target rules against hand-computed cases (docs/metrics.md)."""
 
+import math
+from decimal import Decimal
+
 import numpy as np
 import pytest
-from test_rule_values import _d3_tangents
+from scipy.interpolate import CubicHermiteSpline
+from test_rule_values import _d3_tangents, _hermite
 
 from pipeline.comparisons.band import (
     band_phrase,
@@ -17,6 +21,8 @@ from pipeline.frontiers.spline import (
     grouped_steffen_tangents,
     interpolate,
     interpolate_frontiers,
+    monotone_spline,
+    slices,
     steffen_tangents,
 )
 
@@ -229,6 +235,147 @@ def test_a_missing_value_stays_in_its_own_frontier():
     out = interpolate_frontiers(x, v, [3, 3], 30.0)
     assert out[0].tolist() == [50.0, 3.0]
     assert np.isfinite(interpolate_frontiers(x, v, [3, 3], 40.0)[1]).all()
+
+
+# x 10, 20, 30 and values 100, 0, 40 (the tests below): h = 10, s0 = -10, s1 = 4 -> opposite signs, m1 = 0;
+# m0 = (3 s0 - m1)/2 = -15, m2 = (3 s1 - m1)/2 = 6. Halfway (u = 1/2: h00 = h01 = 1/2, h10 = 1/8, h11 = -1/8):
+# at 15, 100/2 + 10 (-15)/8 = 31.25; at 25, 40/2 - 10 * 6/8 = 12.5; at the knot 20, exactly 0.
+HAND_X = [10.0, 20.0, 30.0]
+
+
+def test_a_missing_or_infinite_value_is_read_as_zero_at_its_point_and_between():
+    """frontiers_at's documented rule: a non-finite metric (NaN, +inf, -inf, or None as a database null arrives
+    in a Python list) is the value 0, so the frontier's spline goes through 0 there (the caller masks the cell)."""
+    v = [[100.0, 100.0, 100.0, 100.0], [np.nan, np.inf, -np.inf, None], [40.0, 40.0, 40.0, 40.0],
+         [7.0, 7.0, 7.0, 7.0], [9.0, 9.0, 9.0, 9.0]]
+    out = frontiers_at(HAND_X + [5.0, 50.0], v, [3, 2], [0, 0, 0, 1], [15.0, 20.0, 25.0, 5.0])
+    np.testing.assert_allclose(out[[0, 2]], [[31.25] * 4, [12.5] * 4], rtol=1e-12)
+    assert out[1].tolist() == [0.0] * 4 and out[3].tolist() == [7.0] * 4
+
+
+def test_decimal_inputs_are_read_as_their_float_values():
+    # DuckDB returns DECIMAL columns as Python Decimals; they are converted before any arithmetic
+    x = [Decimal("10"), Decimal("20"), Decimal("30")]
+    out = frontiers_at(x, [[Decimal("100")], [Decimal("0")], [Decimal("40")]], [3], [0, 0], [15.0, 25.0])
+    np.testing.assert_allclose(out, [[31.25], [12.5]], rtol=1e-12)
+    # steffen_tangents([0, 1, 3], [0, 2, 3]) by hand in test_steffen_interior_hand_computed
+    np.testing.assert_allclose(grouped_steffen_tangents([Decimal(0), Decimal(1), Decimal(3)], [0, 2, 3], [3]),
+                               [2.5, 1.0, 0.25])
+
+
+@pytest.mark.parametrize("clamp", [False, True])
+def test_decimal_x_is_compared_as_floats_also_with_a_nan_target(clamp):
+    # a NaN target (no interactivity) reads NaN, as with float x, and the others their values (a Decimal x
+    # compared with NaN as it is would raise decimal.InvalidOperation)
+    x = [Decimal("10"), Decimal("20"), Decimal("30")]
+    values = interpolate(x, [100.0, 0.0, 40.0], [np.nan, 15.0, 25.0], clamp=clamp)
+    assert np.isnan(values[0]) and values[1:] == pytest.approx([31.25, 12.5], rel=1e-12)
+
+
+def test_a_target_of_none_reads_nan():
+    # a null target (None in a Python list) is no interactivity: NaN in the trend and the comparison rule alike
+    out = frontiers_at(HAND_X, [[100.0], [0.0], [40.0]], [3], [0, 0], [None, 15.0])
+    assert np.isnan(out[0, 0]) and out[1, 0] == pytest.approx(31.25, rel=1e-12)
+    for clamp in (False, True):
+        values = interpolate(HAND_X, [100.0, 0.0, 40.0], [None, 15.0], clamp=clamp)
+        assert np.isnan(values[0]) and values[1] == pytest.approx(31.25, rel=1e-12)
+
+
+def test_no_frontiers_or_no_reads_give_an_empty_result():
+    # a date with nothing to read: lists and empty arrays made without a dtype (numpy makes those float64)
+    assert frontiers_at([], np.empty((0, 2)), [], [], []).shape == (0, 2)
+    assert frontiers_at(np.array([]), np.empty((0, 2)), np.array([]), np.array([]), np.array([])).shape == (0, 2)
+    assert frontiers_at(HAND_X, [[1.0], [2.0], [3.0]], [3], [], []).shape == (0, 1)
+    assert interpolate_frontiers([], np.empty((0, 3)), [], 30.0).shape == (0, 3)
+
+
+def test_slices_are_int64_indices_also_of_empty_float_arrays():
+    got = slices(np.array([3, 0]), np.array([2, 1]))
+    assert got.dtype == np.int64 and got.tolist() == [3, 4, 0]
+    none = slices(np.array([]), np.array([]))  # float64 arrays: no slice at all
+    assert none.dtype == np.int64 and none.size == 0 and np.arange(5)[none].size == 0
+
+
+@pytest.mark.parametrize("close_last", [False, True])
+def test_a_frontier_whose_last_points_collapse_on_the_shared_axis_gets_its_own_spline(close_last):
+    """Points 1e-12 apart at the end of a frontier that lies past a 1e6-wide one on the shared axis, where that
+    step rounds to 0: the frontier is read on its own spline, whether another frontier follows it or not."""
+    # 34, 35, 35 + 1e-12; 30, 20, 10: h0 = 1, h1 = 1e-12, s0 = -10, s1 = -1e13, p ~ -1e13 -> m1 = -2 min(10,
+    # 1e13, 5e12) = -20; m0 = (3 s0 - m1)/2 = -5. At 34.5 (u = 1/2, h = 1): 15 - 5/8 + 10 + 20/8 = 26.875.
+    wide = ([0.0, 1e6], [[1.0], [2.0]])
+    close = ([34.0, 35.0, 35.0 + 1e-12], [[30.0], [20.0], [10.0]])
+    two_point = ([30.0, 40.0], [[8.0], [4.0]])
+    order = [wide, two_point, close] if close_last else [wide, close, two_point]
+    x, v = sum((f[0] for f in order), []), sum((f[1] for f in order), [])
+    out = interpolate_frontiers(x, v, [len(f[0]) for f in order], 34.5)[:, 0]
+    assert out[order.index(close)] == pytest.approx(26.875, rel=1e-12)
+    # two points: m = 1.5 s, 0.75 s
+    assert out[order.index(two_point)] == pytest.approx(_hermite([30.0, 40.0], [8.0, 4.0], [-0.6, -0.3], 34.5),
+                                                        rel=1e-9)
+    assert out[0] == pytest.approx(_hermite([0.0, 1e6], [1.0, 2.0], [1.5e-6, 0.75e-6], 34.5), rel=1e-9)
+
+
+def test_shared_reads_are_the_frontiers_splines_on_the_documented_axis_to_the_bit():
+    """frontiers_at's layout: the frontiers read in their range, in frontier order, each starting 1 tok/s/user past
+    the end of the one before on an axis from 0 (start_k = sum of (span + 1) before it). A read is then, to the last
+    bit, scipy's Hermite spline of its own frontier (d3's tangents, test_rule_values) on that shifted axis: the
+    bits trends.py reproduces across a nightly batch and a full refresh. Rebuilt here point by point."""
+    rng = np.random.default_rng(5)
+    x, v, sizes = _random_frontiers(rng, 200)
+    frontier = np.repeat(np.arange(len(sizes)), 3)
+    targets = rng.uniform(0.0, 400.0, frontier.size)
+    starts = np.cumsum(sizes) - sizes
+    inside = [sizes[g] >= 2 and x[starts[g]] <= t <= x[starts[g] + sizes[g] - 1] for g, t in zip(frontier, targets)]
+    start, offset = 0.0, {}
+    for g in sorted({g for g, read in zip(frontier, inside) if read}):
+        offset[g] = start - x[starts[g]]
+        start += (x[starts[g] + sizes[g] - 1] - x[starts[g]]) + 1.0
+    expected = np.full((frontier.size, 2), np.nan)
+    for i, (g, t) in enumerate(zip(frontier, targets)):
+        if inside[i]:
+            rows = slice(starts[g], starts[g] + sizes[g])
+            for k in range(2):
+                tangents = _d3_tangents(x[rows].tolist(), v[rows, k].tolist())
+                expected[i, k] = CubicHermiteSpline(x[rows] + offset[g], v[rows, k], tangents)(t + offset[g])
+    assert sum(inside) > 200 and len(offset) > 100
+    assert np.array_equal(frontiers_at(x, v, sizes, frontier, targets), expected, equal_nan=True)
+
+
+def test_given_tangents_are_used_as_given():
+    # x 0, 10; y 0, 100; tangents 20, 0 (not Steffen's 15, 7.5). At 5 (u = 1/2, h = 10): 0/2 + 10 * 20/8 + 100/2
+    # - 10 * 0/8 = 75
+    at = monotone_spline([0.0, 10.0], [0.0, 100.0], [20.0, 0.0])
+    assert at([0.0, 5.0, 10.0], clamp=False).tolist() == [0.0, 75.0, 100.0]
+
+
+def test_tangents_of_counts_given_as_floats_and_of_unsigned_x():
+    # whole-number counts as floats (a column that went through a float type) are the same curves:
+    # steffen([0, 1, 3], [0, 2, 3]) = [2.5, 1, 0.25] and steffen([0, 10], [0, 100]) = [15, 7.5] by hand above
+    np.testing.assert_allclose(grouped_steffen_tangents([0, 1, 3, 0, 10], [0, 2, 3, 0, 100], np.array([3.0, 2.0])),
+                               [2.5, 1.0, 0.25, 15.0, 7.5])
+    # unsigned x (an unsigned integer column): the same tangents, and a fall in x is refused, not wrapped around
+    np.testing.assert_allclose(grouped_steffen_tangents(np.array([0, 1, 3], dtype=np.uint32), [0, 2, 3], [3]),
+                               [2.5, 1.0, 0.25])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        grouped_steffen_tangents(np.array([1, 3, 2], dtype=np.uint32), [1.0, 2.0, 3.0], [3])
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_curve_starting_where_the_one_before_ends_warns_nothing():
+    """The step between two curves laid end to end is never read; one of 0 (the next curve starts at the last x of
+    the one before) divides by 0 there, silently. Two-point curves: m = 1.5 s, 0.75 s."""
+    same_y = grouped_steffen_tangents([1.0, 2.0, 2.0, 3.0], [5.0, 4.0, 4.0, 3.0], [2, 2])  # 0/0 at the join
+    assert same_y.tolist() == [-1.5, -0.75, -1.5, -0.75]
+    other_y = grouped_steffen_tangents([1.0, 2.0, 2.0, 3.0], [5.0, 4.0, 6.0, 3.0], [2, 2])  # 2/0 at the join
+    assert other_y.tolist() == [-1.5, -0.75, -4.5, -2.25]
+
+
+def test_a_flat_segment_beside_a_falling_one_gives_a_positive_zero_tangent():
+    # d3's sign(0) = +1: (sgn 0 + sgn s) min(|0|, ...) = (1 - 1) 0 = +0, bit for bit the chart's tangent
+    flat_first = steffen_tangents([0.0, 1.0, 2.0], [5.0, 5.0, 3.0])  # s = 0, -2: m0 = 0, m2 = (3 (-2) - 0)/2
+    falling_first = steffen_tangents([0.0, 1.0, 2.0], [5.0, 3.0, 3.0])  # s = -2, 0: m0 = (3 (-2) - 0)/2, m2 = 0
+    assert flat_first.tolist() == [0.0, 0.0, -3.0] and falling_first.tolist() == [-3.0, 0.0, 0.0]
+    assert math.copysign(1.0, flat_first[1]) == 1.0 and math.copysign(1.0, falling_first[1]) == 1.0
 
 
 def test_comparison_clamps_target_and_value():

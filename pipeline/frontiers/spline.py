@@ -28,10 +28,10 @@ def steffen_tangents(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
     Raises:
         ValueError: fewer than 2 points, or x not strictly increasing.
     """
-    xs = np.asarray(x, dtype=float)
-    if xs.size < 2:
+    n = np.size(x)  # grouped_steffen_tangents converts x to float64
+    if n < 2:
         raise ValueError("tangents need at least 2 points")
-    return grouped_steffen_tangents(xs, y, np.array([xs.size]))
+    return grouped_steffen_tangents(x, y, [n])
 
 
 def grouped_steffen_tangents(x: Sequence[float], y: Sequence[float], sizes: Sequence[int]) -> np.ndarray:
@@ -145,8 +145,8 @@ def interpolate_frontiers(x: Sequence[float], v: Sequence[float], sizes: Sequenc
     Raises:
         ValueError: sizes do not add up to n, or x not strictly increasing within a frontier.
     """
-    counts = np.asarray(sizes, dtype=np.int64)
-    return frontiers_at(x, v, counts, np.arange(counts.size, dtype=np.int64), np.full(counts.size, float(target)))
+    frontiers = np.size(sizes)  # frontiers_at converts sizes to int64
+    return frontiers_at(x, v, sizes, np.arange(frontiers), np.full(frontiers, float(target)))
 
 
 def frontiers_at(x: Sequence[float], v: Sequence[float], sizes: Sequence[int], frontier: Sequence[int],
@@ -209,8 +209,8 @@ def frontiers_at(x: Sequence[float], v: Sequence[float], sizes: Sequence[int], f
         spline = CubicHermiteSpline(shifted[keep], vs[rows[keep]], tangents[rows[keep]], extrapolate=False)
         out[shared] = spline(ts[shared] + offset[position[shared]])
     for i in np.flatnonzero(splined_reads & own_spline[np.minimum(position, splined.size - 1)]):
-        g = reads[i]  # too close to share the shifted axis: the one-frontier spline
-        out[i] = interpolate(xs[first[g]:last[g] + 1], vs[first[g]:last[g] + 1], [ts[i]], clamp=False)[0]
+        own = slice(first[reads[i]], last[reads[i]] + 1)  # too close to share the shifted axis: its own spline
+        out[i] = CubicHermiteSpline(xs[own], vs[own], tangents[own])(ts[i])  # ts[i] lies in its range
     return out
 
 
@@ -218,4 +218,4 @@ def slices(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The indices of the slices ``[start, start + size)`` concatenated (int64, length ``sizes.sum()``)."""
     starts, sizes = np.asarray(starts, dtype=np.int64), np.asarray(sizes, dtype=np.int64)
     offsets = np.cumsum(sizes) - sizes
-    return np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(offsets - starts, sizes)
+    return np.arange(sizes.sum()) - np.repeat(offsets - starts, sizes)  # sum of int64: an int64 arange
