@@ -103,6 +103,16 @@ def test_sweep_order_newest_date_then_id_numerically():
     assert [r["current"] for r in run_lineage(runs).to_pylist()] == [False, True]
 
 
+@pytest.mark.parametrize("sweep", ["12345", "nightly:7", "", "GHA:1"])
+def test_a_sweep_id_without_a_known_kind_is_refused_by_name(sweep):
+    """``sweep_order_key`` refuses an id that is not ``<kind>:<value>`` of a known kind with a ValueError that
+    quotes the id and lists the kinds, instead of a bare KeyError (or ranking it as the oldest sweep)."""
+    with pytest.raises(ValueError) as raised:
+        sweep_order_key(D1, sweep)
+    assert str(raised.value) == (f"sweep id {sweep!r} does not start with a known kind (undated, date, sweep, gha) "
+                                 "and ':'")
+
+
 def test_sweep_ids_from_run_url_metadata_or_date():
     url = "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/22469096331/attempts/1"
     assert sweep_id({"run_url": url, "sweep_id": "s", "run_date": D1}) == "gha:22469096331"

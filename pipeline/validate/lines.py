@@ -131,8 +131,15 @@ def _lower_attempts(sweep_ids: Sequence[str]) -> dict[str, str]:
 def sweep_order_key(sweep_date: date | None, sweep: str) -> tuple:
     """Sort key of a sweep, larger = newer: the newest run date among its runs (undated oldest), then the kind of
     id (``gha`` > ``sweep`` > ``date`` > ``undated``), then the id, numerically when it is a number (a workflow
-    run's attempts by attempt number: ``gha:<id>/attempt/2`` after ``gha:<id>``)."""
+    run's attempts by attempt number: ``gha:<id>/attempt/2`` after ``gha:<id>``).
+
+    Raises:
+        ValueError: ``sweep`` does not start with one of those kinds and a colon (``sweep_id`` writes every id so;
+            one without is not a sweep id, and ranking it as the oldest would let it lose to any sweep).
+    """
     kind, _, value = sweep.partition(":")
+    if kind not in _KIND_RANK:
+        raise ValueError(f"sweep id {sweep!r} does not start with a known kind ({', '.join(_KIND_RANK)}) and ':'")
     workflow = workflow_attempt(sweep)
     number, attempt = workflow if workflow is not None else ((int(value) if value.isdigit() else 0), 1)
     return (sweep_date.toordinal() if sweep_date is not None else -1, _KIND_RANK[kind],
