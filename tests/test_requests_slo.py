@@ -668,9 +668,11 @@ def test_agentx_siblings_that_make_the_records_ambiguous(tmp_path, monkeypatch, 
         assert (source.requests_file, source.rows, source.reason) == ("x/profile_export.jsonl", ONE_RECORD, None)
 
 
-@pytest.mark.parametrize("head, single", [(b"\xef\xbb\xbf", True), (b"\r\n \t", True), (b"X", False)])
+@pytest.mark.parametrize("head, single", [(b"\xef\xbb\xbf", True), (b"\r\n \t", True), (b" " * 5000, True),
+                                          (b"X", False)])
 def test_an_agentx_file_is_one_row_by_its_first_non_blank_byte(tmp_path, head, single):
-    """A byte-order mark and blanks before ``{`` still make a single-row AgentX file; any other byte does not."""
+    """A byte-order mark and blanks (however many) before ``{`` still make a single-row AgentX file; any other
+    byte does not."""
     raw = tmp_path / "raw"
     run = _agentx_folder(raw)
     (raw / "x" / "agg.json").write_bytes(head + json.dumps(AGENTX_ROW).encode())
@@ -932,3 +934,27 @@ def test_requests_tables_are_whole_rows_of_their_schemas(tmp_path):
                        "run_date_partition": "2026-01-03"}),
         {"run_id": "ok", "request_index": 1, **NO_LATENCY, "input_tokens": 6, "output_tokens": 2, "error": "refused",
          "run_date_partition": "2026-01-03"}]
+
+
+def test_a_guidellm_report_over_the_cap_is_never_read(tmp_path, monkeypatch):
+    """A GuideLLM report over ``LARGE_FILE_BYTES`` is not read at all (its size alone says so), not read whole and
+    then dropped."""
+    from pipeline.io import opener
+
+    doc = json.dumps({"benchmarks": [{"requests": {"successful": [{"request_latency": 0.5}]}}]})
+    (tmp_path / "bench.json").write_text(doc)
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(doc) - 1)
+    reads, real_read = [], os.read
+    monkeypatch.setattr(opener.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    source = read_run_requests(tmp_path, {"source_file": "bench.json", "source_format": "guidellm", "source_row": 0,
+                                          "completed": 1, "failed": 0})
+    monkeypatch.undo()
+    assert (source.requests_file, source.rows, source.reason, reads) == (None, [], None, [])
+
+
+def test_a_result_nested_deeper_than_the_standard_librarys_limit_is_still_decoded(tmp_path):
+    """Results are decoded by orjson (1024 levels), the standard library only for what orjson refuses (bare
+    ``NaN``): a value nested 1010 deep beside the arrays, past ``json``'s recursion limit of 1000, is read."""
+    deep = b"[" * 1010 + b"]" * 1010
+    source = _array_run(tmp_path, json.dumps(GOOD_ARRAYS)[:-1].encode() + b', "deep": ' + deep + b"}", completed=2)
+    assert (source.reason, [r["ttft_s"] for r in source.rows]) == (None, [0.1, 0.2])
