@@ -531,14 +531,15 @@ def test_aiperf_records_give_whole_rows_for_each_unit_key_and_error_form(tmp_pat
         {"error": "upstream closed"},
         {"metrics": None},
         {"metrics": {"ttft": {"value": 2, "unit": "sec"}, "time_to_first_token": {"value": 999, "unit": "s"},
-                     "request_latency": {"value": None, "unit": "ms"}, "inter_chunk_latency": {"value": 4, "unit": "ms"}}},
+                     "request_latency": {"value": None, "unit": "ms"},
+                     "inter_chunk_latency": {"value": 4, "unit": "ms"}}},
     ], completed=3, failed=3)
     assert (source.reason, source.detail, source.requests_file) == (None, None, "run1/profile_export.jsonl")
     assert source.rows == [
         # 250000 us = 0.25 s; 1.5 "S" = 1.5 s; 5e6 ns = 0.005 s; gaps 10, 20, 30 ms: p50 0.02 s, p99 at rank
         # 0.99 × 2 = 1.98: 0.02 + 0.98 × 0.01 = 0.0298 s; 100.0 tokens read as the integer 100
         _close({"input_tokens": 100, "output_tokens": 251, "error": None, "ttft_s": 0.25, "tpot_s": 0.005,
-                       "e2el_s": 1.5, "itl_p50_s": 0.02, "itl_p99_s": 0.0298}),
+                "e2el_s": 1.5, "itl_p50_s": 0.02, "itl_p99_s": 0.0298}),
         # an errored record keeps its token counts, its TTFT is not read; no code: "<type>: <message>"
         {"input_tokens": 7, "output_tokens": None, "error": "RequestCancellationError: cancelled", **NO_LATENCY},
         {"input_tokens": None, "output_tokens": None, "error": "504 :", **NO_LATENCY},  # "504 " + "" + ": " stripped
@@ -701,7 +702,7 @@ def test_vllm_arrays_give_whole_rows_read_whole_or_streamed(tmp_path, monkeypatc
     assert source.rows == [
         # 0.5 + 0.1 + 0.3 = 0.9; (0.9 − 0.5) / (3 − 1) = 0.2; gaps 0.1, 0.3: p50 0.2, p99 0.1 + 0.99 × 0.2 = 0.298
         _close({"input_tokens": 10, "output_tokens": 3, "error": None, "ttft_s": 0.5, "tpot_s": 0.2,
-                       "e2el_s": 0.9, "itl_p50_s": 0.2, "itl_p99_s": 0.298}),
+                "e2el_s": 0.9, "itl_p50_s": 0.2, "itl_p99_s": 0.298}),
         {"input_tokens": 20, "output_tokens": 1, "error": None, **NO_LATENCY, "ttft_s": 0.2, "e2el_s": 0.2},
         {"input_tokens": 30, "output_tokens": 2, "error": "Timeout: no reply", **NO_LATENCY},
     ]
@@ -709,7 +710,7 @@ def test_vllm_arrays_give_whole_rows_read_whole_or_streamed(tmp_path, monkeypatc
                                   "output_lens": [11, 1]}, name="e.json")
     assert source.rows == [  # (1.1 − 0.1) / (11 − 1) = 0.1
         _close({"input_tokens": 2**62 - 1, "output_tokens": 11, "error": None, **NO_LATENCY, "ttft_s": 0.1,
-                       "tpot_s": 0.1, "e2el_s": 1.1}),
+                "tpot_s": 0.1, "e2el_s": 1.1}),
         {"input_tokens": 6, "output_tokens": 1, "error": None, **NO_LATENCY, "ttft_s": 0.2, "e2el_s": 0.2},
     ]
 
@@ -783,7 +784,7 @@ def test_an_error_that_is_an_object_is_kept_as_its_text(tmp_path, monkeypatch, l
         {"input_tokens": 5, "output_tokens": 2, "error": "{'type': 'HTTPError', 'codes': [500]}", **NO_LATENCY},
         # 0.2 + 0.02 = 0.22; (0.22 − 0.2) / (2 − 1) = 0.02; one gap: both percentiles 0.02
         _close({"input_tokens": 6, "output_tokens": 2, "error": None, "ttft_s": 0.2, "tpot_s": 0.02,
-                       "e2el_s": 0.22, "itl_p50_s": 0.02, "itl_p99_s": 0.02}),
+                "e2el_s": 0.22, "itl_p50_s": 0.02, "itl_p99_s": 0.02}),
     ]
 
 
@@ -842,7 +843,7 @@ def test_guidellm_requests_give_whole_rows_in_status_order(tmp_path):
     assert source.rows == [
         # 250 ms = 0.25 s, 20 ms = 0.02 s, request_latency already in s
         _close({"input_tokens": 12, "output_tokens": 5, "error": None, **NO_LATENCY, "ttft_s": 0.25,
-                       "tpot_s": 0.02, "e2el_s": 0.33}),
+                "tpot_s": 0.02, "e2el_s": 0.33}),
         {"input_tokens": 3, "output_tokens": 1, "error": None, **NO_LATENCY, "e2el_s": 0.1},
         {"input_tokens": 4, "output_tokens": 0, "error": "boom", **NO_LATENCY},
         {"input_tokens": None, "output_tokens": None, "error": "timeout", **NO_LATENCY},
@@ -923,15 +924,16 @@ def test_requests_tables_are_whole_rows_of_their_schemas(tmp_path):
     rows = sources.to_pylist()
     assert rows[0]["requests_detail"].startswith("FileNotFoundError: ") and "gone.json" in rows[0]["requests_detail"]
     assert rows == [
-        {"run_id": "gone", "requests_file": "gone.json", "requests_read": 0, "requests_reason": "invalid_json:per_request",
-         "requests_detail": rows[0]["requests_detail"], "run_date_partition": "2026-01-01"},
+        {"run_id": "gone", "requests_file": "gone.json", "requests_read": 0,
+         "requests_reason": "invalid_json:per_request", "requests_detail": rows[0]["requests_detail"],
+         "run_date_partition": "2026-01-01"},
         {"run_id": "ok", "requests_file": "r.json", "requests_read": 2, "requests_reason": None,
          "requests_detail": None, "run_date_partition": "2026-01-03"}]
     assert requests.to_pylist() == [
         # 0.1 + 0.01 = 0.11 s; (0.11 − 0.1) / (2 − 1) = 0.01 s; one gap: both percentiles 0.01
         _close({"run_id": "ok", "request_index": 0, "ttft_s": 0.1, "tpot_s": 0.01, "e2el_s": 0.11,
-                       "itl_p50_s": 0.01, "itl_p99_s": 0.01, "input_tokens": 5, "output_tokens": 2, "error": None,
-                       "run_date_partition": "2026-01-03"}),
+                "itl_p50_s": 0.01, "itl_p99_s": 0.01, "input_tokens": 5, "output_tokens": 2, "error": None,
+                "run_date_partition": "2026-01-03"}),
         {"run_id": "ok", "request_index": 1, **NO_LATENCY, "input_tokens": 6, "output_tokens": 2, "error": "refused",
          "run_date_partition": "2026-01-03"}]
 
