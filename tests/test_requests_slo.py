@@ -960,3 +960,70 @@ def test_a_result_nested_deeper_than_the_standard_librarys_limit_is_still_decode
     deep = b"[" * 1010 + b"]" * 1010
     source = _array_run(tmp_path, json.dumps(GOOD_ARRAYS)[:-1].encode() + b', "deep": ' + deep + b"}", completed=2)
     assert (source.reason, [r["ttft_s"] for r in source.rows]) == (None, [0.1, 0.2])
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("change, detail", [
+    ({"itls": [[0.01], [0.02, "x"]]}, "itls: 'x'"),
+    ({"e2els": [0.5, "slow"]}, "e2els: 'slow'"),
+])
+def test_a_bad_gap_or_e2el_names_its_array_and_value(tmp_path, monkeypatch, large, change, detail):
+    """A gap or an ``e2els`` entry that is not a number is ``not_a_number:per_request`` naming the array and value."""
+    if large:
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    source = _array_run(tmp_path, {**GOOD_ARRAYS, **change}, completed=2)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], "not_a_number:per_request", detail)
+
+
+def test_a_request_without_a_ttft_has_no_latencies_but_its_gaps(tmp_path):
+    """A successful request whose TTFT is null has no e2el and no TPOT (nothing to add its gaps to); its gap
+    percentiles stand."""
+    source = _array_run(tmp_path, {**GOOD_ARRAYS, "ttfts": [None, 0.2]}, completed=2)
+    assert source.rows == [
+        {"input_tokens": 5, "output_tokens": 2, "error": None, **NO_LATENCY, "itl_p50_s": 0.01, "itl_p99_s": 0.01},
+        # 0.2 + 0.02 = 0.22; (0.22 − 0.2) / (2 − 1) = 0.02
+        _close({"input_tokens": 6, "output_tokens": 2, "error": None, "ttft_s": 0.2, "tpot_s": 0.02, "e2el_s": 0.22,
+                "itl_p50_s": 0.02, "itl_p99_s": 0.02}),
+    ]
+
+
+@pytest.mark.parametrize("token, shown", [(b"NaN", "nan"), (b"Infinity", "inf"), (b"-Infinity", "-inf")])
+def test_a_non_finite_latency_is_named_with_its_value(tmp_path, token, shown):
+    """SGLang's bare ``NaN``/``Infinity`` decode, and the non-finite latency is ``not_a_number:per_request``
+    naming the array and the value."""
+    source = _array_run(tmp_path, b'{"ttfts": [0.1, ' + token + b'], "itls": [[], []], "input_lens": [1, 1], '
+                                  b'"output_lens": [1, 1]}', completed=2)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], "not_a_number:per_request", f"ttfts: {shown}")
+
+
+def test_a_result_up_to_the_cap_is_decoded_whole_and_a_larger_one_streamed(tmp_path, monkeypatch):
+    """The size rule: a result of exactly ``LARGE_FILE_BYTES`` is decoded whole, one byte over it is streamed."""
+    text = json.dumps(GOOD_ARRAYS)
+    streamed = []
+
+    def stream(path, row, name, root):
+        streamed.append(name)
+        return iter(())
+
+    monkeypatch.setattr(per_request, "_stream_array", stream)
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(text))
+    assert [r["ttft_s"] for r in _array_run(tmp_path, text.encode(), completed=2).rows] == [0.1, 0.2]
+    assert streamed == []
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(text) - 1)
+    assert _array_run(tmp_path, text.encode(), name="s.json", completed=2).rows == []  # the stand-in streams nothing
+    assert streamed == list(per_request._ARRAYS)
+
+
+def test_a_result_read_whole_that_resolves_outside_the_raw_folder_is_refused(tmp_path):
+    """A result under the cap (decoded whole) that links outside the raw folder is ``records_outside_raw_dir``."""
+    raw, outside = tmp_path / "raw", tmp_path / "outside"
+    raw.mkdir()
+    outside.mkdir()
+    (outside / "r.json").write_text(json.dumps(GOOD_ARRAYS))
+    os.symlink(outside / "r.json", raw / "r.json")
+    source = read_run_requests(raw, {"source_file": "r.json", "source_format": "vllm_bench_serve", "source_row": 0,
+                                     "completed": 2, "failed": 0})
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], "records_outside_raw_dir", "r.json resolves outside its folder: not followed, not read")
