@@ -58,7 +58,7 @@ import pyarrow as pa
 from pipeline.ingest.parsers import LARGE_FILE_BYTES, REQUEST_ARRAYS_KEY
 from pipeline.ingest.parsers.inferencex_agentx import FORMAT as AGENTX_FORMAT
 from pipeline.ingest.parsers.inferencex_agentx import detect as agentx_detect
-from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, open_regular, read_whole
+from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, open_regular, os_error_words, read_whole
 
 AIPERF_RECORDS_NAME = "profile_export.jsonl"
 ERROR_TEXT_MAX = 300
@@ -180,7 +180,7 @@ def requests_tables(raw_dir: Path, runs: Iterable[Mapping[str, Any]]) -> tuple[p
         try:
             source = read_run_requests(raw_dir, run)
         except OSError as exc:
-            source = RequestSource(run["source_file"], [], "invalid_json:per_request", f"{type(exc).__name__}: {exc}")
+            source = RequestSource(run["source_file"], [], "invalid_json:per_request", os_error_words(exc))
         if source.requests_file is None:
             continue
         sources.append({"run_id": run["run_id"], "requests_file": source.requests_file,
