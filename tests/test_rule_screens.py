@@ -17,6 +17,9 @@ from pipeline.metrics.reference import load_gpu_reference
 from pipeline.validate import rules as rules_module
 from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
 from pipeline.validate.rules import (
+    _VERBATIM_KEY,
+    RUN_SCHEMA_PAIRING,
+    _could_pair,
     ceiling_rule,
     duplicates_in_table,
     range_rule,
@@ -291,6 +294,57 @@ def test_duplicate_search_reads_only_rows_that_could_pair():
         "duplicate_run", "same measurement as f5.json row 0 (kept): line "
         "dsr1|1024/1024|h200|vllm|fp8|spec=none|tp=8,ep=1,dpa=false|conc=90, every number within 1e-09 relative",
         "r5")
+
+
+def _pairing(*rows: dict) -> pa.Table:
+    """``_could_pair``'s columns: one line (dsr1 h200 vllm fp8, no spec decoding, conc 8), TPOT 0.02 s, no hash."""
+    base = dict(content_sha256=None, model="dsr1", hw="h200", framework="vllm", precision="fp8",
+                spec_decoding="none", conc=8, median_tpot_s=0.02)
+    return pa.Table.from_pylist([{**base, **row} for row in rows], schema=RUN_SCHEMA_PAIRING)
+
+
+def test_could_pair_with_two_rows_and_fewer():
+    """Two rows of one line and conc with equal TPOTs pair; a single row or none never does."""
+    assert _could_pair(_pairing({}, {})).tolist() == [0, 1]
+    assert _could_pair(_pairing({})).tolist() == []
+    assert _could_pair(_pairing()).tolist() == []
+
+
+@pytest.mark.parametrize("name, other", [("model", "gptoss"), ("hw", "b200"), ("framework", "sglang"),
+                                         ("precision", "fp4"), ("spec_decoding", "mtp"), ("conc", 16)])
+def test_could_pair_needs_every_verbatim_column_equal(name, other):
+    """Equal TPOTs pair only when every ``_VERBATIM_KEY`` column is equal: one differing column, or the column
+    null in both rows (null equals nothing), keeps them apart."""
+    assert name in _VERBATIM_KEY
+    assert _could_pair(_pairing({}, {name: other})).tolist() == []
+    assert _could_pair(_pairing({name: None}, {name: None})).tolist() == []
+    # a third row of the same line as the first pairs with it, whatever order the sort puts them in
+    assert _could_pair(_pairing({}, {name: other}, {})).tolist() == [0, 2]
+
+
+def test_could_pair_by_content_hash_alone():
+    """A content hash two rows share pairs them whatever their line; a hash one row has and a null hash never do."""
+    rows = [{"content_sha256": "a", "conc": 1}, {"content_sha256": "b", "conc": 2},
+            {"content_sha256": "a", "conc": 3}, {"content_sha256": None, "conc": 4}, {"content_sha256": None, "conc": 5}]
+    assert _could_pair(_pairing(*rows)).tolist() == [0, 2]
+    # three copies of one hash: all three
+    rows[1]["content_sha256"] = "a"
+    assert _could_pair(_pairing(*rows)).tolist() == [0, 1, 2]
+
+
+def test_could_pair_tpot_tolerance_is_relative_to_the_larger_tpot():
+    """Neighbouring TPOTs pair when their gap is within 2e-9 of the larger magnitude (also for equal zeros and
+    negative values); a null TPOT pairs with nothing."""
+    a, b = 0.020065, 0.02006500004013
+    # worked by hand in floats: the gap is above 2e-9 of the smaller TPOT, not above 2e-9 of the larger one
+    assert (b - a) > 2e-9 * a and (b - a) <= 2e-9 * b
+    assert _could_pair(_pairing({"median_tpot_s": a}, {"median_tpot_s": b})).tolist() == [0, 1]
+    # gap 0 is within 2e-9 × 0
+    assert _could_pair(_pairing({"median_tpot_s": 0.0}, {"median_tpot_s": 0.0})).tolist() == [0, 1]
+    # -0.02 and -0.02(1 + 1e-9): the gap is 1e-9 of the magnitudes, within 2e-9 of |−0.02(1 + 1e-9)|
+    assert _could_pair(_pairing({"median_tpot_s": -0.02}, {"median_tpot_s": -0.02 * (1 + 1e-9)})).tolist() == [0, 1]
+    assert _could_pair(_pairing({"median_tpot_s": None}, {"median_tpot_s": None})).tolist() == []
+    assert _could_pair(_pairing({"median_tpot_s": 0.02}, {"median_tpot_s": 0.02 * (1 + 3e-9)})).tolist() == []
 
 
 # --- same measurement ------------------------------------------------------------------------------------------
