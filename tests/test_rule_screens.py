@@ -12,7 +12,7 @@ import math
 import pyarrow as pa
 import pytest
 
-from pipeline.ingest.schema import RUN_SCHEMA
+from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.metrics.reference import load_gpu_reference
 from pipeline.validate import rules as rules_module
 from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
@@ -20,6 +20,7 @@ from pipeline.validate.rules import (
     _VERBATIM_KEY,
     RUN_SCHEMA_PAIRING,
     _could_pair,
+    accepted_runs,
     ceiling_rule,
     duplicates_in_table,
     range_rule,
@@ -294,6 +295,59 @@ def test_duplicate_search_reads_only_rows_that_could_pair():
         "duplicate_run", "same measurement as f5.json row 0 (kept): line "
         "dsr1|1024/1024|h200|vllm|fp8|spec=none|tp=8,ep=1,dpa=false|conc=90, every number within 1e-09 relative",
         "r5")
+
+
+def test_duplicate_search_skips_neighbours_on_different_lines():
+    """Rows ``_could_pair`` flags only for equal TPOTs, whose lines differ beyond the verbatim columns (tp here)
+    and whose content hashes are their own, are not candidates."""
+    rows = [_clean(0), _clean(1, conc=8, tp=4)]  # same model, hw, framework, precision, spec, conc 8 and TPOT
+    assert duplicates_in_table(_table(rows)) == ({}, {})
+
+
+def test_duplicate_search_keeps_the_copy_on_nominal_lengths():
+    """Of two copies of one measurement, the one whose lengths are off nominal is the duplicate, whatever its
+    file name."""
+    # 80 requests: 250000 tokens each way = 3125 per request, far off ISL/OSL 1024; 81920 = 80 × 1024 is nominal
+    rows = [_clean(0), _clean(1, conc=8, total_input_tokens=81920, total_output_tokens=81920)]
+    candidates, duplicates = duplicates_in_table(_table(rows))
+    assert [candidates[i]["length_off_nominal"] for i in (0, 1)] == [True, False]
+    assert duplicates == {0: (
+        "duplicate_run", "same measurement as f1.json row 0 (kept): line "
+        "dsr1|1024/1024|h200|vllm|fp8|spec=none|tp=8,ep=1,dpa=false|conc=8, every number within 1e-09 relative",
+        "r1")}
+
+
+def test_duplicate_search_rows_accepted_before_come_first():
+    """The first ``accepted_before`` rows are never displaced: the first new row is the duplicate even when its
+    file sorts first."""
+    # r1 (f1.json) was accepted earlier; r0 (f0.json) is new and would be kept by file order alone
+    rows = [_clean(1), _clean(0, conc=9)]
+    assert duplicates_in_table(_table(rows), accepted_before=1)[1] == {1: (
+        "duplicate_run", "same measurement as f1.json row 0 (kept): line "
+        "dsr1|1024/1024|h200|vllm|fp8|spec=none|tp=8,ep=1,dpa=false|conc=9, every number within 1e-09 relative",
+        "r1")}
+    # both new: f0.json is kept
+    assert list(duplicates_in_table(_table(rows))[1]) == [0]
+
+
+def test_a_rejected_run_never_makes_a_passing_run_its_duplicate():
+    """Runs that fail a rule are left out of the duplicate search: a passing run with the same content as a
+    rejected one (whose file sorts first) is accepted."""
+    rows = [_clean(1), _clean(0, conc=9, content_sha256="sha1", failed=10)]  # r0: 10 of 90 requests failed
+    accepted, rejected = accepted_runs(_table(rows), KNOWN_HW)
+    assert accepted.tolist() == [True, False]
+    assert rejected.select(["source_file", "reason_code", "detail", "duplicate_of"]).to_pylist() == [
+        {"source_file": "f0.json", "reason_code": "failed_requests",
+         "detail": "f0.json row 0: failed_requests: 10 of 90 requests failed (11.1%)", "duplicate_of": None}]
+
+
+def test_accepted_runs_quarantine_rows_have_the_quarantine_schema():
+    """The quarantine rows are ``QUARANTINE_SCHEMA`` whether there are none, rule rejects or duplicates."""
+    assert accepted_runs(_table([_clean(0)]), KNOWN_HW)[1].schema == QUARANTINE_SCHEMA
+    both = accepted_runs(_table([_clean(0), _clean(1, conc=8), _clean(2, failed=10)]), KNOWN_HW)
+    assert both[0].tolist() == [True, False, False]
+    assert both[1].schema == QUARANTINE_SCHEMA
+    assert both[1]["reason_code"].to_pylist() == ["failed_requests", "duplicate_run"]
 
 
 def _pairing(*rows: dict) -> pa.Table:
