@@ -426,6 +426,16 @@ def test_same_measurement(a, b, same):
     assert same_measurement(a, b) is same and same_measurement(b, a) is same
 
 
+def test_same_measurement_skips_a_number_one_row_lacks_and_reads_on():
+    """A number only one row gives is skipped, not the end of the comparison: the later shared numbers count."""
+    # mean_ttft_s comes first in MEASUREMENT_COLUMNS and only b has it; TPOT, TTFT and total tok/s are shared (3)
+    a = dict(mean_ttft_s=None, median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5)
+    b = dict(mean_ttft_s=0.4, median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5)
+    assert same_measurement(a, b) and same_measurement(b, a)
+    # and a later number that differs still decides
+    assert not same_measurement(a, {**b, "total_tput_tok_s": 5001.0})
+
+
 # --- every screen covers its rule, for every rule of the list -------------------------------------------------
 
 _NUMBERS = (None, 0.0, -1.0, 1e-5, 4.9e-4, 5e-4, 5.1e-4, 1e-3, 0.01, 0.5, 1.0, 2.0, 4.9, 5.0, 5.1, 10.0, 100.0,
