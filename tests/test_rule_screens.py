@@ -8,6 +8,7 @@ Reference numbers come from a ``Plausibility`` built in the test, so no expectat
 
 import datetime as dt
 import math
+import warnings
 
 import pyarrow as pa
 import pytest
@@ -242,6 +243,16 @@ def _clean(i: int, **values) -> dict:
     return row
 
 
+def test_percentile_order_screen_allows_the_rule_tolerance():
+    """The latency-statistics screen flags percentiles out of order by more than 1e-9 relative, as its rule does,
+    not equal ones or ones within the tolerance."""
+    rule = rules_module.latency_statistics_rule(load_plausibility())
+    # median TTFT 0.5 against p90 0.5 (equal), 0.5(1 − 5e-10) (median above by 5e-10) and 0.5(1 − 2e-9) (by 2e-9)
+    rows = [_row(median_ttft_s=0.5, p90_ttft_s=p90) for p90 in (0.5, 0.5 * (1 - 5e-10), 0.5 * (1 - 2e-9))]
+    assert rule.screen(_table(rows)).to_pylist() == [False, False, True]
+    assert [rule(row) for row in rows[:2]] == [None, None]
+
+
 def test_no_screen_flags_a_clean_run():
     table = _table([_clean(0), _clean(1, hw="b200", tp=4)])
     assert {rule(row) for rule in rules(KNOWN_HW) for row in table.to_pylist()} == {None}
@@ -399,6 +410,23 @@ def test_could_pair_tpot_tolerance_is_relative_to_the_larger_tpot():
     assert _could_pair(_pairing({"median_tpot_s": -0.02}, {"median_tpot_s": -0.02 * (1 + 1e-9)})).tolist() == [0, 1]
     assert _could_pair(_pairing({"median_tpot_s": None}, {"median_tpot_s": None})).tolist() == []
     assert _could_pair(_pairing({"median_tpot_s": 0.02}, {"median_tpot_s": 0.02 * (1 + 3e-9)})).tolist() == []
+
+
+def test_could_pair_compares_each_tpot_with_its_own_neighbour():
+    """Each TPOT is compared with its sorted neighbour's, not with the first row's: a large TPOT on another line
+    sorting first widens no one's tolerance."""
+    # sorted: conc 1 (TPOT 1e6) first, then conc 8 with 0.02 and 0.021 (5 % apart, far beyond 2e-9)
+    rows = [{"conc": 8, "median_tpot_s": 0.021}, {"conc": 1, "median_tpot_s": 1e6}, {"conc": 8, "median_tpot_s": 0.02}]
+    assert _could_pair(_pairing(*rows)).tolist() == []
+
+
+def test_could_pair_infinite_tpots_never_pair_and_warn_nothing():
+    """Two infinite TPOTs of one sign (inf − inf is NaN) do not pair, and no floating-point warning escapes."""
+    rows = [{"median_tpot_s": math.inf}, {"median_tpot_s": math.inf}, {"median_tpot_s": -math.inf, "conc": 9},
+            {"median_tpot_s": -math.inf, "conc": 9}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _could_pair(_pairing(*rows)).tolist() == []
 
 
 # --- same measurement ------------------------------------------------------------------------------------------

@@ -613,6 +613,16 @@ def test_unit_mismatch_ratio_that_underflows_to_zero_is_no_evidence():
     assert _unit_mismatch(run, _LOW, _HIGH) == _IMPLAUSIBLE_MS
 
 
+def test_unit_mismatch_other_unit_is_a_factor_of_exactly_1000():
+    """The ratio "if the file meant s" is the ratio as read times 1000, shown to three significant digits."""
+    # completed 1, conc 1, duration 1: the ratio is E2EL = 0.000999; × 1000 = 0.999 (a factor of 1001 would show 1)
+    run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "completed": 1, "conc": 1, "duration_s": 1.0,
+           "mean_e2el_s": 0.000999}
+    assert _unit_mismatch(run, _LOW, _HIGH) == ("unit_mismatch", (
+        "median TPOT 0.01 ms as read from 'ms' keys; completed×E2EL/(conc×duration) = 0.000999 as read, "
+        "0.999 if the file meant s"))
+
+
 @pytest.mark.parametrize("unit, tpot, ratio, shown", [
     ("ms", 1e-5, 0.031622776601683784, "0.01 ms as read from 'ms' keys"),   # 10^-1.5: 1.5 decades from 1 either way
     ("s", 20.0, 31.622776601683785, "2e+04 ms as read from 's' keys"),     # 10^1.5
