@@ -244,8 +244,7 @@ def _clean(i: int, **values) -> dict:
 
 
 def test_percentile_order_screen_allows_the_rule_tolerance():
-    """The latency-statistics screen flags percentiles out of order by more than 1e-9 relative, as its rule does,
-    not equal ones or ones within the tolerance."""
+    """The percentile-order screen flags only percentiles out of order by more than its rule's 1e-9 relative."""
     rule = rules_module.latency_statistics_rule(load_plausibility())
     # median TTFT 0.5 against p90 0.5 (equal), 0.5(1 − 5e-10) (median above by 5e-10) and 0.5(1 − 2e-9) (by 2e-9)
     rows = [_row(median_ttft_s=0.5, p90_ttft_s=p90) for p90 in (0.5, 0.5 * (1 - 5e-10), 0.5 * (1 - 2e-9))]
@@ -309,15 +308,13 @@ def test_duplicate_search_reads_only_rows_that_could_pair():
 
 
 def test_duplicate_search_skips_neighbours_on_different_lines():
-    """Rows ``_could_pair`` flags only for equal TPOTs, whose lines differ beyond the verbatim columns (tp here)
-    and whose content hashes are their own, are not candidates."""
+    """Equal TPOTs on lines that differ beyond the verbatim columns (tp), with hashes of their own: no candidates."""
     rows = [_clean(0), _clean(1, conc=8, tp=4)]  # same model, hw, framework, precision, spec, conc 8 and TPOT
     assert duplicates_in_table(_table(rows)) == ({}, {})
 
 
 def test_duplicate_search_keeps_the_copy_on_nominal_lengths():
-    """Of two copies of one measurement, the one whose lengths are off nominal is the duplicate, whatever its
-    file name."""
+    """Of two copies of one measurement the one with off-nominal lengths is the duplicate, whatever its file name."""
     # 80 requests: 250000 tokens each way = 3125 per request, far off ISL/OSL 1024; 81920 = 80 × 1024 is nominal
     rows = [_clean(0), _clean(1, conc=8, total_input_tokens=81920, total_output_tokens=81920)]
     candidates, duplicates = duplicates_in_table(_table(rows))
@@ -329,8 +326,7 @@ def test_duplicate_search_keeps_the_copy_on_nominal_lengths():
 
 
 def test_duplicate_search_rows_accepted_before_come_first():
-    """The first ``accepted_before`` rows are never displaced: the first new row is the duplicate even when its
-    file sorts first."""
+    """The first ``accepted_before`` rows are kept even when a new copy's file sorts first."""
     # r1 (f1.json) was accepted earlier; r0 (f0.json) is new and would be kept by file order alone
     rows = [_clean(1), _clean(0, conc=9)]
     assert duplicates_in_table(_table(rows), accepted_before=1)[1] == {1: (
@@ -342,8 +338,7 @@ def test_duplicate_search_rows_accepted_before_come_first():
 
 
 def test_a_rejected_run_never_makes_a_passing_run_its_duplicate():
-    """Runs that fail a rule are left out of the duplicate search: a passing run with the same content as a
-    rejected one (whose file sorts first) is accepted."""
+    """A run that fails a rule is left out of the duplicate search: its passing twin (sorting later) is accepted."""
     rows = [_clean(1), _clean(0, conc=9, content_sha256="sha1", failed=10)]  # r0: 10 of 90 requests failed
     accepted, rejected = accepted_runs(_table(rows), KNOWN_HW)
     assert accepted.tolist() == [True, False]
@@ -378,8 +373,7 @@ def test_could_pair_with_two_rows_and_fewer():
 @pytest.mark.parametrize("name, other", [("model", "gptoss"), ("hw", "b200"), ("framework", "sglang"),
                                          ("precision", "fp4"), ("spec_decoding", "mtp"), ("conc", 16)])
 def test_could_pair_needs_every_verbatim_column_equal(name, other):
-    """Equal TPOTs pair only when every ``_VERBATIM_KEY`` column is equal: one differing column, or the column
-    null in both rows (null equals nothing), keeps them apart."""
+    """Equal TPOTs pair only when every ``_VERBATIM_KEY`` column is equal and not null (null equals nothing)."""
     assert name in _VERBATIM_KEY
     assert _could_pair(_pairing({}, {name: other})).tolist() == []
     assert _could_pair(_pairing({name: None}, {name: None})).tolist() == []
@@ -389,8 +383,8 @@ def test_could_pair_needs_every_verbatim_column_equal(name, other):
 
 def test_could_pair_by_content_hash_alone():
     """A content hash two rows share pairs them whatever their line; a hash one row has and a null hash never do."""
-    rows = [{"content_sha256": "a", "conc": 1}, {"content_sha256": "b", "conc": 2},
-            {"content_sha256": "a", "conc": 3}, {"content_sha256": None, "conc": 4}, {"content_sha256": None, "conc": 5}]
+    rows = [{"content_sha256": "a", "conc": 1}, {"content_sha256": "b", "conc": 2}, {"content_sha256": "a", "conc": 3},
+            {"content_sha256": None, "conc": 4}, {"content_sha256": None, "conc": 5}]
     assert _could_pair(_pairing(*rows)).tolist() == [0, 2]
     # three copies of one hash: all three
     rows[1]["content_sha256"] = "a"
@@ -398,8 +392,7 @@ def test_could_pair_by_content_hash_alone():
 
 
 def test_could_pair_tpot_tolerance_is_relative_to_the_larger_tpot():
-    """Neighbouring TPOTs pair when their gap is within 2e-9 of the larger magnitude (also for equal zeros and
-    negative values); a null TPOT pairs with nothing."""
+    """Neighbouring TPOTs pair within 2e-9 of the larger magnitude (zeros, negatives too); null TPOTs never pair."""
     a, b = 0.020065, 0.02006500004013
     # worked by hand in floats: the gap is above 2e-9 of the smaller TPOT, not above 2e-9 of the larger one
     assert (b - a) > 2e-9 * a and (b - a) <= 2e-9 * b
@@ -413,8 +406,7 @@ def test_could_pair_tpot_tolerance_is_relative_to_the_larger_tpot():
 
 
 def test_could_pair_compares_each_tpot_with_its_own_neighbour():
-    """Each TPOT is compared with its sorted neighbour's, not with the first row's: a large TPOT on another line
-    sorting first widens no one's tolerance."""
+    """Each TPOT's tolerance is set by its sorted neighbour, not by a large TPOT on another line sorting first."""
     # sorted: conc 1 (TPOT 1e6) first, then conc 8 with 0.02 and 0.021 (5 % apart, far beyond 2e-9)
     rows = [{"conc": 8, "median_tpot_s": 0.021}, {"conc": 1, "median_tpot_s": 1e6}, {"conc": 8, "median_tpot_s": 0.02}]
     assert _could_pair(_pairing(*rows)).tolist() == []

@@ -551,9 +551,7 @@ _IMPLAUSIBLE_MS = ("implausible_value:median_tpot_ms",
     {"median_tpot_s": 10.0, "latency_unit_in_file": "ms"},   # too slow, but an ms key cannot hold seconds there
 ])
 def test_unit_mismatch_ignores_what_it_cannot_judge(run):
-    """No finding for a TPOT that is absent, not finite, not positive, in no known unit, or not beyond the limit
-    on its unit's side (below ``low`` for ms keys, above ``high`` for seconds keys), even with Little's-law
-    evidence at hand."""
+    """No finding for a TPOT absent, non-finite, ≤ 0, of no known unit or not beyond its unit's side's limit."""
     evidence = dict(mean_e2el_s=0.02, completed=100, conc=10, duration_s=200.0)  # ratio 0.001: says "seconds"
     assert _unit_mismatch({**run, **evidence}, _LOW, _HIGH) is None
 
@@ -583,8 +581,7 @@ def test_unit_mismatch_reads_mean_e2el_before_median():
     {"mean_e2el_s": None}, {"completed": None}, {"completed": 0}, {"duration_s": math.inf}, {"duration_s": -200.0},
     {"conc": None}, {"conc": 0}])
 def test_unit_mismatch_needs_every_littles_law_input(missing):
-    """Each of E2EL, completed, duration and conc must be finite and positive for the Little's-law evidence; with
-    one missing (and no per-GPU rate) the TPOT is only implausible."""
+    """Little's-law evidence needs E2EL, completed, duration and conc finite and > 0; else the TPOT is implausible."""
     run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "completed": 100, "conc": 10, "duration_s": 200.0,
            "mean_e2el_s": 0.02, **missing}
     assert _unit_mismatch(run, _LOW, _HIGH) == _IMPLAUSIBLE_MS
@@ -594,8 +591,7 @@ def test_unit_mismatch_needs_every_littles_law_input(missing):
     {"mean_e2el_s": None}, {"conc": None}, {"osl": None}, {"osl": 0}, {"reported_output_tput_per_gpu": None},
     {"reported_output_tput_per_gpu": -100.0}, {"tp": None}, {"disagg": True}])
 def test_unit_mismatch_per_gpu_evidence_needs_every_input(missing):
-    """The per-GPU evidence needs E2EL, conc, OSL, output tok/s per GPU and tp finite and positive, and an
-    aggregated (not disaggregated) row."""
+    """Per-GPU evidence needs E2EL, conc, OSL, output tok/s per GPU and tp finite and > 0, on an aggregated row."""
     run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "conc": 16, "osl": 1000, "tp": 8,
            "reported_output_tput_per_gpu": 100.0, "mean_e2el_s": 0.02, "disagg": False}
     # all present: (100·8/16)/(1000/0.02) = 50/50000 = 0.001 as read, 1 as seconds
