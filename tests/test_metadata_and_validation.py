@@ -12,7 +12,7 @@ from pipeline.ingest.keys import (
 )
 from pipeline.ingest.metadata import MetadataError, load_manifest, resolve
 from pipeline.metrics.reference import load_gpu_reference
-from pipeline.validate.rules import check_run, rules
+from pipeline.validate.rules import check_run, engine_implied_counts, metadata_source_of, rules
 
 
 @pytest.mark.parametrize(
@@ -171,3 +171,23 @@ def test_runs_csv_reads_as_csv_dictreader_would(tmp_path, text):
 def test_runs_csv_absent_is_no_rows(tmp_path):
     assert load_manifest(tmp_path) == {}
     assert load_manifest(tmp_path / "missing") == {}
+
+
+@pytest.mark.parametrize("sources, read", [
+    (None, {}),
+    ("", {}),
+    ("hw=sidecar;model=file", {"hw": "sidecar", "model": "file"}),
+    ("hw=file;;tp=engine;", {"hw": "file", "tp": "engine"}),      # empty pairs are skipped
+    ("hw=runs.csv=x", {"hw": "runs.csv=x"}),                       # the first '=' ends the key
+    ("tp", {"tp": ""}),                                             # a key with no '=' has an empty source
+])
+def test_metadata_source_of_reads_key_equals_source_pairs(sources, read):
+    """``metadata_sources`` reads back as {key: source}: ';'-separated pairs, split at their first '='."""
+    assert metadata_source_of({"metadata_sources": sources}) == read
+
+
+def test_engine_implied_counts_in_gpu_count_key_order():
+    """Only count keys whose source is ``engine`` are engine-implied, named in tp, pp, pcp, decode, prefill order."""
+    run = {"metadata_sources": "num_prefill_gpu=engine;hw=engine;tp=engine;pp=sidecar;num_decode_gpu=engine"}
+    assert engine_implied_counts(run) == ["tp", "num_decode_gpu", "num_prefill_gpu"]
+    assert engine_implied_counts({"metadata_sources": None}) == []

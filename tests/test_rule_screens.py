@@ -8,15 +8,20 @@ Reference numbers come from a ``Plausibility`` built in the test, so no expectat
 
 import datetime as dt
 import math
+import warnings
 
 import pyarrow as pa
 import pytest
 
-from pipeline.ingest.schema import RUN_SCHEMA
+from pipeline.ingest.schema import QUARANTINE_SCHEMA, RUN_SCHEMA
 from pipeline.metrics.reference import load_gpu_reference
 from pipeline.validate import rules as rules_module
 from pipeline.validate.plausibility import Plausibility, Range, load_plausibility
 from pipeline.validate.rules import (
+    _VERBATIM_KEY,
+    RUN_SCHEMA_PAIRING,
+    _could_pair,
+    accepted_runs,
     ceiling_rule,
     duplicates_in_table,
     range_rule,
@@ -238,6 +243,15 @@ def _clean(i: int, **values) -> dict:
     return row
 
 
+def test_percentile_order_screen_allows_the_rule_tolerance():
+    """The percentile-order screen flags only percentiles out of order by more than its rule's 1e-9 relative."""
+    rule = rules_module.latency_statistics_rule(load_plausibility())
+    # median TTFT 0.5 against p90 0.5 (equal), 0.5(1 − 5e-10) (median above by 5e-10) and 0.5(1 − 2e-9) (by 2e-9)
+    rows = [_row(median_ttft_s=0.5, p90_ttft_s=p90) for p90 in (0.5, 0.5 * (1 - 5e-10), 0.5 * (1 - 2e-9))]
+    assert rule.screen(_table(rows)).to_pylist() == [False, False, True]
+    assert [rule(row) for row in rows[:2]] == [None, None]
+
+
 def test_no_screen_flags_a_clean_run():
     table = _table([_clean(0), _clean(1, hw="b200", tp=4)])
     assert {rule(row) for rule in rules(KNOWN_HW) for row in table.to_pylist()} == {None}
@@ -293,6 +307,120 @@ def test_duplicate_search_reads_only_rows_that_could_pair():
         "r5")
 
 
+def test_duplicate_search_skips_neighbours_on_different_lines():
+    """Equal TPOTs on lines that differ beyond the verbatim columns (tp), with hashes of their own: no candidates."""
+    rows = [_clean(0), _clean(1, conc=8, tp=4)]  # same model, hw, framework, precision, spec, conc 8 and TPOT
+    assert duplicates_in_table(_table(rows)) == ({}, {})
+
+
+def test_duplicate_search_keeps_the_copy_on_nominal_lengths():
+    """Of two copies of one measurement the one with off-nominal lengths is the duplicate, whatever its file name."""
+    # 80 requests: 250000 tokens each way = 3125 per request, far off ISL/OSL 1024; 81920 = 80 × 1024 is nominal
+    rows = [_clean(0), _clean(1, conc=8, total_input_tokens=81920, total_output_tokens=81920)]
+    candidates, duplicates = duplicates_in_table(_table(rows))
+    assert [candidates[i]["length_off_nominal"] for i in (0, 1)] == [True, False]
+    assert duplicates == {0: (
+        "duplicate_run", "same measurement as f1.json row 0 (kept): line "
+        "dsr1|1024/1024|h200|vllm|fp8|spec=none|tp=8,ep=1,dpa=false|conc=8, every number within 1e-09 relative",
+        "r1")}
+
+
+def test_duplicate_search_rows_accepted_before_come_first():
+    """The first ``accepted_before`` rows are kept even when a new copy's file sorts first."""
+    # r1 (f1.json) was accepted earlier; r0 (f0.json) is new and would be kept by file order alone
+    rows = [_clean(1), _clean(0, conc=9)]
+    assert duplicates_in_table(_table(rows), accepted_before=1)[1] == {1: (
+        "duplicate_run", "same measurement as f1.json row 0 (kept): line "
+        "dsr1|1024/1024|h200|vllm|fp8|spec=none|tp=8,ep=1,dpa=false|conc=9, every number within 1e-09 relative",
+        "r1")}
+    # both new: f0.json is kept
+    assert list(duplicates_in_table(_table(rows))[1]) == [0]
+
+
+def test_a_rejected_run_never_makes_a_passing_run_its_duplicate():
+    """A run that fails a rule is left out of the duplicate search: its passing twin (sorting later) is accepted."""
+    rows = [_clean(1), _clean(0, conc=9, content_sha256="sha1", failed=10)]  # r0: 10 of 90 requests failed
+    accepted, rejected = accepted_runs(_table(rows), KNOWN_HW)
+    assert accepted.tolist() == [True, False]
+    assert rejected.select(["source_file", "reason_code", "detail", "duplicate_of"]).to_pylist() == [
+        {"source_file": "f0.json", "reason_code": "failed_requests",
+         "detail": "f0.json row 0: failed_requests: 10 of 90 requests failed (11.1%)", "duplicate_of": None}]
+
+
+def test_accepted_runs_quarantine_rows_have_the_quarantine_schema():
+    """The quarantine rows are ``QUARANTINE_SCHEMA`` whether there are none, rule rejects or duplicates."""
+    assert accepted_runs(_table([_clean(0)]), KNOWN_HW)[1].schema == QUARANTINE_SCHEMA
+    both = accepted_runs(_table([_clean(0), _clean(1, conc=8), _clean(2, failed=10)]), KNOWN_HW)
+    assert both[0].tolist() == [True, False, False]
+    assert both[1].schema == QUARANTINE_SCHEMA
+    assert both[1]["reason_code"].to_pylist() == ["failed_requests", "duplicate_run"]
+
+
+def _pairing(*rows: dict) -> pa.Table:
+    """``_could_pair``'s columns: one line (dsr1 h200 vllm fp8, no spec decoding, conc 8), TPOT 0.02 s, no hash."""
+    base = dict(content_sha256=None, model="dsr1", hw="h200", framework="vllm", precision="fp8",
+                spec_decoding="none", conc=8, median_tpot_s=0.02)
+    return pa.Table.from_pylist([{**base, **row} for row in rows], schema=RUN_SCHEMA_PAIRING)
+
+
+def test_could_pair_with_two_rows_and_fewer():
+    """Two rows of one line and conc with equal TPOTs pair; a single row or none never does."""
+    assert _could_pair(_pairing({}, {})).tolist() == [0, 1]
+    assert _could_pair(_pairing({})).tolist() == []
+    assert _could_pair(_pairing()).tolist() == []
+
+
+@pytest.mark.parametrize("name, other", [("model", "gptoss"), ("hw", "b200"), ("framework", "sglang"),
+                                         ("precision", "fp4"), ("spec_decoding", "mtp"), ("conc", 16)])
+def test_could_pair_needs_every_verbatim_column_equal(name, other):
+    """Equal TPOTs pair only when every ``_VERBATIM_KEY`` column is equal and not null (null equals nothing)."""
+    assert name in _VERBATIM_KEY
+    assert _could_pair(_pairing({}, {name: other})).tolist() == []
+    assert _could_pair(_pairing({name: None}, {name: None})).tolist() == []
+    # a third row of the same line as the first pairs with it, whatever order the sort puts them in
+    assert _could_pair(_pairing({}, {name: other}, {})).tolist() == [0, 2]
+
+
+def test_could_pair_by_content_hash_alone():
+    """A content hash two rows share pairs them whatever their line; a hash one row has and a null hash never do."""
+    rows = [{"content_sha256": "a", "conc": 1}, {"content_sha256": "b", "conc": 2}, {"content_sha256": "a", "conc": 3},
+            {"content_sha256": None, "conc": 4}, {"content_sha256": None, "conc": 5}]
+    assert _could_pair(_pairing(*rows)).tolist() == [0, 2]
+    # three copies of one hash: all three
+    rows[1]["content_sha256"] = "a"
+    assert _could_pair(_pairing(*rows)).tolist() == [0, 1, 2]
+
+
+def test_could_pair_tpot_tolerance_is_relative_to_the_larger_tpot():
+    """Neighbouring TPOTs pair within 2e-9 of the larger magnitude (zeros, negatives too); null TPOTs never pair."""
+    a, b = 0.020065, 0.02006500004013
+    # worked by hand in floats: the gap is above 2e-9 of the smaller TPOT, not above 2e-9 of the larger one
+    assert (b - a) > 2e-9 * a and (b - a) <= 2e-9 * b
+    assert _could_pair(_pairing({"median_tpot_s": a}, {"median_tpot_s": b})).tolist() == [0, 1]
+    # gap 0 is within 2e-9 × 0
+    assert _could_pair(_pairing({"median_tpot_s": 0.0}, {"median_tpot_s": 0.0})).tolist() == [0, 1]
+    # -0.02 and -0.02(1 + 1e-9): the gap is 1e-9 of the magnitudes, within 2e-9 of |−0.02(1 + 1e-9)|
+    assert _could_pair(_pairing({"median_tpot_s": -0.02}, {"median_tpot_s": -0.02 * (1 + 1e-9)})).tolist() == [0, 1]
+    assert _could_pair(_pairing({"median_tpot_s": None}, {"median_tpot_s": None})).tolist() == []
+    assert _could_pair(_pairing({"median_tpot_s": 0.02}, {"median_tpot_s": 0.02 * (1 + 3e-9)})).tolist() == []
+
+
+def test_could_pair_compares_each_tpot_with_its_own_neighbour():
+    """Each TPOT's tolerance is set by its sorted neighbour, not by a large TPOT on another line sorting first."""
+    # sorted: conc 1 (TPOT 1e6) first, then conc 8 with 0.02 and 0.021 (5 % apart, far beyond 2e-9)
+    rows = [{"conc": 8, "median_tpot_s": 0.021}, {"conc": 1, "median_tpot_s": 1e6}, {"conc": 8, "median_tpot_s": 0.02}]
+    assert _could_pair(_pairing(*rows)).tolist() == []
+
+
+def test_could_pair_infinite_tpots_never_pair_and_warn_nothing():
+    """Two infinite TPOTs of one sign (inf − inf is NaN) do not pair, and no floating-point warning escapes."""
+    rows = [{"median_tpot_s": math.inf}, {"median_tpot_s": math.inf}, {"median_tpot_s": -math.inf, "conc": 9},
+            {"median_tpot_s": -math.inf, "conc": 9}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _could_pair(_pairing(*rows)).tolist() == []
+
+
 # --- same measurement ------------------------------------------------------------------------------------------
 
 
@@ -316,6 +444,16 @@ def test_duplicate_search_reads_only_rows_that_could_pair():
 ])
 def test_same_measurement(a, b, same):
     assert same_measurement(a, b) is same and same_measurement(b, a) is same
+
+
+def test_same_measurement_skips_a_number_one_row_lacks_and_reads_on():
+    """A number only one row gives is skipped, not the end of the comparison: the later shared numbers count."""
+    # mean_ttft_s comes first in MEASUREMENT_COLUMNS and only b has it; TPOT, TTFT and total tok/s are shared (3)
+    a = dict(mean_ttft_s=None, median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5)
+    b = dict(mean_ttft_s=0.4, median_tpot_s=0.02, total_tput_tok_s=5000.0, median_ttft_s=0.5)
+    assert same_measurement(a, b) and same_measurement(b, a)
+    # and a later number that differs still decides
+    assert not same_measurement(a, {**b, "total_tput_tok_s": 5001.0})
 
 
 # --- every screen covers its rule, for every rule of the list -------------------------------------------------

@@ -26,7 +26,7 @@ from pipeline.ingest.parsers.base import (
 )
 from pipeline.ingest.schema import RUN_SCHEMA
 from pipeline.metrics.reference import load_gpu_reference
-from pipeline.validate.rules import check_run, rules, validate_table
+from pipeline.validate.rules import _unit_mismatch, check_run, rules, validate_table
 
 # --- Steffen / d3.curveMonotoneX, written again as d3 writes it: one point at a time, plain floats ----------
 
@@ -528,6 +528,109 @@ def test_unit_mismatch_from_per_gpu_output_rate():
     # disaggregated rows do not use this evidence (their GPUs are split by role)
     run.update(disagg=True, num_prefill_gpu=1, num_decode_gpu=1)
     assert check_run(run, _rules())[0] == "implausible_value:median_tpot_ms"
+
+
+# _unit_mismatch called with the range [LOW, HIGH] = [5e-4, 5] s/token given here, not read from plausibility.csv
+_LOW, _HIGH = 5e-4, 5.0
+_IMPLAUSIBLE_MS = ("implausible_value:median_tpot_ms",
+                   "median TPOT 0.01 ms as read from 'ms' keys is outside what any LLM server does")
+
+
+@pytest.mark.parametrize("run", [
+    {"median_tpot_s": None, "latency_unit_in_file": "ms"},
+    {"median_tpot_s": math.nan, "latency_unit_in_file": "ms"},
+    {"median_tpot_s": -math.inf, "latency_unit_in_file": "ms"},
+    {"median_tpot_s": math.inf, "latency_unit_in_file": "s"},
+    {"median_tpot_s": 0.0, "latency_unit_in_file": "ms"},
+    {"median_tpot_s": -1.0, "latency_unit_in_file": "ms"},
+    {"median_tpot_s": 1e-5, "latency_unit_in_file": None},
+    {"median_tpot_s": 1e-5, "latency_unit_in_file": "us"},
+    {"median_tpot_s": 5e-4, "latency_unit_in_file": "ms"},   # at the low limit: not below it
+    {"median_tpot_s": 5.0, "latency_unit_in_file": "s"},     # at the high limit: not above it
+    {"median_tpot_s": 1e-5, "latency_unit_in_file": "s"},    # too fast, but a seconds key cannot hold ms there
+    {"median_tpot_s": 10.0, "latency_unit_in_file": "ms"},   # too slow, but an ms key cannot hold seconds there
+])
+def test_unit_mismatch_ignores_what_it_cannot_judge(run):
+    """No finding for a TPOT absent, non-finite, ≤ 0, of no known unit or not beyond its unit's side's limit."""
+    evidence = dict(mean_e2el_s=0.02, completed=100, conc=10, duration_s=200.0)  # ratio 0.001: says "seconds"
+    assert _unit_mismatch({**run, **evidence}, _LOW, _HIGH) is None
+
+
+def test_unit_mismatch_without_evidence_is_an_implausible_tpot():
+    """An impossible TPOT with no Little's-law inputs is ``implausible_value:median_tpot_ms``, the TPOT in ms."""
+    # 1e-5 s = 0.01 ms
+    assert _unit_mismatch({"median_tpot_s": 1e-5, "latency_unit_in_file": "ms"}, _LOW, _HIGH) == _IMPLAUSIBLE_MS
+
+
+def test_unit_mismatch_reads_mean_e2el_before_median():
+    """The Little's-law ratio uses mean E2EL, and median E2EL when the mean is absent or zero."""
+    run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "completed": 100, "conc": 10, "duration_s": 200.0,
+           "mean_e2el_s": 0.04, "median_e2el_s": 0.02}
+    # 100·0.04/(10·200) = 0.002 as read, ×1e3 = 2 if the file meant s
+    assert _unit_mismatch(run, _LOW, _HIGH) == ("unit_mismatch", (
+        "median TPOT 0.01 ms as read from 'ms' keys; completed×E2EL/(conc×duration) = 0.002 as read, "
+        "2 if the file meant s"))
+    # 100·0.02/(10·200) = 0.001 as read, 1 as seconds
+    for mean in (None, 0.0):
+        assert _unit_mismatch({**run, "mean_e2el_s": mean}, _LOW, _HIGH) == ("unit_mismatch", (
+            "median TPOT 0.01 ms as read from 'ms' keys; completed×E2EL/(conc×duration) = 0.001 as read, "
+            "1 if the file meant s"))
+
+
+@pytest.mark.parametrize("missing", [
+    {"mean_e2el_s": None}, {"completed": None}, {"completed": 0}, {"duration_s": math.inf}, {"duration_s": -200.0},
+    {"conc": None}, {"conc": 0}])
+def test_unit_mismatch_needs_every_littles_law_input(missing):
+    """Little's-law evidence needs E2EL, completed, duration and conc finite and > 0; else the TPOT is implausible."""
+    run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "completed": 100, "conc": 10, "duration_s": 200.0,
+           "mean_e2el_s": 0.02, **missing}
+    assert _unit_mismatch(run, _LOW, _HIGH) == _IMPLAUSIBLE_MS
+
+
+@pytest.mark.parametrize("missing", [
+    {"mean_e2el_s": None}, {"conc": None}, {"osl": None}, {"osl": 0}, {"reported_output_tput_per_gpu": None},
+    {"reported_output_tput_per_gpu": -100.0}, {"tp": None}, {"disagg": True}])
+def test_unit_mismatch_per_gpu_evidence_needs_every_input(missing):
+    """Per-GPU evidence needs E2EL, conc, OSL, output tok/s per GPU and tp finite and > 0, on an aggregated row."""
+    run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "conc": 16, "osl": 1000, "tp": 8,
+           "reported_output_tput_per_gpu": 100.0, "mean_e2el_s": 0.02, "disagg": False}
+    # all present: (100·8/16)/(1000/0.02) = 50/50000 = 0.001 as read, 1 as seconds
+    assert _unit_mismatch(run, _LOW, _HIGH) == ("unit_mismatch", (
+        "median TPOT 0.01 ms as read from 'ms' keys; (output tok/s per user)/(OSL/E2EL) = 0.001 as read, "
+        "1 if the file meant s"))
+    assert _unit_mismatch({**run, **missing}, _LOW, _HIGH) == _IMPLAUSIBLE_MS
+
+
+def test_unit_mismatch_ratio_that_underflows_to_zero_is_no_evidence():
+    """A Little's-law ratio that is 0 in floats (no logarithm) leaves the TPOT implausible rather than failing."""
+    # 1·5e-324/(1·1e300) underflows to 0.0
+    run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "completed": 1, "conc": 1, "duration_s": 1e300,
+           "mean_e2el_s": 5e-324}
+    assert _unit_mismatch(run, _LOW, _HIGH) == _IMPLAUSIBLE_MS
+
+
+def test_unit_mismatch_other_unit_is_a_factor_of_exactly_1000():
+    """The ratio "if the file meant s" is the ratio as read times 1000, shown to three significant digits."""
+    # completed 1, conc 1, duration 1: the ratio is E2EL = 0.000999; × 1000 = 0.999 (a factor of 1001 would show 1)
+    run = {"median_tpot_s": 1e-5, "latency_unit_in_file": "ms", "completed": 1, "conc": 1, "duration_s": 1.0,
+           "mean_e2el_s": 0.000999}
+    assert _unit_mismatch(run, _LOW, _HIGH) == ("unit_mismatch", (
+        "median TPOT 0.01 ms as read from 'ms' keys; completed×E2EL/(conc×duration) = 0.000999 as read, "
+        "0.999 if the file meant s"))
+
+
+@pytest.mark.parametrize("unit, tpot, ratio, shown", [
+    ("ms", 1e-5, 0.031622776601683784, "0.01 ms as read from 'ms' keys"),   # 10^-1.5: 1.5 decades from 1 either way
+    ("s", 20.0, 31.622776601683785, "2e+04 ms as read from 's' keys"),     # 10^1.5
+])
+def test_unit_mismatch_tie_keeps_the_files_unit(unit, tpot, ratio, shown):
+    """When the ratio as read and as the other unit are equally far from 1 (in decades) the file's unit stands."""
+    # completed 1, conc 1, duration 1: the ratio is the E2EL itself; |log10(r)| = |log10(r·10^±3)| = 1.5 in floats
+    assert abs(math.log10(ratio)) == abs(math.log10(ratio * (1e3 if unit == "ms" else 1e-3))) == 1.5
+    run = {"median_tpot_s": tpot, "latency_unit_in_file": unit, "completed": 1, "conc": 1, "duration_s": 1.0,
+           "mean_e2el_s": ratio}
+    assert _unit_mismatch(run, _LOW, _HIGH) == ("implausible_value:median_tpot_ms",
+                                                 f"median TPOT {shown} is outside what any LLM server does")
 
 
 @pytest.mark.parametrize("over, detail", [
