@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,9 +21,16 @@ from pipeline.comparisons.regressions import (
     MetricRule,
     RegressionRulesError,
     assign_status,
+    change_text,
     detect,
     find_changes,
+    format_value,
+    line_series,
+    line_series_by_metric,
     load_metric_rules,
+    regressions_markdown,
+    series_label,
+    slack_message,
     Series,
 )
 from pipeline.io.webhook import WebhookError, post_json
@@ -152,6 +160,209 @@ def test_a_change_found_again_keeps_its_id_and_notification_and_is_ongoing():
                           dt.datetime(2026, 7, 21, tzinfo=dt.timezone.utc)).to_pylist()
     assert [(r["status"], r["regression_id"], r["notified_at"]) for r in again] == [
         ("ongoing", first["regression_id"][0].as_py(), sent)]
+
+
+# --- the texts: labels, values, the Markdown table and the Slack message -----------------------------------------------
+
+# a regression of a line (tok/s/GPU), links to both runs
+REGRESSION_ROW = {
+    "series_kind": "line", "line_id": "dsr1|1024/1024|h200|sglang|fp8|tp8", "conc": 64, "metric": "tput_per_gpu",
+    "mean_before": 1234.4, "mean_after": 1049.6, "magnitude_pct": -15.03, "first_bad_date": dt.date(2026, 7, 7),
+    "last_good_run": "https://github.com/o/r/actions/runs/9005/attempts/1",
+    "first_bad_run": "https://github.com/o/r/actions/runs/9006/attempts/1", "status": "new"}
+# an improvement of a frontier ($/M tokens down): no run links (an empty one and a null one)
+FRONTIER_ROW = {
+    "series_kind": "frontier", "model": "dsr1", "isl": 1024, "osl": 8192, "hw": "b200", "framework": "trt",
+    "precision": "fp4", "spec_decoding": "mtp", "target_intvty": 50.0, "price_book": "list", "line_id": None,
+    "conc": None, "metric": "cost_per_mtok_hyperscaler", "mean_before": 0.123456, "mean_after": 0.0987654,
+    "magnitude_pct": -19.99, "first_bad_date": dt.date(2026, 7, 9), "last_good_run": "", "first_bad_run": None,
+    "status": "ongoing"}
+# a recovered failure-rate change (percentage points): a file path and an http URL with a space and parentheses
+RECOVERED_ROW = {
+    "series_kind": "line", "line_id": "L<1>", "conc": 8, "metric": "failure_rate", "mean_before": 0.0,
+    "mean_after": 0.25, "magnitude_pct": 25.0, "first_bad_date": dt.date(2026, 7, 3),
+    "last_good_run": "raw/a[1].json", "first_bad_run": "http://host/run (2)", "status": "recovered"}
+
+
+def test_format_value_units_and_rounding():
+    """format_value: None is a dash, failure rates in % to one decimal, tok/s grouped without decimals from 100
+    up (also below −100) and to 3 significant digits under, seconds and dollars to 4 significant digits."""
+    assert format_value(None, "tput_per_gpu") == "—"
+    assert format_value(None, "failure_rate") == "—"
+    assert format_value(0.125, "failure_rate") == "12.5 %"  # 100 × 0.125
+    assert format_value(0.0, "failure_rate") == "0.0 %"
+    assert format_value(1234567.8, "tput_per_gpu") == "1,234,568"
+    assert format_value(1234.4, "tok_s_per_mw") == "1,234"
+    assert format_value(-1234.4, "tput_per_gpu") == "-1,234"  # |−1234.4| ≥ 100: grouped, not 3 digits
+    assert format_value(99.96, "tput_per_gpu") == "100"  # under 100: 3 significant digits, 99.96 rounds up
+    assert format_value(12.345, "tok_s_per_mw") == "12.3"
+    assert format_value(-12.345, "tput_per_gpu") == "-12.3"
+    assert format_value(0.0123456, "median_tpot_s") == "0.01235"
+    assert format_value(1.23456, "cost_per_mtok_hyperscaler") == "1.235"
+    assert format_value(1234.4, "p99_ttft_s") == "1234"  # seconds are never grouped
+    assert format_value(1234.4, "input_tput_per_gpu") == "1234"  # an unknown metric: 4 significant digits
+
+
+def test_series_label_names_a_line_and_a_frontier():
+    """series_label: ``<line id> conc=<N>`` for a line; model, lengths (agentic without isl), side keys, target
+    (``:g``) and price book for a frontier."""
+    assert series_label(REGRESSION_ROW) == "dsr1|1024/1024|h200|sglang|fp8|tp8 conc=64"
+    assert series_label(FRONTIER_ROW) == "dsr1 1024/8192 b200 trt fp4 spec=mtp frontier at 50 tok/s/user (list)"
+    agentic = {**FRONTIER_ROW, "isl": None, "osl": None, "target_intvty": 12.5, "price_book": "spot"}
+    assert series_label(agentic) == "dsr1 agentic b200 trt fp4 spec=mtp frontier at 12.5 tok/s/user (spot)"
+
+
+def test_change_text_before_after_and_signed_change():
+    """change_text: both means formatted for their metric, an arrow, and the signed change to one decimal in %
+    (pp for the failure rate)."""
+    assert change_text(REGRESSION_ROW) == "1,234 → 1,050 (-15.0 %)"
+    assert change_text(FRONTIER_ROW) == "0.1235 → 0.09877 (-20.0 %)"
+    assert change_text(RECOVERED_ROW) == "0.0 % → 25.0 % (+25.0 pp)"
+    assert change_text({**REGRESSION_ROW, "mean_before": None, "magnitude_pct": 4.96}) == "— → 1,050 (+5.0 %)"
+
+
+def test_regressions_markdown_whole_table():
+    """regressions_markdown: the header, then one row per regression with escaped cells, links only for URLs
+    (space and ``)`` encoded), a dash for a missing run, and the status."""
+    assert regressions_markdown([REGRESSION_ROW, FRONTIER_ROW, RECOVERED_ROW]) == "\n".join([
+        "| line | metric | before → after | change | first bad date | last good run | first bad run | status |",
+        "|---|---|---|---|---|---|---|---|",
+        r"| dsr1\|1024/1024\|h200\|sglang\|fp8\|tp8 conc=64 | tok/s/GPU | 1,234 → 1,050 | -15.0 % | 2026-07-07 "
+        "| [last good](https://github.com/o/r/actions/runs/9005/attempts/1) "
+        "| [first bad](https://github.com/o/r/actions/runs/9006/attempts/1) | new |",
+        "| dsr1 1024/8192 b200 trt fp4 spec=mtp frontier at 50 tok/s/user (list) | $/M tokens (hyperscaler) "
+        "| 0.1235 → 0.09877 | -20.0 % | 2026-07-09 | — | — | ongoing |",
+        r"| L&lt;1&gt; conc=8 | failure rate | 0.0 % → 25.0 % | +25.0 pp | 2026-07-03 | raw/a\[1\].json "
+        "| [first bad](http://host/run%20(2%29) | recovered |"])
+
+
+def test_regressions_markdown_unknown_metric_and_empty():
+    """regressions_markdown: a metric without a label shows its column name (escaped); no rows is the header
+    alone."""
+    row = {**REGRESSION_ROW, "metric": "input|tput", "mean_before": 2.0, "mean_after": 3.0, "magnitude_pct": 50.0,
+           "last_good_run": None, "first_bad_run": "x"}
+    assert regressions_markdown([row]).splitlines()[2] == (
+        r"| dsr1\|1024/1024\|h200\|sglang\|fp8\|tp8 conc=64 | input\|tput | 2 → 3 | +50.0 % | 2026-07-07 | — | x "
+        "| new |")
+    assert regressions_markdown([]) == (
+        "| line | metric | before → after | change | first bad date | last good run | first bad run | status |\n"
+        "|---|---|---|---|---|---|---|---|")
+
+
+def test_slack_message_whole_text():
+    """slack_message: the count (plural but for one), the report link when given, one bullet per row with the
+    first bad run's link only where it is a URL."""
+    assert slack_message([REGRESSION_ROW, RECOVERED_ROW], "https://r/x") == {"text": "\n".join([
+        ":warning: 2 new benchmark regressions (<https://r/x|report>)",
+        "• dsr1|1024/1024|h200|sglang|fp8|tp8 conc=64: tok/s/GPU 1,234 → 1,050 (-15.0 %), first bad 2026-07-07 "
+        "<https://github.com/o/r/actions/runs/9006/attempts/1|first bad run>",
+        "• L<1> conc=8: failure rate 0.0 % → 25.0 % (+25.0 pp), first bad 2026-07-03 "
+        "<http://host/run (2)|first bad run>"])}
+    frontier = {k: v for k, v in FRONTIER_ROW.items() if k != "first_bad_run"}  # no run key at all
+    assert slack_message([frontier]) == {"text": ":warning: 1 new benchmark regression\n"
+                                         "• dsr1 1024/8192 b200 trt fp4 spec=mtp frontier at 50 tok/s/user (list): "
+                                         "$/M tokens (hyperscaler) 0.1235 → 0.09877 (-20.0 %), first bad 2026-07-09"}
+    local = {**REGRESSION_ROW, "metric": "other", "mean_before": 2.0, "mean_after": 3.0, "magnitude_pct": 50.0,
+             "first_bad_run": "raw/run.json"}
+    assert slack_message([local], "") == {"text": ":warning: 1 new benchmark regression\n"
+                                          "• dsr1|1024/1024|h200|sglang|fp8|tp8 conc=64: other 2 → 3 (+50.0 %), "
+                                          "first bad 2026-07-07"}
+    assert slack_message([]) == {"text": ":warning: 0 new benchmark regressions"}
+
+
+# --- line series from runs ----------------------------------------------------------------------------------------------
+
+D1, D2, D3 = dt.date(2026, 7, 1), dt.date(2026, 7, 2), dt.date(2026, 7, 3)
+
+
+def _line_runs():
+    """Two lines' runs: line A's sweep gha:10 on D1 (conc 8 twice, conc 16 once), its sweep gha:11 on D2 and again
+    on D3 (conc 8: a null tok/s/GPU, and a run without a concurrency), an undated run; line B's sweeps gha:20 (D2)
+    and gha:21 (D3) at conc 4, the only runs with a median TPOT. No run has a p99 TTFT."""
+    a = {"model": "m", "isl": 1024, "osl": 1024, "hw": "h200", "precision": "fp8", "spec_decoding": "none",
+         "framework": "sglang", "benchmark_type": "fixed_seq"}
+    b = {**a, "model": "m2", "hw": "mi300x"}
+    rows = [  # (run, line, sweep, date, conc, keys, url, file, tok/s/GPU, TPOT)
+        ("r1", "A", "gha:10", D1, 8, a, "", "f10a.json", 100.0, None),
+        ("r2", "A", "gha:10", D1, 8, a, "https://x/10b", "f10b.json", 110.0, None),
+        ("r3", "A", "gha:10", D1, 16, a, None, "f10c.json", 50.0, None),
+        ("r4", "A", "gha:11", D2, 8, a, None, "f11a.json", 120.0, None),
+        ("r5", "A", "gha:11", D2, 8, a, "https://x/11", "f11b.json", None, None),
+        ("r6", "A", "gha:11", D3, 8, a, "https://x/11c", "f11c.json", 130.0, None),
+        ("r7", "A", "gha:11", D3, None, a, "https://x/11d", "f11d.json", 500.0, None),
+        ("r8", "A", "gha:12", None, 8, a, "https://x/12", "f12.json", 999.0, None),
+        ("r9", "B", "gha:20", D2, 4, b, "https://x/20", "g20.json", 200.0, 0.05),
+        ("r10", "B", "gha:21", D3, 4, b, "", "g21.json", 210.0, 0.06),
+    ]
+    columns = {"run_id": [r[0] for r in rows], "line_id": [r[1] for r in rows], "sweep_id": [r[2] for r in rows],
+               "run_date": pa.array([r[3] for r in rows], pa.date32()),
+               "conc": pa.array([r[4] for r in rows], pa.int32())}
+    for k in a:
+        columns[k] = [r[5][k] for r in rows]
+    columns.update(run_url=[r[6] for r in rows], source_file=[r[7] for r in rows],
+                   tput_per_gpu=pa.array([r[8] for r in rows], pa.float64()),
+                   median_tpot_s=pa.array([r[9] for r in rows], pa.float64()),
+                   p99_ttft_s=pa.array([None] * len(rows), pa.float64()))
+    return pa.table(columns), a, b
+
+
+def _plain(s):
+    """A Series as a tuple, NaN as None (NaN never equals itself)."""
+    return (s.kind, s.series_id, s.keys, s.metric, s.dates, s.sweeps,
+            [round(v, 9) for v in s.values], [None if np.isnan(v) else round(v, 9) for v in s.repeat_sd],
+            s.repeat_n, s.links)
+
+
+def _expected_line_series():
+    _, a, b = _line_runs()
+    keys_a = {**a, "line_id": "A", "price_book": None, "target_intvty": None}
+    keys_b = {**b, "line_id": "B", "conc": 4, "price_book": None, "target_intvty": None}
+    sd = round(50 ** 0.5, 9)  # two runs 10 apart: deviations ±5, (25 + 25) / (2 − 1) = 50
+    return {
+        # conc 16: one run; link: no URL, the run's file
+        ("A|conc=16", "tput_per_gpu"): ("line", "A|conc=16", {**keys_a, "conc": 16}, "tput_per_gpu", [D1],
+                                        ["gha:10"], [50.0], [None], [1], ["f10c.json"]),
+        # conc 8: gha:10 = mean(100, 110); gha:11 first current on D2, its D3 run joins: mean(120, 130) (r5 null,
+        # r7 without conc, r8 undated all left out); links: the first non-empty URL of each point's runs
+        ("A|conc=8", "tput_per_gpu"): ("line", "A|conc=8", {**keys_a, "conc": 8}, "tput_per_gpu", [D1, D2],
+                                       ["gha:10", "gha:11"], [105.0, 125.0], [sd, sd], [2, 2],
+                                       ["https://x/10b", "https://x/11"]),
+        ("B|conc=4", "tput_per_gpu"): ("line", "B|conc=4", keys_b, "tput_per_gpu", [D2, D3], ["gha:20", "gha:21"],
+                                       [200.0, 210.0], [None, None], [1, 1], ["https://x/20", "g21.json"]),
+        ("B|conc=4", "median_tpot_s"): ("line", "B|conc=4", keys_b, "median_tpot_s", [D2, D3],
+                                        ["gha:20", "gha:21"], [0.05, 0.06], [None, None], [1, 1],
+                                        ["https://x/20", "g21.json"]),
+    }
+
+
+def test_line_series_by_metric_batches_points_and_links():
+    """line_series_by_metric: one batch per metric with a value, in the order asked, each sorted by series id;
+    a point per successive current sweep dated its first day, the mean and spread of its runs, its link."""
+    runs, _, _ = _line_runs()
+    expected = _expected_line_series()
+    batches = list(line_series_by_metric(runs, ["tput_per_gpu", "p99_ttft_s", "median_tpot_s"]))
+    assert [[_plain(s) for s in batch] for batch in batches] == [
+        [expected[("A|conc=16", "tput_per_gpu")], expected[("A|conc=8", "tput_per_gpu")],
+         expected[("B|conc=4", "tput_per_gpu")]],
+        [expected[("B|conc=4", "median_tpot_s")]]]
+
+
+def test_line_series_sorted_by_series_then_metric():
+    """line_series: every metric's series in one list sorted by series id, then metric."""
+    runs, _, _ = _line_runs()
+    expected = _expected_line_series()
+    assert [_plain(s) for s in line_series(runs, ["tput_per_gpu", "median_tpot_s"])] == [
+        expected[("A|conc=16", "tput_per_gpu")], expected[("A|conc=8", "tput_per_gpu")],
+        expected[("B|conc=4", "median_tpot_s")], expected[("B|conc=4", "tput_per_gpu")]]
+
+
+def test_line_series_without_dated_runs_is_empty():
+    """line_series_by_metric: a table with no dated run yields nothing."""
+    runs, _, _ = _line_runs()
+    undated = runs.set_column(runs.schema.get_field_index("run_date"), "run_date",
+                              pa.nulls(runs.num_rows, pa.date32()))
+    assert list(line_series_by_metric(undated, ["tput_per_gpu"])) == []
+    assert list(line_series_by_metric(runs.slice(0, 0), ["tput_per_gpu"])) == []
 
 
 # --- the webhook ------------------------------------------------------------------------------------------------------
