@@ -20,19 +20,26 @@ from pipeline.comparisons.regressions import (
     DetectionSettings,
     MetricRule,
     RegressionRulesError,
+    Change,
     assign_status,
+    change_points,
     change_text,
     detect,
+    direction_of,
     find_changes,
     format_value,
     line_series,
     line_series_by_metric,
     load_metric_rules,
+    recovered,
+    regression_id,
     regressions_markdown,
+    robust_noise,
     series_label,
     slack_message,
     Series,
 )
+from pipeline.comparisons.regressions import _judge, _repeat_noise
 from pipeline.io.webhook import WebhookError, post_json
 
 TPUT = MetricRule("line", "tput_per_gpu", "higher", "relative", 0.05, 0.005)
@@ -120,6 +127,157 @@ def _series(metric, values, start=dt.date(2026, 7, 1)):
                                        "line_id": "L", "conc": 8, "price_book": None, "target_intvty": None},
                   metric, dates, [f"date:{d}" for d in dates], list(values), [float("nan")] * len(values),
                   [1] * len(values), [f"https://example.invalid/runs/{i}" for i in range(len(values))])
+
+
+# --- the detector's parts, on hand-made numbers --------------------------------------------------------------------------
+
+def test_robust_noise_is_the_scaled_median_absolute_difference():
+    """robust_noise: 1.4826 × median |first difference| / √2; NaN for fewer than 2 points."""
+    assert np.isnan(robust_noise(np.array([])))
+    assert np.isnan(robust_noise(np.array([5.0])))
+    assert robust_noise(np.array([1.0, 4.0])) == pytest.approx(1.4826 * 3 / 2 ** 0.5)  # two points: one difference
+    # differences −2, −1, +10: |.| = 2, 1, 10, median 2 (the mean would be 13/3, the signed median −1)
+    assert robust_noise(np.array([3.0, 1.0, 0.0, 10.0])) == pytest.approx(1.4826 * 2 / 2 ** 0.5)
+
+
+def test_change_points_cut_where_the_gain_beats_the_penalty():
+    """change_points: a cut where splitting saves more than penalty × noise² × ln n; none beyond the end; []
+    below 2 × min_size points."""
+    step = np.array([0.0] * 5 + [1.0] * 5)  # one cut at 5 saves 10 × 0.5² = 2.5 of the L2 cost
+    assert change_points(step, 0.1, 2, 4.0) == [5]
+    assert change_points(step, 0.5, 2, 4.0) == [5]  # penalty 4 × 0.25 × ln 10 = 2.30 < 2.5
+    assert change_points(step, 0.55, 2, 4.0) == []  # penalty 4 × 0.3025 × ln 10 = 2.79 > 2.5
+    assert change_points(step, 0.5, 2, 5.0) == []  # penalty 5 × 0.25 × ln 10 = 2.88 > 2.5
+    assert change_points(np.array([0.0, 0.0, 1.0, 1.0]), 0.1, 2, 4.0) == [2]  # exactly 2 × min_size points
+    assert change_points(np.array([0.0, 0.0, 1.0]), 0.1, 2, 4.0) == []
+    assert change_points(np.array([0.0] * 3 + [1.0] * 4 + [3.0] * 3), 0.1, 2, 4.0) == [3, 7]
+    # segments of ≥ 4 points: one cut, at 4, 5 or 6; their costs 0.75 + 6, 1.2 + 4.8, 1.5 + 3: at 6
+    assert change_points(np.array([0.0] * 3 + [1.0] * 4 + [3.0] * 3), 0.1, 4, 4.0) == [6]
+
+
+def _p_two_sided_df2(t):
+    """Two-sided Student t p-value for 2 degrees of freedom, in closed form: 1 − |t| / √(2 + t²)."""
+    return 1 - abs(t) / (2 + t * t) ** 0.5
+
+
+def test_judge_tests_the_step_with_the_pooled_noise():
+    """_judge: the points on each side (up to the window), the two-sided t-test p-value with the given noise and
+    df, and the means of y (metric units), both directions."""
+    x = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    y = np.array([10.0, 10.0, 10.0, 20.0, 20.0, 40.0])  # means 10 and 80 / 3
+    before, after, p, mean_before, mean_after = _judge(x, y, 0, 3, 6, DetectionSettings(), 0.5, 2)
+    # t = 1 / (0.5 × √(1/3 + 1/3)) = √6
+    assert (before, after, mean_before) == (range(0, 3), range(3, 6), 10.0)
+    assert mean_after == pytest.approx(80 / 3) and p == pytest.approx(_p_two_sided_df2(6 ** 0.5))
+    before, after, p, _, _ = _judge(-x, y, 0, 3, 6, DetectionSettings(), 0.5, 2)  # the same step down
+    assert (before, after) == (range(0, 3), range(3, 6)) and p == pytest.approx(_p_two_sided_df2(6 ** 0.5))
+    # a window of 2: points 1–2 before, 3–4 after; t = 1 / (0.5 × √(1/2 + 1/2)) = 2
+    before, after, p, mean_before, mean_after = _judge(x, y, 0, 3, 6, DetectionSettings(min_points_before=2,
+                                                                                         window=2), 0.5, 2)
+    assert (before, after, mean_before, mean_after) == (range(1, 3), range(3, 5), 10.0, 20.0)
+    assert p == pytest.approx(_p_two_sided_df2(2.0))
+    # df 1 (Cauchy): p = 1 − 2 atan(|t|) / π
+    assert _judge(x, y, 0, 3, 6, DetectionSettings(), 0.5, 1)[2] == pytest.approx(
+        1 - 2 * np.arctan(6 ** 0.5) / np.pi)
+
+
+def test_judge_needs_enough_points_each_side():
+    """_judge: None when fewer than min_points_before points lie before the cut or fewer than min_points_after
+    after it; exactly that many suffice."""
+    x = np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    assert _judge(x, x, 1, 4, 7, DetectionSettings(), 0.5, 2)[:2] == (range(1, 4), range(4, 7))
+    assert _judge(x, x, 2, 4, 7, DetectionSettings(), 0.5, 2) is None  # 2 before
+    assert _judge(x, x, 1, 4, 6, DetectionSettings(), 0.5, 2)[:2] == (range(1, 4), range(4, 6))
+    assert _judge(x, x, 1, 4, 5, DetectionSettings(), 0.5, 2) is None  # 1 after
+    assert _judge(x, x, 0, 4, 6, DetectionSettings(min_points_after=3), 0.5, 2) is None
+    assert _judge(x, x, 1, 4, 7, DetectionSettings(min_points_before=4), 0.5, 2) is None
+
+
+def test_judge_moves_past_weak_first_nights_at_most_two():
+    """_judge: while a first night after the cut is not beyond the midpoint of the two levels (on it counts as
+    not beyond), the change is dated one night later, up to MATCH_POINTS (2) nights; past that, None."""
+    # first night 0.2 against levels 0 and 0.8 (midpoint 0.4): dated a night later, levels 0.05 and 1
+    x = np.array([0.0, 0.0, 0.0, 0.2, 1.0, 1.0, 1.0])
+    before, after, p, mean_before, mean_after = _judge(x, x, 0, 3, 7, DetectionSettings(), 0.5, 2)
+    assert (before, after, mean_after) == (range(0, 4), range(4, 7), 1.0) and mean_before == pytest.approx(0.05)
+    assert p == pytest.approx(_p_two_sided_df2(0.95 / (0.5 * (1 / 4 + 1 / 3) ** 0.5)))
+    # a first night exactly on the midpoint: levels 0 and (0.25 + 0.625 + 0.625) / 3 = 0.5, midpoint 0.25
+    x = np.array([0.0, 0.0, 0.0, 0.25, 0.625, 0.625])
+    assert _judge(x, x, 0, 3, 6, DetectionSettings(), 0.5, 2)[:2] == (range(0, 4), range(4, 6))
+    # the same downwards: levels 0 and −0.5, first night −0.25 on the midpoint
+    assert _judge(-x, x, 0, 3, 6, DetectionSettings(), 0.5, 2)[:2] == (range(0, 4), range(4, 6))
+    # three weak nights: shifts 0, 1 and 2 all fail (their first nights 0.2, 0.2 | 0.2, 0.2 | 0.2, 1 are not
+    # beyond the midpoints 0.3, 0.365, 0.44); shift 3 is not tried
+    x = np.array([0.0, 0.0, 0.0, 0.2, 0.2, 0.2, 1.0, 1.0, 1.0])
+    assert _judge(x, x, 0, 3, 9, DetectionSettings(), 0.5, 2) is None
+    # a second weak night alone also moves the date (every one of the first min_points_after nights counts)
+    x = np.array([0.0, 0.0, 0.0, 1.0, 0.2, 1.0, 1.0, 1.0])
+    assert _judge(x, x, 0, 3, 8, DetectionSettings(), 0.5, 2)[:2] == (range(0, 5), range(5, 8))
+
+
+def test_repeat_noise_pools_the_points_with_two_runs_or_more():
+    """_repeat_noise: the pooled within-point variance (log units: sd / value) of points with ≥ 2 runs and a
+    finite sd, over the harmonic mean of every point's run count; (0, 0) when no point has two runs."""
+    rel = MetricRule("line", "tput_per_gpu", "higher", "relative", 0.05, 0.005)
+    y = np.array([100.0, 200.0, 50.0, 80.0])
+    sd = np.array([10.0, 40.0, np.nan, 8.0])
+    counts = np.array([2.0, 3.0, 3.0, 1.0])
+    # used: points 0 and 1 (2 has no sd, 3 one run); sd/value 0.1 and 0.2; df = 1 + 2 = 3
+    # pooled = (1 × 0.01 + 2 × 0.04) / 3 = 0.03; harmonic mean of 2, 3, 3, 1 = 4 / (1/2 + 1/3 + 1/3 + 1) = 24/13
+    noise, df = _repeat_noise(y, sd, counts, rel)
+    assert df == 3 and noise == pytest.approx((0.03 * 13 / 24) ** 0.5)
+    absolute = MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.002)
+    # in metric units (a value of 0 is fine): pooled (0.01² + 0.03²) / 2 = 0.0005, harmonic mean 2
+    noise, df = _repeat_noise(np.array([0.0, 0.1]), np.array([0.01, 0.03]), np.array([2.0, 2.0]), absolute)
+    assert df == 2 and noise == pytest.approx(0.00025 ** 0.5)
+    assert _repeat_noise(y, sd, np.ones(4), rel) == (0.0, 0)
+    assert _repeat_noise(y, np.full(4, np.nan), counts, rel) == (0.0, 0)
+
+
+def _change(magnitude, mean_before, later_level, last=False):
+    return Change(10, range(0, 10), range(10, 20), later_level, last, mean_before, mean_before * (1 + magnitude),
+                  magnitude, 1e-9, 0.01, "residuals")
+
+
+def test_direction_follows_the_metric_better_side():
+    """direction_of: up is an improvement where higher is better and a regression where lower is, and down the
+    reverse."""
+    lower = MetricRule("line", "median_tpot_s", "lower", "relative", 0.05, 0.005)
+    assert direction_of(_change(0.2, 1.0, 1.2), TPUT) == "improvement"
+    assert direction_of(_change(-0.2, 1.0, 0.8), TPUT) == "regression"
+    assert direction_of(_change(0.2, 1.0, 1.2), lower) == "regression"
+    assert direction_of(_change(-0.2, 1.0, 0.8), lower) == "improvement"
+
+
+def test_recovered_when_the_last_level_is_back_within_the_minimum():
+    """recovered: never while the change's segment is the last; else the last level moved from the level before,
+    signed the change's way, is under the minimum magnitude (the metric's, or the settings' override): back,
+    or beyond."""
+    # relative, down 20 %: back at 99 (moved −1 %), still down at 82 (−18 %), beyond at 120 (+20 %)
+    assert recovered(_change(-0.2, 100.0, 99.0), TPUT)
+    assert not recovered(_change(-0.2, 100.0, 82.0), TPUT)
+    assert recovered(_change(-0.2, 100.0, 120.0), TPUT)
+    assert not recovered(_change(-0.2, 100.0, 80.0), TPUT)  # 80 / 100 − 1 = −0.2: the change's own level
+    assert not recovered(_change(-0.2, 100.0, 99.0, last=True), TPUT)
+    assert not recovered(_change(0.2, 100.0, 120.0), TPUT)  # up 20 % and still up
+    # the settings' minimum replaces the metric's: −10 % moved is under 0.5
+    assert recovered(_change(-0.2, 100.0, 90.0), TPUT, DetectionSettings(min_magnitude=0.5))
+    assert not recovered(_change(-0.2, 100.0, 90.0), TPUT, DetectionSettings())
+    # absolute (metric units), up 0.25 from 0 with a minimum of 0.25: 0.125 is back; 0.25 (equal) is not
+    rate = MetricRule("line", "failure_rate", "lower", "absolute", 0.25, 0.002)
+    assert recovered(_change(0.25, 0.0, 0.125), rate)
+    assert not recovered(_change(0.25, 0.0, 0.25), rate)
+    assert recovered(Change(10, range(0, 10), range(10, 20), 2.125, False, 2.0, 2.25, 0.25, 1e-9, 0.01, "floor"),
+                     rate)  # 2.125 − 2.0 = 0.125 (a ratio would be 0.0625 too, a sum 4.125)
+
+
+def test_regression_id_hashes_series_metric_direction_and_date():
+    """regression_id: the first 16 hex digits of sha256 of ``series|metric|direction|first bad date``."""
+    row = {"series_id": "L|conc=8", "metric": "tput_per_gpu", "direction": "regression",
+           "first_bad_date": dt.date(2026, 7, 7), "status": "new"}
+    # printf 'L|conc=8|tput_per_gpu|regression|2026-07-07' | sha256sum
+    assert regression_id(row) == "4bc7069ecead06eb"
+    assert regression_id({**row, "status": "recovered"}) == "4bc7069ecead06eb"  # other columns do not count
 
 
 # --- rules as data --------------------------------------------------------------------------------------------------
