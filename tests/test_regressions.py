@@ -436,7 +436,7 @@ D1, D2, D3 = dt.date(2026, 7, 1), dt.date(2026, 7, 2), dt.date(2026, 7, 3)
 def _line_runs():
     """Two lines' runs: line A's sweep gha:10 on D1 (conc 8 twice, conc 16 once), its sweep gha:11 on D2 and again
     on D3 (conc 8: a null tok/s/GPU, and a run without a concurrency), an undated run; line B's sweeps gha:20 (D2)
-    and gha:21 (D3) at conc 4, the only runs with a median TPOT. No run has a p99 TTFT."""
+    and gha:21 (D3) at conc 16, the only runs with a median TPOT. No run has a p99 TTFT."""
     a = {"model": "m", "isl": 1024, "osl": 1024, "hw": "h200", "precision": "fp8", "spec_decoding": "none",
          "framework": "sglang", "benchmark_type": "fixed_seq"}
     b = {**a, "model": "m2", "hw": "mi300x"}
@@ -449,8 +449,8 @@ def _line_runs():
         ("r6", "A", "gha:11", D3, 8, a, "https://x/11c", "f11c.json", 130.0, None),
         ("r7", "A", "gha:11", D3, None, a, "https://x/11d", "f11d.json", 500.0, None),
         ("r8", "A", "gha:12", None, 8, a, "https://x/12", "f12.json", 999.0, None),
-        ("r9", "B", "gha:20", D2, 4, b, "https://x/20", "g20.json", 200.0, 0.05),
-        ("r10", "B", "gha:21", D3, 4, b, "", "g21.json", 210.0, 0.06),
+        ("r9", "B", "gha:20", D2, 16, b, "", "g20.json", 200.0, 0.05),
+        ("r10", "B", "gha:21", D3, 16, b, "https://x/21", "g21.json", 210.0, 0.06),
     ]
     columns = {"run_id": [r[0] for r in rows], "line_id": [r[1] for r in rows], "sweep_id": [r[2] for r in rows],
                "run_date": pa.array([r[3] for r in rows], pa.date32()),
@@ -474,7 +474,7 @@ def _plain(s):
 def _expected_line_series():
     _, a, b = _line_runs()
     keys_a = {**a, "line_id": "A", "price_book": None, "target_intvty": None}
-    keys_b = {**b, "line_id": "B", "conc": 4, "price_book": None, "target_intvty": None}
+    keys_b = {**b, "line_id": "B", "conc": 16, "price_book": None, "target_intvty": None}
     sd = round(50 ** 0.5, 9)  # two runs 10 apart: deviations ±5, (25 + 25) / (2 − 1) = 50
     return {
         # conc 16: one run; link: no URL, the run's file
@@ -485,11 +485,13 @@ def _expected_line_series():
         ("A|conc=8", "tput_per_gpu"): ("line", "A|conc=8", {**keys_a, "conc": 8}, "tput_per_gpu", [D1, D2],
                                        ["gha:10", "gha:11"], [105.0, 125.0], [sd, sd], [2, 2],
                                        ["https://x/10b", "https://x/11"]),
-        ("B|conc=4", "tput_per_gpu"): ("line", "B|conc=4", keys_b, "tput_per_gpu", [D2, D3], ["gha:20", "gha:21"],
-                                       [200.0, 210.0], [None, None], [1, 1], ["https://x/20", "g21.json"]),
-        ("B|conc=4", "median_tpot_s"): ("line", "B|conc=4", keys_b, "median_tpot_s", [D2, D3],
-                                        ["gha:20", "gha:21"], [0.05, 0.06], [None, None], [1, 1],
-                                        ["https://x/20", "g21.json"]),
+        # conc 16 as line A's: a series of its own all the same; the last run of all carries its point's link
+        ("B|conc=16", "tput_per_gpu"): ("line", "B|conc=16", keys_b, "tput_per_gpu", [D2, D3],
+                                        ["gha:20", "gha:21"], [200.0, 210.0], [None, None], [1, 1],
+                                        ["g20.json", "https://x/21"]),
+        ("B|conc=16", "median_tpot_s"): ("line", "B|conc=16", keys_b, "median_tpot_s", [D2, D3],
+                                         ["gha:20", "gha:21"], [0.05, 0.06], [None, None], [1, 1],
+                                         ["g20.json", "https://x/21"]),
     }
 
 
@@ -501,8 +503,8 @@ def test_line_series_by_metric_batches_points_and_links():
     batches = list(line_series_by_metric(runs, ["tput_per_gpu", "p99_ttft_s", "median_tpot_s"]))
     assert [[_plain(s) for s in batch] for batch in batches] == [
         [expected[("A|conc=16", "tput_per_gpu")], expected[("A|conc=8", "tput_per_gpu")],
-         expected[("B|conc=4", "tput_per_gpu")]],
-        [expected[("B|conc=4", "median_tpot_s")]]]
+         expected[("B|conc=16", "tput_per_gpu")]],
+        [expected[("B|conc=16", "median_tpot_s")]]]
 
 
 def test_line_series_sorted_by_series_then_metric():
@@ -511,7 +513,7 @@ def test_line_series_sorted_by_series_then_metric():
     expected = _expected_line_series()
     assert [_plain(s) for s in line_series(runs, ["tput_per_gpu", "median_tpot_s"])] == [
         expected[("A|conc=16", "tput_per_gpu")], expected[("A|conc=8", "tput_per_gpu")],
-        expected[("B|conc=4", "median_tpot_s")], expected[("B|conc=4", "tput_per_gpu")]]
+        expected[("B|conc=16", "median_tpot_s")], expected[("B|conc=16", "tput_per_gpu")]]
 
 
 def test_line_series_without_dated_runs_is_empty():
@@ -521,6 +523,36 @@ def test_line_series_without_dated_runs_is_empty():
                               pa.nulls(runs.num_rows, pa.date32()))
     assert list(line_series_by_metric(undated, ["tput_per_gpu"])) == []
     assert list(line_series_by_metric(runs.slice(0, 0), ["tput_per_gpu"])) == []
+    no_conc = runs.set_column(runs.schema.get_field_index("conc"), "conc", pa.nulls(runs.num_rows, pa.int32()))
+    assert list(line_series_by_metric(no_conc, ["tput_per_gpu"])) == []  # no run has a concurrency: no point
+
+
+def test_line_series_a_rerun_attempt_replaces_its_earlier_attempt_on_every_line():
+    """line_series_by_metric: a line whose only sweep was replaced by a later attempt of its workflow run has no
+    point on that day, and the other lines of the day keep theirs."""
+    runs, _, _ = _line_runs()
+    first = runs.slice(0, 1).to_pylist()[0]
+
+    def run(line, sweep, day, value):
+        return {**first, "line_id": line, "sweep_id": sweep, "run_date": day, "tput_per_gpu": value, "run_url": "",
+                "source_file": f"{line}-{value:g}.json"}
+
+    # X runs under gha:5 on D1 and D2; on D2 attempt 2 of that workflow run (Y's) is visible, so gha:5 leaves X
+    table = pa.Table.from_pylist([run("X", "gha:5", D1, 1.0), run("X", "gha:5", D2, 2.0),
+                                  run("Y", "gha:5/attempt/2", D2, 3.0), run("Y", "gha:4", D1, 4.0)],
+                                 schema=runs.schema)
+    assert [(s.series_id, s.dates, s.sweeps, s.values, s.links) for s in line_series(table, ["tput_per_gpu"])] == [
+        ("X|conc=8", [D1], ["gha:5"], [1.0], ["X-1.json"]),
+        ("Y|conc=8", [D1, D2], ["gha:4", "gha:5/attempt/2"], [4.0, 3.0], ["Y-4.json", "Y-3.json"])]
+
+
+def test_line_series_of_a_single_run():
+    """line_series_by_metric: one dated run is one series of one point (its sd NaN, its link its URL)."""
+    runs, a, _ = _line_runs()
+    [[one]] = list(line_series_by_metric(runs.slice(1, 1), ["tput_per_gpu"]))  # r2
+    assert _plain(one) == ("line", "A|conc=8", {**a, "line_id": "A", "conc": 8, "price_book": None,
+                                                "target_intvty": None}, "tput_per_gpu", [D1], ["gha:10"], [110.0],
+                           [None], [1], ["https://x/10b"])
 
 
 # --- the webhook ------------------------------------------------------------------------------------------------------
