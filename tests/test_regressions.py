@@ -280,6 +280,87 @@ def test_regression_id_hashes_series_metric_direction_and_date():
     assert regression_id({**row, "status": "recovered"}) == "4bc7069ecead06eb"  # other columns do not count
 
 
+def _plain_change(c):
+    return (c.index, c.before, c.after, c.later_level, c.last, c.mean_before, c.mean_after, c.magnitude,
+            c.noise_source)
+
+
+RATE = MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.002)
+
+
+def test_find_changes_on_a_clean_step_uses_the_floor():
+    """find_changes: a noiseless step is tested against the noise floor (source ``floor``: the residuals and the
+    robust estimate are no larger), df = n − segments; an absolute metric's magnitude is the difference."""
+    settings = DetectionSettings(min_points_before=2)
+    [change] = find_changes([0.0, 0.0, 1.0, 1.0], RATE, settings)
+    assert _plain_change(change) == (2, range(0, 2), range(2, 4), 1.0, True, 0.0, 1.0, 1.0, "floor")
+    assert change.noise == 0.002
+    t = 1 / (0.002 * (1 / 2 + 1 / 2) ** 0.5)  # 500, df 4 − 2 = 2
+    assert change.p_value == pytest.approx(_p_two_sided_df2(t), rel=1e-6)
+    assert find_changes([0.0, 0.0, 1.0], RATE, settings) == []  # 3 points: fewer than 2 + 2
+    # relative: log values; the floor is log(1 + 0.005); magnitude 200 / 100 − 1
+    rel = DetectionSettings(min_points_before=2, max_p_value=1e-3)
+    [change] = find_changes([100.0, 100.0, 200.0, 200.0], TPUT, rel)
+    assert _plain_change(change) == (2, range(0, 2), range(2, 4), 200.0, True, 100.0, 200.0, 1.0, "floor")
+    assert change.noise == pytest.approx(np.log1p(0.005))
+    assert change.p_value == pytest.approx(_p_two_sided_df2(np.log(2) / np.log1p(0.005)), rel=1e-6)
+
+
+def test_find_changes_rejects_values_it_cannot_test():
+    """find_changes: a non-finite value, or a non-positive one for a relative metric, raises ValueError naming
+    the metric; zero is fine for an absolute metric."""
+    with pytest.raises(ValueError, match=r"^tput_per_gpu: values must be finite and > 0$"):
+        find_changes([1.0, 0.0, 1.0, 1.0, 1.0], TPUT)
+    with pytest.raises(ValueError, match=r"^tput_per_gpu: values must be finite and > 0$"):
+        find_changes([1.0, float("nan"), 1.0, 1.0, 1.0], TPUT)
+    with pytest.raises(ValueError, match=r"^failure_rate: values must be finite$"):
+        find_changes([0.0, float("inf"), 0.0, 0.0, 0.0], RATE)
+    assert find_changes([0.0] * 5, RATE) == []
+
+
+def test_find_changes_repeats_give_the_noise_and_df():
+    """find_changes: when the repeats show more noise than the residuals, they give the noise, its df and the
+    source ``repeats``; the p-value then decides against max_p_value."""
+    sd, counts = [0.1, 0.1, float("nan"), float("nan")], [2, 2, 1, 1]
+    # repeat noise: pooled 0.01 over the harmonic mean of 2, 2, 1, 1 (4/3): √0.0075, df 1 + 1 = 2
+    settings = DetectionSettings(min_points_before=2, max_p_value=0.05)
+    [change] = find_changes([0.0, 0.0, 1.0, 1.0], RATE, settings, sd, counts)
+    assert _plain_change(change) == (2, range(0, 2), range(2, 4), 1.0, True, 0.0, 1.0, 1.0, "repeats")
+    assert change.noise == pytest.approx(0.0075 ** 0.5)
+    t = 1 / 0.0075 ** 0.5  # 11.55: p = 0.0074
+    assert change.p_value == pytest.approx(_p_two_sided_df2(t))
+    assert find_changes([0.0, 0.0, 1.0, 1.0], RATE, DetectionSettings(min_points_before=2, max_p_value=0.007),
+                        sd, counts) == []
+    # repeats quieter than the floor: the floor stays
+    [change] = find_changes([0.0, 0.0, 1.0, 1.0], RATE, settings, [0.001] * 4, [2] * 4)
+    assert change.noise_source == "floor" and change.noise == 0.002
+
+
+def test_find_changes_minimum_magnitude_from_the_rule_or_the_settings():
+    """find_changes: a change is announced when |magnitude| reaches the minimum (equal is enough): the rule's,
+    or the settings' override."""
+    settings = DetectionSettings(min_points_before=2)
+    at_one = MetricRule("line", "failure_rate", "lower", "absolute", 1.0, 0.002)
+    assert len(find_changes([0.0, 0.0, 1.0, 1.0], at_one, settings)) == 1  # magnitude 1.0 = minimum
+    assert find_changes([0.0, 0.0, 1.0, 1.0], MetricRule("line", "failure_rate", "lower", "absolute", 1.5, 0.002),
+                        settings) == []
+    assert find_changes([0.0, 0.0, 1.0, 1.0], RATE, DetectionSettings(min_points_before=2, min_magnitude=1.5)) == []
+    assert len(find_changes([0.0, 0.0, 1.0, 1.0], at_one, DetectionSettings(min_points_before=2,
+                                                                            min_magnitude=0.5))) == 1
+    assert find_changes([1.0, 1.0, 0.0, 0.0], at_one, DetectionSettings(min_points_before=2, min_magnitude=1.5)) \
+        == []  # a step down: |−1| < 1.5
+
+
+def test_find_changes_up_and_back_two_changes():
+    """find_changes: a step up and back down gives two changes, each tested between its neighbouring cuts; the
+    first is not the last and sees the series' current level (the last segment's mean)."""
+    changes = find_changes([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5], RATE)
+    assert [_plain_change(c) for c in changes] == [
+        (3, range(0, 3), range(3, 6), 0.5, False, 0.0, 1.0, 1.0, "floor"),
+        (6, range(3, 6), range(6, 9), 0.5, True, 1.0, 0.5, -0.5, "floor")]
+    assert all(c.p_value < 1e-10 for c in changes)  # t ≥ 0.5 / (0.002 × √(2/3)) = 306, df 6
+
+
 # --- rules as data --------------------------------------------------------------------------------------------------
 
 def test_the_committed_rules_say_which_way_is_better():
