@@ -20,26 +20,32 @@ from pipeline.comparisons.regressions import (
     DetectionSettings,
     MetricRule,
     RegressionRulesError,
+    METHOD,
+    REGRESSION_SCHEMA,
     Change,
+    JudgedSeries,
     assign_status,
     change_points,
     change_text,
     detect,
     direction_of,
+    failure_runs,
     find_changes,
     format_value,
+    frontier_series,
     line_series,
     line_series_by_metric,
     load_metric_rules,
     recovered,
     regression_id,
     regressions_markdown,
+    repeat_stats,
     robust_noise,
     series_label,
     slack_message,
     Series,
 )
-from pipeline.comparisons.regressions import _judge, _repeat_noise
+from pipeline.comparisons.regressions import _judge, _repeat_noise, cumulative_l2_cost
 from pipeline.io.webhook import WebhookError, post_json
 
 TPUT = MetricRule("line", "tput_per_gpu", "higher", "relative", 0.05, 0.005)
@@ -359,6 +365,191 @@ def test_find_changes_up_and_back_two_changes():
         (3, range(0, 3), range(3, 6), 0.5, False, 0.0, 1.0, 1.0, "floor"),
         (6, range(3, 6), range(6, 9), 0.5, True, 1.0, 0.5, -0.5, "floor")]
     assert all(c.p_value < 1e-10 for c in changes)  # t ≥ 0.5 / (0.002 × √(2/3)) = 306, df 6
+
+
+def test_repeat_stats_small_and_large_groups():
+    """repeat_stats: per group the mean and the sample sd (NaN for one value); groups of 8 and more are
+    numpy's own sums, bit for bit."""
+    means, sds = repeat_stats(np.array([1.0, 2.0, 3.0, 10.0, 4.0, 6.0]), np.array([3, 1, 2]))
+    assert means.tolist() == [2.0, 10.0, 5.0]
+    assert sds[0] == 1.0 and np.isnan(sds[1]) and sds[2] == pytest.approx(2 ** 0.5)  # (1 + 1) / 1; (1 + 1) / 1
+    nine = np.arange(1.0, 10.0)  # mean 5, Σ(i − 5)² = 60, sd √(60 / 8)
+    means, sds = repeat_stats(np.r_[nine, 7.0], np.array([9, 1]))
+    assert means[0] == 5.0 and sds[0] == pytest.approx(7.5 ** 0.5) and means[1] == 7.0 and np.isnan(sds[1])
+    # eight values whose sum in order from 0 differs from numpy's pairwise sum (numpy's mean is the reference)
+    eight = np.array([1e16, 1.0, 1.0, 1.0, -1e16, 1.0, 1.0, 1.0])
+    assert sum(eight.tolist()) != np.sum(eight)
+    means, sds = repeat_stats(eight, np.array([8]))
+    assert means[0] == np.mean(eight) and sds[0] == np.std(eight, ddof=1)
+    seven = eight[:7]  # seven values: summed in order from 0, as numpy does below eight
+    means, _ = repeat_stats(seven, np.array([7]))
+    assert means[0] == np.mean(seven) == sum(seven.tolist()) / 7
+
+
+def test_cumulative_l2_cost_is_the_sum_of_squared_deviations():
+    """cumulative_l2_cost: error(start, end) = Σ(x − mean)² over [start, end); an empty segment raises
+    NotEnoughPoints; a signal of two columns raises ValueError."""
+    from ruptures.costs import NotEnoughPoints
+
+    cost = cumulative_l2_cost().fit(np.array([1.0, 2.0, 3.0, 10.0]))
+    assert cost.error(0, 4) == pytest.approx(50.0)  # mean 4: 9 + 4 + 1 + 36
+    assert cost.error(0, 3) == pytest.approx(2.0)  # mean 2: 1 + 0 + 1
+    assert cost.error(1, 3) == pytest.approx(0.5)  # mean 2.5: 0.25 + 0.25
+    assert cost.error(3, 4) == 0.0 and cost.min_size == 1
+    assert cost.fit(np.array([[0.1], [0.1], [0.1]])).error(0, 3) == 0.0  # never below 0
+    with pytest.raises(NotEnoughPoints):
+        cost.error(2, 2)
+    with pytest.raises(ValueError, match=r"one column expected, got shape \(3, 2\)"):
+        cumulative_l2_cost().fit(np.zeros((3, 2)))
+
+
+def test_frontier_series_points_per_date_gaps_and_shared_targets():
+    """frontier_series: per price book, group and target one point per date with a value (two comparisons' rows
+    of a date are one point, NaN a gap, undated rows left out), keyed and sorted by series id then metric."""
+    group = {"model": "m", "isl": 1024, "osl": 2048, "hw": "h200", "precision": "fp8", "spec_decoding": "none",
+             "framework": "sglang", "benchmark_type": "fixed_seq", "x_intvty_stat": "median"}
+
+    def row(day, book, target, tput, comparison="c1"):
+        return {"run_date": day, "price_book": book, **group, "target_intvty": target, "comparison_id": comparison,
+                "tput_per_gpu": tput, "tok_s_per_mw": None}
+
+    table = pa.Table.from_pylist([
+        row(D3, "list", 50.0, 120.0), row(D1, "list", 50.0, 100.0), row(D1, "list", 50.0, 100.0, "c2"),
+        row(D2, "list", 50.0, float("nan")), row(None, "list", 50.0, 999.0), row(D2, "spot", 12.5, 90.0)])
+    table = table.set_column(table.schema.get_field_index("tok_s_per_mw"), "tok_s_per_mw",
+                             pa.nulls(table.num_rows, pa.float64()))
+    got = frontier_series(table, ["tput_per_gpu", "tok_s_per_mw"])  # no tok/s/MW anywhere: no series of it
+    keys = {k: group[k] for k in ("model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
+                                  "benchmark_type")}
+    assert [(s.kind, s.series_id, s.keys, s.metric, s.dates, s.sweeps, s.values, s.repeat_n, s.links)
+            for s in got] == [
+        ("frontier", "list|m|1024|2048|h200|fp8|none|sglang|fixed_seq|median|at=50",
+         {**keys, "line_id": None, "conc": None, "price_book": "list", "target_intvty": 50.0}, "tput_per_gpu",
+         [D1, D3], ["2026-07-01", "2026-07-03"], [100.0, 120.0], [1, 1], [None, None]),
+        ("frontier", "spot|m|1024|2048|h200|fp8|none|sglang|fixed_seq|median|at=12.5",
+         {**keys, "line_id": None, "conc": None, "price_book": "spot", "target_intvty": 12.5}, "tput_per_gpu",
+         [D2], ["2026-07-02"], [90.0], [1], [None])]
+    assert all(np.isnan(v) for s in got for v in s.repeat_sd)
+    assert frontier_series(table.slice(4, 1), ["tput_per_gpu"]) == []  # only an undated row
+
+
+def test_failure_runs_rate_and_ids():
+    """failure_runs: failed / (failed + completed), a null failed read as 0, null where completed is null or the
+    sum is 0; line and sweep ids as validation writes them; absent key columns null."""
+    base = {"run_id": "r", "model": "dsr1", "isl": 1024, "osl": 1024, "hw": "h200", "framework": "sglang",
+            "precision": "fp8", "spec_decoding": "none", "tp": 8, "run_url": None, "sweep_id": None,
+            "run_date": D1, "conc": 8, "source_file": "f.json"}
+    counts = [(2, 8), (None, 10), (3, 0), (0, 0), (1, None)]
+    table = pa.Table.from_pylist([{**base, "run_id": f"r{i}", "failed": f, "completed": c}
+                                  for i, (f, c) in enumerate(counts)])
+    table = table.set_column(table.schema.get_field_index("run_url"), "run_url",
+                             pa.array(["https://github.com/o/r/actions/runs/123/attempts/1"] + [None] * 4, pa.string()))
+    out = failure_runs(table)
+    assert out.column_names == ["run_id", "run_date", "conc", "model", "isl", "osl", "hw", "precision",
+                                "spec_decoding", "framework", "benchmark_type", "run_url", "source_file", "line_id",
+                                "sweep_id", "failure_rate"]
+    assert out["failure_rate"].to_pylist() == [0.2, 0.0, 1.0, None, None]  # 2/10, 0/10, 3/3, 0/0, no completed
+    assert out["line_id"].to_pylist() == ["dsr1|1024/1024|h200|sglang|fp8|spec=none|tp=8,ep=1,dpa=false"] * 5
+    assert out["sweep_id"].to_pylist() == ["gha:123"] + ["date:2026-07-01"] * 4
+    assert out["benchmark_type"].to_pylist() == [None] * 5 and out["run_id"].to_pylist() == [f"r{i}" for i in range(5)]
+
+
+def test_detect_row_of_a_failure_rate_step():
+    """detect: a change's row holds the series keys, the dates and sweeps and links either side, the means, the
+    change and noise in %, the method, a new status, its id and the dates near its first bad point."""
+    rule = MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.002)
+    series = _series("failure_rate", [0.0, 0.0, 0.0, 0.5, 0.5])
+    [row] = detect([series, _series("p99_ttft_s", [1.0] * 5)], {("line", "failure_rate"): rule})  # TTFT: no rule
+    dates = series.dates
+    p = row.pop("p_value")
+    assert row == {
+        "series_kind": "line", "series_id": "L|conc=8", **series.keys, "metric": "failure_rate", "better": "lower",
+        "direction": "regression", "status": "new", "last_good_date": dates[2], "first_bad_date": dates[3],
+        "latest_date": dates[4], "before_points": 3, "after_points": 2,
+        "before_sweeps": [f"date:{d}" for d in dates[:3]], "after_sweeps": [f"date:{d}" for d in dates[3:]],
+        "last_good_run": "https://example.invalid/runs/2", "first_bad_run": "https://example.invalid/runs/3",
+        "mean_before": 0.0, "mean_after": 0.5, "latest_value": 0.5, "magnitude_pct": 50.0, "noise_pct": 0.2,
+        "noise_source": "floor", "method": METHOD, "detected_at": None, "notified_at": None,
+        "_near": set(dates[1:5]),  # points 1 to 5 (3 ± 2), the series ending at 4
+        # printf 'L|conc=8|failure_rate|regression|2026-07-04' | sha256sum
+        "regression_id": "d7240da91f7cba79"}
+    assert p < 5e-5
+
+
+def test_detect_leaves_non_positive_values_out_of_a_relative_series():
+    """detect: a relative metric's value ≤ 0 is no point (dates, sweeps and links skip it); noise in % is
+    expm1 of the log noise."""
+    values = [100.0, 100.0, 0.0, 100.0, 200.0, 200.0]
+    series = _series("tput_per_gpu", values)
+    [row] = detect([series], {("line", "tput_per_gpu"): TPUT})
+    dates = series.dates
+    assert (row["direction"], row["last_good_date"], row["first_bad_date"], row["latest_date"]) == (
+        "improvement", dates[3], dates[4], dates[5])
+    assert row["before_sweeps"] == [f"date:{dates[i]}" for i in (0, 1, 3)] and row["before_points"] == 3
+    assert (row["last_good_run"], row["first_bad_run"]) == ("https://example.invalid/runs/3",
+                                                            "https://example.invalid/runs/4")
+    assert (row["mean_before"], row["mean_after"], row["latest_value"], row["magnitude_pct"]) == (
+        100.0, 200.0, 200.0, 100.0)
+    assert row["noise_pct"] == pytest.approx(0.5)  # the floor: 100 × expm1(log1p(0.005))
+    assert row["_near"] == {dates[i] for i in (1, 3, 4, 5)}  # kept points 1 to 4 of 0 to 4
+    # printf 'L|conc=8|tput_per_gpu|improvement|2026-07-05' | sha256sum
+    assert row["regression_id"] == "097df1df04cb5f81"
+
+
+def _found(first_bad, status="new", direction="regression", near=None, sid="L|conc=8"):
+    row = {name: None for name in REGRESSION_SCHEMA.names}
+    row.update(series_id=sid, series_kind="line", metric="tput_per_gpu", direction=direction, status=status,
+               first_bad_date=first_bad, regression_id=f"id-{first_bad}-{direction}")
+    if near is not None:
+        row["_near"] = near
+    return row
+
+
+def test_assign_status_matches_near_dates_once_and_keeps_recovered():
+    """assign_status: a found change takes the id, detection and notification of a previous row of its series,
+    metric and direction dated among its near dates (each previous row once); ongoing unless recovered; the
+    others new, detected now; without near dates only the same first bad date matches."""
+    then = dt.datetime(2026, 7, 1, tzinfo=dt.timezone.utc)
+    sent = dt.datetime(2026, 7, 1, 2, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 7, 9, tzinfo=dt.timezone.utc)
+    previous = pa.Table.from_pylist([{**_found(D2), "regression_id": "old", "detected_at": then,
+                                      "notified_at": sent}], schema=REGRESSION_SCHEMA)
+    found = [_found(D3, near={D1, D2, D3}), _found(D3, status="recovered", near={D2, D3}),
+             _found(D3, direction="improvement", near={D2, D3}), _found(D3, sid="M|conc=8", near={D2, D3})]
+    out = assign_status(found, previous, now).to_pylist()
+    assert [(r["regression_id"], r["status"], r["detected_at"], r["notified_at"]) for r in out] == [
+        ("old", "ongoing", then, sent),  # D2 is near D3: the same change
+        (f"id-{D3}-regression", "recovered", now, None),  # "old" is taken
+        (f"id-{D3}-improvement", "new", now, None),  # another direction
+        (f"id-{D3}-regression", "new", now, None)]  # another series
+    # recovered stays recovered when matched; no near dates: only the same date
+    out = assign_status([_found(D2, status="recovered"), _found(D3)], previous, now).to_pylist()
+    assert [(r["regression_id"], r["status"]) for r in out] == [("old", "recovered"), (f"id-{D3}-regression", "new")]
+    assert out[0]["detected_at"] == then and "_near" not in out[0]
+    assert assign_status([_found(D2)], None, now).to_pylist()[0]["status"] == "new"
+    assert assign_status([], previous, now).num_rows == 0  # a previous row nothing matches is dropped
+
+
+def test_judged_series_counts_and_sorts():
+    """JudgedSeries: every batch's changes kept, series counted, those with min_points_before +
+    min_points_after points counted as long enough; sort_found orders by series id then metric, stably."""
+    rule = MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.002)
+    rules = {("line", "failure_rate"): rule}
+
+    def named(sid, values):
+        s = _series("failure_rate", values)
+        s.series_id = sid
+        return s
+
+    judged = JudgedSeries(rules, DetectionSettings())
+    judged.add([named("B", [0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0]), named("C", [0.0] * 4)])
+    judged.add([named("A", [0.0, 0.0, 0.0, 0.5, 0.5]), named("D", [0.0] * 5)])
+    assert (judged.series, judged.long_enough) == (4, 3)  # C has 4 points, fewer than 3 + 2
+    assert [(r["series_id"], r["direction"]) for r in judged.found] == [
+        ("B", "regression"), ("B", "improvement"), ("A", "regression")]
+    judged.sort_found()
+    assert [(r["series_id"], r["direction"]) for r in judged.found] == [
+        ("A", "regression"), ("B", "regression"), ("B", "improvement")]
 
 
 # --- rules as data --------------------------------------------------------------------------------------------------
