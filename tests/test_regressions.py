@@ -135,7 +135,7 @@ def _series(metric, values, start=dt.date(2026, 7, 1)):
                   [1] * len(values), [f"https://example.invalid/runs/{i}" for i in range(len(values))])
 
 
-# --- the detector's parts, on hand-made numbers --------------------------------------------------------------------------
+# --- the detector's parts, on hand-made numbers -----------------------------------------------------------------------
 
 def test_robust_noise_is_the_scaled_median_absolute_difference():
     """robust_noise: 1.4826 × median |first difference| / √2; NaN for fewer than 2 points."""
@@ -574,6 +574,54 @@ def test_a_malformed_rule_names_its_line_and_column(tmp_path, row, words):
         load_metric_rules(path)
 
 
+def test_load_metric_rules_reads_every_row(tmp_path):
+    """load_metric_rules: one MetricRule per row, keyed by (series, metric), cells stripped, numbers as floats."""
+    path = tmp_path / "regression_metrics.csv"
+    path.write_text("series,metric,better,scale,min_magnitude,noise_floor\n"
+                    " line , failure_rate ,lower, absolute ,0.02,0.002\n"
+                    "frontier,tok_s_per_mw,higher,relative,5e-2,1e-3\n", encoding="utf-8")
+    assert load_metric_rules(path) == {
+        ("line", "failure_rate"): MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.002),
+        ("frontier", "tok_s_per_mw"): MetricRule("frontier", "tok_s_per_mw", "higher", "relative", 0.05, 0.001)}
+
+
+@pytest.mark.parametrize("row, words", [
+    ("lane,tput_per_gpu,higher,relative,0.05,0.005", "column series: 'lane' is not one of line, frontier"),
+    ("frontier,failure_rate,lower,absolute,0.05,0.005",
+     "column metric: 'failure_rate' is not a frontier metric (tput_per_gpu, cost_per_mtok_hyperscaler, "
+     "tok_s_per_mw)"),
+    ("line,tput_per_gpu,higher,log,0.05,0.005", "column scale: 'log' is not relative or absolute"),
+    ("line,tput_per_gpu,higher,relative,0.05,x", "column noise_floor: 'x' is not a number"),
+    ("line,tput_per_gpu,higher,relative,,0.005", "column min_magnitude: '' is not a number"),
+    ("line,tput_per_gpu,higher,relative,inf,0.005", "column min_magnitude: 'inf' is not a positive finite number"),
+    ("line,tput_per_gpu,higher,relative,0.05,0", "column noise_floor: '0' is not a positive finite number"),
+])
+def test_more_malformed_rules_name_their_line_and_column(tmp_path, row, words):
+    """load_metric_rules: an unknown series kind or scale, a metric of the other kind, a cell that is not a
+    positive finite number: RegressionRulesError naming the file, line and column."""
+    path = tmp_path / "regression_metrics.csv"
+    path.write_text("series,metric,better,scale,min_magnitude,noise_floor\n" + row + "\n", encoding="utf-8")
+    with pytest.raises(RegressionRulesError) as raised:
+        load_metric_rules(path)
+    assert str(raised.value) == f"{path} line 2, {words}"
+
+
+def test_load_metric_rules_missing_columns_and_a_row_given_twice(tmp_path):
+    """load_metric_rules: the missing columns are named, sorted; a (series, metric) given twice names its second
+    line."""
+    path = tmp_path / "regression_metrics.csv"
+    path.write_text("series,metric,better\nline,tput_per_gpu,higher\n", encoding="utf-8")
+    with pytest.raises(RegressionRulesError) as raised:
+        load_metric_rules(path)
+    assert str(raised.value) == f"{path}: missing columns ['min_magnitude', 'noise_floor', 'scale']"
+    path.write_text("series,metric,better,scale,min_magnitude,noise_floor\n"
+                    "line,tput_per_gpu,higher,relative,0.05,0.005\nfrontier,tput_per_gpu,higher,relative,0.05,0.005\n"
+                    "line,tput_per_gpu,lower,relative,0.05,0.005\n", encoding="utf-8")
+    with pytest.raises(RegressionRulesError) as raised:
+        load_metric_rules(path)
+    assert str(raised.value) == f"{path} line 4, column metric: 'tput_per_gpu' is given twice for this series kind"
+
+
 # --- status across runs -----------------------------------------------------------------------------------------------
 
 def test_a_change_found_again_keeps_its_id_and_notification_and_is_ongoing():
@@ -592,7 +640,7 @@ def test_a_change_found_again_keeps_its_id_and_notification_and_is_ongoing():
         ("ongoing", first["regression_id"][0].as_py(), sent)]
 
 
-# --- the texts: labels, values, the Markdown table and the Slack message -----------------------------------------------
+# --- the texts: labels, values, the Markdown table and the Slack message ----------------------------------------------
 
 # a regression of a line (tok/s/GPU), links to both runs
 REGRESSION_ROW = {
@@ -700,7 +748,7 @@ def test_slack_message_whole_text():
     assert slack_message([]) == {"text": ":warning: 0 new benchmark regressions"}
 
 
-# --- line series from runs ----------------------------------------------------------------------------------------------
+# --- line series from runs --------------------------------------------------------------------------------------------
 
 D1, D2, D3 = dt.date(2026, 7, 1), dt.date(2026, 7, 2), dt.date(2026, 7, 3)
 
