@@ -157,8 +157,24 @@ def test_change_points_cut_where_the_gain_beats_the_penalty():
     assert change_points(np.array([0.0, 0.0, 1.0, 1.0]), 0.1, 2, 4.0) == [2]  # exactly 2 × min_size points
     assert change_points(np.array([0.0, 0.0, 1.0]), 0.1, 2, 4.0) == []
     assert change_points(np.array([0.0] * 3 + [1.0] * 4 + [3.0] * 3), 0.1, 2, 4.0) == [3, 7]
+    assert change_points(np.array([0.0, 1.0]), 0.1, 3, 4.0) == []  # 2 points, fewer than 2 × 3
     # segments of ≥ 4 points: one cut, at 4, 5 or 6; their costs 0.75 + 6, 1.2 + 4.8, 1.5 + 3: at 6
     assert change_points(np.array([0.0] * 3 + [1.0] * 4 + [3.0] * 3), 0.1, 4, 4.0) == [6]
+
+
+def test_change_points_searches_with_the_cumulative_cost(monkeypatch):
+    """change_points: the search's cost is ``cumulative_l2_cost`` (ruptures' CostL2 from prefix sums)."""
+    from pipeline.comparisons import regressions
+
+    made = []
+
+    def counted():
+        made.append(cumulative_l2_cost())
+        return made[-1]
+
+    monkeypatch.setattr(regressions, "cumulative_l2_cost", counted)
+    assert change_points(np.array([0.0] * 5 + [1.0] * 5), 0.1, 2, 4.0) == [5]
+    assert len(made) == 1 and made[0].signal is not None and made[0].signal.shape == (10, 1)
 
 
 def _p_two_sided_df2(t):
@@ -253,6 +269,10 @@ def test_direction_follows_the_metric_better_side():
     assert direction_of(_change(-0.2, 1.0, 0.8), TPUT) == "regression"
     assert direction_of(_change(0.2, 1.0, 1.2), lower) == "regression"
     assert direction_of(_change(-0.2, 1.0, 0.8), lower) == "improvement"
+    # a change of exactly 0 (reachable only with a minimum magnitude of 0) counts as not up: a regression where
+    # higher is better, an improvement where lower is
+    assert direction_of(_change(0.0, 1.0, 1.0), TPUT) == "regression"
+    assert direction_of(_change(0.0, 1.0, 1.0), lower) == "improvement"
 
 
 def test_recovered_when_the_last_level_is_back_within_the_minimum():
@@ -864,6 +884,31 @@ def test_line_series_a_rerun_attempt_replaces_its_earlier_attempt_on_every_line(
     assert [(s.series_id, s.dates, s.sweeps, s.values, s.links) for s in line_series(table, ["tput_per_gpu"])] == [
         ("X|conc=8", [D1], ["gha:5"], [1.0], ["X-1.json"]),
         ("Y|conc=8", [D1, D2], ["gha:4", "gha:5/attempt/2"], [4.0, 3.0], ["Y-4.json", "Y-3.json"])]
+
+
+def test_line_series_a_sweep_over_several_days_is_one_point_dated_its_first():
+    """line_series_by_metric: a sweep whose runs arrive over several days is one point dated its first day, its
+    mean over all of them, whether it is the line's first point or a later one; each concurrency its own group."""
+    runs, _, _ = _line_runs()
+    first = runs.slice(0, 1).to_pylist()[0]
+    d4, d5 = D3 + dt.timedelta(days=1), D3 + dt.timedelta(days=2)
+
+    def run(sweep, day, conc, value):
+        return {**first, "sweep_id": sweep, "run_date": day, "conc": conc, "tput_per_gpu": value, "run_url": "",
+                "source_file": f"{sweep}-{value:g}.json"}
+
+    table = pa.Table.from_pylist([
+        run("gha:1", D1, 8, 1.0), run("gha:1", D2, 8, 3.0),  # the line's first point over two days
+        run("gha:2", D3, 8, 5.0),
+        run("gha:3", d4, 8, 7.0), run("gha:3", d4, 16, 20.0), run("gha:3", d5, 16, 30.0),  # the third, over two
+        run("gha:3", d5, 8, 9.0)], schema=runs.schema)
+    got = line_series(table, ["tput_per_gpu"])
+    assert [(s.series_id, s.dates, s.sweeps, s.values, s.repeat_n, s.links) for s in got] == [
+        # conc 16 only on gha:3: its two runs one group, mean 25
+        ("A|conc=16", [d4], ["gha:3"], [25.0], [2], ["gha:3-20.json"]),
+        # conc 8: (1 + 3) / 2, 5, (7 + 9) / 2
+        ("A|conc=8", [D1, D3, d4], ["gha:1", "gha:2", "gha:3"], [2.0, 5.0, 8.0], [2, 1, 2],
+         ["gha:1-1.json", "gha:2-5.json", "gha:3-7.json"])]
 
 
 def test_line_series_of_a_single_run():
