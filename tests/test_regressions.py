@@ -404,6 +404,8 @@ def test_repeat_stats_small_and_large_groups():
     seven = eight[:7]  # seven values: summed in order from 0, as numpy does below eight
     means, _ = repeat_stats(seven, np.array([7]))
     assert means[0] == np.mean(seven) == sum(seven.tolist()) / 7
+    means, _ = repeat_stats(np.array([1.0, 2.0, 3.0, 10.0]), [3.0, 1.0])  # sizes as floats: the same groups
+    assert means.tolist() == [2.0, 10.0]
 
 
 def test_cumulative_l2_cost_is_the_sum_of_squared_deviations():
@@ -435,10 +437,11 @@ def test_frontier_series_points_per_date_gaps_and_shared_targets():
 
     table = pa.Table.from_pylist([
         row(D3, "list", 50.0, 120.0), row(D1, "list", 50.0, 100.0), row(D1, "list", 50.0, 100.0, "c2"),
-        row(D2, "list", 50.0, float("nan")), row(None, "list", 50.0, 999.0), row(D2, "spot", 12.5, 90.0)])
+        row(D2, "list", 50.0, float("nan")), row(None, "list", 50.0, 999.0), row(D2, "spot", 12.5, 90.0),
+        row(D3, "spot", 12.5, 95.0), row(D3, "spot", 12.5, 95.0, "c2"), row(D1, "spot", 12.5, 80.0)])
     table = table.set_column(table.schema.get_field_index("tok_s_per_mw"), "tok_s_per_mw",
                              pa.nulls(table.num_rows, pa.float64()))
-    got = frontier_series(table, ["tput_per_gpu", "tok_s_per_mw"])  # no tok/s/MW anywhere: no series of it
+    got = frontier_series(table, ["tok_s_per_mw", "tput_per_gpu"])  # no tok/s/MW anywhere: no series of it
     keys = {k: group[k] for k in ("model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
                                   "benchmark_type")}
     assert [(s.kind, s.series_id, s.keys, s.metric, s.dates, s.sweeps, s.values, s.repeat_n, s.links)
@@ -448,8 +451,9 @@ def test_frontier_series_points_per_date_gaps_and_shared_targets():
          [D1, D3], ["2026-07-01", "2026-07-03"], [100.0, 120.0], [1, 1], [None, None]),
         ("frontier", "spot|m|1024|2048|h200|fp8|none|sglang|fixed_seq|median|at=12.5",
          {**keys, "line_id": None, "conc": None, "price_book": "spot", "target_intvty": 12.5}, "tput_per_gpu",
-         [D2], ["2026-07-02"], [90.0], [1], [None])]
-    assert all(np.isnan(v) for s in got for v in s.repeat_sd)
+         [D1, D2, D3], ["2026-07-01", "2026-07-02", "2026-07-03"], [80.0, 90.0, 95.0], [1, 1, 1],
+         [None, None, None])]
+    assert [len(s.repeat_sd) for s in got] == [2, 3] and all(np.isnan(v) for s in got for v in s.repeat_sd)
     assert frontier_series(table.slice(4, 1), ["tput_per_gpu"]) == []  # only an undated row
 
 
@@ -459,19 +463,25 @@ def test_failure_runs_rate_and_ids():
     base = {"run_id": "r", "model": "dsr1", "isl": 1024, "osl": 1024, "hw": "h200", "framework": "sglang",
             "precision": "fp8", "spec_decoding": "none", "tp": 8, "run_url": None, "sweep_id": None,
             "run_date": D1, "conc": 8, "source_file": "f.json"}
-    counts = [(2, 8), (None, 10), (3, 0), (0, 0), (1, None)]
+    counts = [(2, 8), (None, 10), (3, 0), (0, 0), (1, None), (0, 1), (1, 0)]
     table = pa.Table.from_pylist([{**base, "run_id": f"r{i}", "failed": f, "completed": c}
                                   for i, (f, c) in enumerate(counts)])
     table = table.set_column(table.schema.get_field_index("run_url"), "run_url",
-                             pa.array(["https://github.com/o/r/actions/runs/123/attempts/1"] + [None] * 4, pa.string()))
+                             pa.array(["https://github.com/o/r/actions/runs/123/attempts/1"] + [None] * 6, pa.string()))
     out = failure_runs(table)
     assert out.column_names == ["run_id", "run_date", "conc", "model", "isl", "osl", "hw", "precision",
                                 "spec_decoding", "framework", "benchmark_type", "run_url", "source_file", "line_id",
                                 "sweep_id", "failure_rate"]
-    assert out["failure_rate"].to_pylist() == [0.2, 0.0, 1.0, None, None]  # 2/10, 0/10, 3/3, 0/0, no completed
-    assert out["line_id"].to_pylist() == ["dsr1|1024/1024|h200|sglang|fp8|spec=none|tp=8,ep=1,dpa=false"] * 5
-    assert out["sweep_id"].to_pylist() == ["gha:123"] + ["date:2026-07-01"] * 4
-    assert out["benchmark_type"].to_pylist() == [None] * 5 and out["run_id"].to_pylist() == [f"r{i}" for i in range(5)]
+    # 2/10, 0/10, 3/3, 0/0, no completed, 0/1, 1/1
+    assert out["failure_rate"].to_pylist() == [0.2, 0.0, 1.0, None, None, 0.0, 1.0]
+    assert out["line_id"].to_pylist() == ["dsr1|1024/1024|h200|sglang|fp8|spec=none|tp=8,ep=1,dpa=false"] * 7
+    assert out["sweep_id"].to_pylist() == ["gha:123"] + ["date:2026-07-01"] * 6
+    assert out["benchmark_type"].to_pylist() == [None] * 7 and out["run_id"].to_pylist() == [f"r{i}" for i in range(7)]
+    assert out.schema.field("benchmark_type").type == pa.string()  # an absent column: null text
+    empty = failure_runs(table.slice(0, 0))  # no rows: the same columns and types
+    assert empty.num_rows == 0 and empty.schema.names == out.schema.names
+    assert [empty.schema.field(c).type for c in ("line_id", "sweep_id", "failure_rate", "benchmark_type")] == [
+        pa.string(), pa.string(), pa.float64(), pa.string()]
 
 
 def test_detect_row_of_a_failure_rate_step():
@@ -479,7 +489,7 @@ def test_detect_row_of_a_failure_rate_step():
     change and noise in %, the method, a new status, its id and the dates near its first bad point."""
     rule = MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.002)
     series = _series("failure_rate", [0.0, 0.0, 0.0, 0.5, 0.5])
-    [row] = detect([series, _series("p99_ttft_s", [1.0] * 5)], {("line", "failure_rate"): rule})  # TTFT: no rule
+    [row] = detect([_series("p99_ttft_s", [1.0] * 5), series], {("line", "failure_rate"): rule})  # TTFT: no rule
     dates = series.dates
     p = row.pop("p_value")
     assert row == {
@@ -497,23 +507,50 @@ def test_detect_row_of_a_failure_rate_step():
 
 
 def test_detect_leaves_non_positive_values_out_of_a_relative_series():
-    """detect: a relative metric's value ≤ 0 is no point (dates, sweeps and links skip it); noise in % is
-    expm1 of the log noise."""
-    values = [100.0, 100.0, 0.0, 100.0, 200.0, 200.0]
+    """detect: a relative metric's value ≤ 0 is no point (dates, sweeps and links skip it); the latest value is
+    the last point's; noise in % is expm1 of the log noise."""
+    values = [100.0, 100.0, 0.0, 100.0, 200.0, 210.0]
     series = _series("tput_per_gpu", values)
-    [row] = detect([series], {("line", "tput_per_gpu"): TPUT})
+    [row] = detect([series], {("line", "tput_per_gpu"): TPUT}, DetectionSettings(max_p_value=1e-3))
     dates = series.dates
     assert (row["direction"], row["last_good_date"], row["first_bad_date"], row["latest_date"]) == (
         "improvement", dates[3], dates[4], dates[5])
     assert row["before_sweeps"] == [f"date:{dates[i]}" for i in (0, 1, 3)] and row["before_points"] == 3
     assert (row["last_good_run"], row["first_bad_run"]) == ("https://example.invalid/runs/3",
                                                             "https://example.invalid/runs/4")
-    assert (row["mean_before"], row["mean_after"], row["latest_value"], row["magnitude_pct"]) == (
-        100.0, 200.0, 200.0, 100.0)
-    assert row["noise_pct"] == pytest.approx(0.5)  # the floor: 100 × expm1(log1p(0.005))
+    assert (row["mean_before"], row["mean_after"], row["latest_value"]) == (100.0, 205.0, 210.0)
+    assert row["magnitude_pct"] == pytest.approx(105.0)  # 205 / 100 − 1
+    # log differences 0, 0, ln 2, ln 1.05: median ln(1.05) / 2, robust noise 1.4826 × that / √2 (above the
+    # residual sd √(2 × (ln(1.05) / 2)² / 3)); in % of the level: 100 × expm1
+    noise = 1.4826 * np.log(1.05) / 2 / 2 ** 0.5
+    assert row["noise_source"] == "residuals" and row["noise_pct"] == pytest.approx(100 * np.expm1(noise))
     assert row["_near"] == {dates[i] for i in (1, 3, 4, 5)}  # kept points 1 to 4 of 0 to 4
     # printf 'L|conc=8|tput_per_gpu|improvement|2026-07-05' | sha256sum
     assert row["regression_id"] == "097df1df04cb5f81"
+
+
+def test_detect_passes_repeats_settings_and_dates_near_the_change():
+    """detect: each point's repeats reach the test (source ``repeats``), the settings' minimum decides
+    ``recovered``, and the near dates run from 2 points before the first bad one to 2 after, within the series;
+    values under 1 are points of a relative series."""
+    rule = MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.002)
+    series = _series("failure_rate", [0.0, 0.0, 0.0, 0.5, 0.5])
+    series.repeat_sd, series.repeat_n = [0.1] * 5, [3] * 5  # pooled 0.01 over 3 runs a point: √(0.01 / 3)
+    [row] = detect([series], {("line", "failure_rate"): rule})
+    assert row["noise_source"] == "repeats" and row["noise_pct"] == pytest.approx(100 * (0.01 / 3) ** 0.5)
+    # up by 1, then back to 0.6: moved 0.6, not back within 0.02; within a minimum of 0.7 it is back
+    up = _series("failure_rate", [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.6, 0.6, 0.6])
+    assert [r["status"] for r in detect([up], {("line", "failure_rate"): rule})] == ["new", "new"]
+    assert [r["status"] for r in detect([up], {("line", "failure_rate"): rule},
+                                        DetectionSettings(min_magnitude=0.7))] == ["recovered"]
+    # a change at point 2 of 4: near points 0 to 3; at point 3 of 8: near points 1 to 5
+    short = _series("median_tpot_s", [0.05, 0.05, 0.1, 0.1])
+    [row] = detect([short], {("line", "median_tpot_s"): TPOT}, DetectionSettings(min_points_before=2,
+                                                                                 max_p_value=1e-3))
+    assert row["first_bad_date"] == short.dates[2] and row["_near"] == set(short.dates)
+    long = _series("failure_rate", [0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.5])
+    [row] = detect([long], {("line", "failure_rate"): rule})
+    assert row["_near"] == set(long.dates[1:6])
 
 
 def _found(first_bad, status="new", direction="regression", near=None, sid="L|conc=8"):
@@ -570,6 +607,68 @@ def test_judged_series_counts_and_sorts():
     judged.sort_found()
     assert [(r["series_id"], r["direction"]) for r in judged.found] == [
         ("A", "regression"), ("B", "regression"), ("B", "improvement")]
+
+
+def test_find_changes_noise_from_residuals_around_each_segment():
+    """find_changes: when the points wander within each segment more than their first differences show, the
+    pooled residual sd (df = n − segments) is the noise, source ``residuals``."""
+    wave = [0.0, 0.1, 0.2, 0.3, 0.2, 0.1, 0.0]  # differences all 0.1: robust noise 1.4826 × 0.1 / √2 = 0.1048
+    [change] = find_changes(wave + [v + 10 for v in wave], RATE)
+    # each segment: Σx² − (Σx)²/7 = 0.19 − 0.81/7; two segments over df 14 − 2 = 12: sd 0.1113 > 0.1048
+    assert (change.index, change.noise_source) == (7, "residuals")
+    assert change.noise == pytest.approx((2 * (0.19 - 0.81 / 7) / 12) ** 0.5)
+
+
+def test_find_changes_few_points_per_segment_df_and_residual_bound():
+    """find_changes: with one point each side allowed, df is at least 1 (no residual left: the floor), and one
+    residual degree of freedom is enough for the robust estimate to bound the noise from below."""
+    one = DetectionSettings(min_points_before=1, min_points_after=1, max_p_value=0.01, penalty=0.1)
+    [change] = find_changes([0.0, 1.0], RATE, one)  # two segments of one point: df_res 0, the floor, df 1
+    assert (change.index, change.noise_source, change.noise) == (1, "floor", 0.002)
+    t = 1 / (0.002 * 2 ** 0.5)
+    assert change.p_value == pytest.approx(1 - 2 * np.arctan(t) / np.pi)  # df 1 (Cauchy)
+    # 0, 1, 1 cut at 1 (a penalty of 0.1): df_res 1; residuals 0, so the robust estimate
+    # 1.4826 × median(1, 0) / √2 = 1.4826 × 0.5 / √2 is the noise
+    settings = DetectionSettings(min_points_before=1, min_points_after=1, max_p_value=0.9, penalty=0.1)
+    [change] = find_changes([0.0, 1.0, 1.0], RATE, settings)
+    noise = 1.4826 * 0.5 / 2 ** 0.5
+    assert (change.index, change.noise_source) == (1, "residuals") and change.noise == pytest.approx(noise)
+    t = 1 / (noise * (1 + 1 / 2) ** 0.5)
+    assert change.p_value == pytest.approx(1 - 2 * np.arctan(t) / np.pi)
+
+
+def test_find_changes_repeats_of_one_point_and_a_tie_with_the_floor():
+    """find_changes: one point with two runs is enough for the repeats (df 1); repeat noise equal to the floor
+    leaves the floor (only larger noise replaces it); a missing sd (None) is no repeat."""
+    settings = DetectionSettings(min_points_before=2, max_p_value=0.1)
+    [change] = find_changes([0.0, 0.0, 1.0, 1.0], RATE, settings, [0.1, None, None, None], [2, 1, 1, 1])
+    noise = (0.01 * 7 / 8) ** 0.5  # pooled 0.01 (df 1), harmonic mean of 2, 1, 1, 1 = 4 / 3.5
+    assert change.noise_source == "repeats" and change.noise == pytest.approx(noise)
+    assert change.p_value == pytest.approx(1 - 2 * np.arctan(1 / noise) / np.pi)  # t = 1 / (noise × 1), df 1
+    # sd 0.25 in four runs each: pooled 0.0625, harmonic mean 4: 0.125, exactly the floor
+    floor = MetricRule("line", "failure_rate", "lower", "absolute", 0.02, 0.125)
+    [change] = find_changes([0.0, 0.0, 10.0, 10.0], floor, settings, [0.25] * 4, [4] * 4)
+    assert (change.noise_source, change.noise) == ("floor", 0.125)
+
+
+def test_find_changes_a_first_cut_too_early_does_not_stop_the_next():
+    """find_changes: a cut with too few points before it is skipped and the later cut is still judged."""
+    # cuts at 2 (two points before: fewer than 3) and 6
+    [change] = find_changes([0.0, 0.0, 5.0, 5.0, 5.0, 5.0, 0.0, 0.0, 0.0], RATE)
+    assert _plain_change(change) == (6, range(2, 6), range(6, 9), 0.0, True, 5.0, 0.0, -5.0, "floor")
+
+
+def test_find_changes_p_value_equal_to_the_maximum_passes_and_values_under_one():
+    """find_changes: a p-value equal to max_p_value is announced; relative values between 0 and 1 are fine, a
+    None value is not finite."""
+    settings = DetectionSettings(min_points_before=2, max_p_value=1e-3)
+    [change] = find_changes([0.05, 0.05, 0.1, 0.1], TPOT, settings)  # seconds: below 1
+    assert change.magnitude == pytest.approx(1.0)
+    again = find_changes([0.05, 0.05, 0.1, 0.1], TPOT, DetectionSettings(min_points_before=2,
+                                                                         max_p_value=change.p_value))
+    assert [c.index for c in again] == [2]
+    with pytest.raises(ValueError, match="values must be finite"):
+        find_changes([1.0, None, 1.0, 1.0, 1.0], TPUT)
 
 
 # --- rules as data --------------------------------------------------------------------------------------------------
