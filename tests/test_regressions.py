@@ -607,6 +607,10 @@ def test_judged_series_counts_and_sorts():
     judged.sort_found()
     assert [(r["series_id"], r["direction"]) for r in judged.found] == [
         ("A", "regression"), ("B", "regression"), ("B", "improvement")]
+    # the settings reach the detector: a 0.5 step is under a minimum of 0.6
+    strict = JudgedSeries(rules, DetectionSettings(min_magnitude=0.6))
+    strict.add([named("A", [0.0, 0.0, 0.0, 0.5, 0.5])])
+    assert (strict.found, strict.series, strict.long_enough) == ([], 1, 1)
 
 
 def test_find_changes_noise_from_residuals_around_each_segment():
