@@ -324,6 +324,8 @@ def test_find_changes_on_a_clean_step_uses_the_floor():
     t = 1 / (0.002 * (1 / 2 + 1 / 2) ** 0.5)  # 500, df 4 − 2 = 2
     assert change.p_value == pytest.approx(_p_two_sided_df2(t), rel=1e-6)
     assert find_changes([0.0, 0.0, 1.0], RATE, settings) == []  # 3 points: fewer than 2 + 2
+    # an empty series has no change, also when no point is needed before one (no search is run on it)
+    assert find_changes([], RATE) == [] and find_changes([], RATE, DetectionSettings(min_points_before=0)) == []
     # relative: log values; the floor is log(1 + 0.005); magnitude 200 / 100 − 1
     rel = DetectionSettings(min_points_before=2, max_p_value=1e-3)
     [change] = find_changes([100.0, 100.0, 200.0, 200.0], TPUT, rel)
