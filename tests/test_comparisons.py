@@ -475,7 +475,8 @@ def test_two_sides_on_different_x_statistics_give_no_rows_and_say_so_in_the_log(
                                        for p in frontiers[comparison.b.side_id]]
     assert frontiers[comparison.a.side_id][0]["x_intvty_stat"] == "median_intvty"
     logger, kept = logging.getLogger("pipeline.comparisons.compare"), Kept()
-    level, logger.level = logger.level, logging.INFO
+    level = logger.level
+    logger.setLevel(logging.INFO)  # setLevel, not .level =: it clears the cached "INFO is off" of earlier tests
     logger.addHandler(kept)
     try:
         assert compare(comparison, frontiers) == []

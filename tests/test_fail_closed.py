@@ -136,7 +136,9 @@ def test_unreadable_subfolder_is_a_ledger_row(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "scandir", scandir)
     result = ingest_folder(raw)
     (reject,) = [r for r in result.rejects.to_pylist() if r["source_file"] == "locked"]
-    assert reject["reason_code"] == "unreadable_folder" and "Permission denied" in reject["detail"]
+    assert reject == {**reject, "reason_code": "unreadable_folder",  # its own words, not this machine's path
+                      "detail": "locked: folder cannot be listed, its files are not read (PermissionError: "
+                                "Permission denied)"}
     assert [f["rows_read"] for f in result.files.to_pylist() if f["source_file"] == "locked"] == [1]
     assert result.runs.num_rows == 19  # every run of the readable folder, none of the locked one
 
@@ -191,6 +193,28 @@ def test_a_partial_run_on_a_rebuilt_warehouse_publishes_nothing(after_a_good_run
     assert published_dir(out) == published and _published_hashes(out) == before
     assert main(["run"]) == 0  # every date refilled: published again, the same numbers
     assert published_dir(out) != published and _published_hashes(out) == before
+
+
+def test_an_unreadable_file_is_a_ledger_row_in_its_own_words(tmp_path, monkeypatch):
+    """A run log the opener cannot read is an ``unreadable_file`` ledger row whose detail is the error's type and
+    words after the file's name (as every ledger detail starts), never this machine's path to the file."""
+    from pipeline.ingest import parse
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_DIR / "vllm" / "h200", raw)
+    locked = "dsr1_1k1k_h200_fp8_vllm_none_conc4.json"
+    real_read_path = parse.read_path
+
+    def read_path(path, root=None):  # tests run as root, where chmod 000 does not stop a read
+        if os.fspath(path).endswith(locked):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_read_path(path, root)
+
+    monkeypatch.setattr(parse, "read_path", read_path)
+    result = ingest_folder(raw)
+    (reject,) = [r for r in result.rejects.to_pylist() if r["source_file"] == locked]
+    assert (reject["reason_code"], reject["detail"]) == ("unreadable_file",
+                                                         f"{locked}: PermissionError: Permission denied")
 
 
 @pytest.mark.parametrize("case", ["out_is_a_file", "out_cannot_be_created", "db_is_a_folder", "out_read_only"])

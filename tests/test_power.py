@@ -406,6 +406,8 @@ def test_measure_runs_whole_rows(tmp_path):
         {"run_id": "k", "run_date_partition": day, "source_file": "k.json", "hw": "h200", "reference_power_kw": 1.73,
          "reported_avg_power_w_per_gpu": 1731.0, "reported_energy_j": 1731.0 * 8 * 100},
         {"run_id": "l", "run_date_partition": day, "source_file": "l.json", "reported_avg_power_w_per_gpu": -5.0},
+        {"run_id": "n", "run_date_partition": day, "source_file": "n.json", "hw": "zz9",
+         "reported_avg_power_w_per_gpu": -5.0},
         {"run_id": "m", "run_date_partition": day, "source_file": "m.json", "reported_avg_power_w_per_gpu": 0.5},
         {"run_id": "n", "run_date_partition": day, "source_file": "n.json", "duration_s": 20.0},
     ]
@@ -451,8 +453,10 @@ def test_measure_runs_whole_rows(tmp_path):
         # 1.73 kW all-in per H200 = 1730 W
         reported("k", False, "average power 1731 W per GPU is outside (0, 1730] W, the all-in power per h200 GPU of "
                  "gpu_reference.csv: not a GPU's draw", None, None, "implausible_power"),
-        reported("l", False, "average power -5 W per GPU is outside above 0 W: not a GPU's draw", None, None,
-                 "implausible_power"),
+        reported("l", False, "average power -5 W per GPU is outside (0, ∞) W (gpu_reference.csv gives no all-in power "
+                 "per this GPU): not a GPU's draw", None, None, "implausible_power"),
+        reported("n", False, "average power -5 W per GPU is outside (0, ∞) W (gpu_reference.csv gives no all-in power "
+                 "per zz9 GPU): not a GPU's draw", None, None, "implausible_power"),
         reported("m", True, "power reported by the source (utils/aggregate_power.py)", 0.5, None),  # above 0 W
     ]
 

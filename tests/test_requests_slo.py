@@ -4,6 +4,7 @@ Expected numbers are written out by hand in each test (from the fixture's own va
 under test."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -487,3 +488,543 @@ def test_run_slo_metadata_counts_each_slo_and_basis_of_the_mart(sample_run):
     table = metadata["basis_by_slo"].value.splitlines()[2:]
     assert sorted(table) == sorted(f"| {key} | {n} |" for key, n in counted.items())
     assert metadata["requests_in_mart"].value == read_mart(sample_run.out_dir, "requests").num_rows
+
+
+# ---- readers, field by field: whole records, every branch and every reason ------------------------------------
+
+def _jsonl(path: Path, lines: list) -> None:
+    """Write ``lines`` (dicts/lists as JSON, strings as written) one per line."""
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+
+
+def _aiperf(raw: Path, lines: list, completed=None, failed=0):
+    """read_run_requests of an AIPerf run ``run1/profile_export_aiperf.json`` whose records are ``lines``."""
+    (raw / "run1").mkdir(parents=True, exist_ok=True)
+    (raw / "run1" / "profile_export_aiperf.json").write_text("{}")
+    _jsonl(raw / "run1" / "profile_export.jsonl", lines)
+    return read_run_requests(raw, {"source_file": "run1/profile_export_aiperf.json", "source_format": "aiperf",
+                                   "source_row": 0, "completed": completed, "failed": failed})
+
+
+def _close(row: dict) -> dict:
+    """``row`` with each float to be matched within 1e-12 relative (arithmetic in binary floating point)."""
+    return {k: pytest.approx(v, rel=1e-12) if isinstance(v, float) else v for k, v in row.items()}
+
+
+NO_LATENCY = {"ttft_s": None, "tpot_s": None, "e2el_s": None, "itl_p50_s": None, "itl_p99_s": None}
+
+
+def test_aiperf_records_give_whole_rows_for_each_unit_key_and_error_form(tmp_path):
+    """AIPerf records: warmup (either phase key) and blank lines skipped, each unit scaled, ``ttft`` before
+    ``time_to_first_token``, error dicts/strings as text with every latency null, absent blocks null."""
+    source = _aiperf(tmp_path, [
+        {"metadata": {"credit_phase": "warmup"}, "metrics": {"ttft": {"value": 1, "unit": "furlongs"}}},  # skipped
+        "",
+        {"metadata": "not an object", "metrics": {
+            "time_to_first_token": {"value": 250000, "unit": "us"}, "request_latency": {"value": 1.5, "unit": "S"},
+            "inter_token_latency": {"value": 5000000, "unit": "ns"},
+            "inter_chunk_latency": {"value": [10, 20, 30], "unit": "ms"},
+            "input_sequence_length": {"value": 100.0}, "output_sequence_length": {"value": 251}}, "error": None},
+        {"metrics": {"input_sequence_length": {"value": 7}, "ttft": {"value": 9, "unit": "ms"}},
+         "error": {"type": "RequestCancellationError", "message": "cancelled"}},
+        {"metrics": {}, "error": {"code": 504}},
+        {"error": "upstream closed"},
+        {"metrics": None},
+        {"metrics": {"ttft": {"value": 2, "unit": "sec"}, "time_to_first_token": {"value": 999, "unit": "s"},
+                     "request_latency": {"value": None, "unit": "ms"},
+                     "inter_chunk_latency": {"value": 4, "unit": "ms"}}},
+    ], completed=3, failed=3)
+    assert (source.reason, source.detail, source.requests_file) == (None, None, "run1/profile_export.jsonl")
+    assert source.rows == [
+        # 250000 us = 0.25 s; 1.5 "S" = 1.5 s; 5e6 ns = 0.005 s; gaps 10, 20, 30 ms: p50 0.02 s, p99 at rank
+        # 0.99 × 2 = 1.98: 0.02 + 0.98 × 0.01 = 0.0298 s; 100.0 tokens read as the integer 100
+        _close({"input_tokens": 100, "output_tokens": 251, "error": None, "ttft_s": 0.25, "tpot_s": 0.005,
+                "e2el_s": 1.5, "itl_p50_s": 0.02, "itl_p99_s": 0.0298}),
+        # an errored record keeps its token counts, its TTFT is not read; no code: "<type>: <message>"
+        {"input_tokens": 7, "output_tokens": None, "error": "RequestCancellationError: cancelled", **NO_LATENCY},
+        {"input_tokens": None, "output_tokens": None, "error": "504 :", **NO_LATENCY},  # "504 " + "" + ": " stripped
+        {"input_tokens": None, "output_tokens": None, "error": "upstream closed", **NO_LATENCY},
+        {"input_tokens": None, "output_tokens": None, "error": None, **NO_LATENCY},  # metrics not an object
+        # ttft (2 sec) wins over time_to_first_token; a null latency is null; a scalar inter_chunk_latency no gaps
+        {"input_tokens": None, "output_tokens": None, "error": None, **NO_LATENCY, "ttft_s": 2.0},
+    ]
+
+
+@pytest.mark.parametrize("lines, reason, detail", [
+    # line 3 is 14 characters and its newline: the data ends at char 15
+    ([{"metrics": {}}, "", '{"metrics": {}'], "invalid_json:per_request",
+     "line 3: unexpected end of data: line 2 column 1 (char 15)"),
+    ([{"metrics": {}}, [1, 2]], "invalid_json:per_request", "line 2: not an object"),
+    ([{"metrics": {}}, {"metrics": {"request_latency": {"value": 3, "unit": "minutes"}}}], "unknown_unit:per_request",
+     "line 2: request_latency.unit = 'minutes'"),
+    ([{"metrics": {}}, {"metrics": {"ttft": {"value": 3}}}], "unknown_unit:per_request", "line 2: ttft.unit = ''"),
+    ([{"metrics": {}}, {"metrics": {"output_sequence_length": {"value": "many"}}}], "not_a_number:per_request",
+     "line 2 output_sequence_length: 'many'"),
+    ([{"metrics": {}}, {"metrics": {"inter_chunk_latency": {"value": [1, "x"], "unit": "ms"}}}],
+     "not_a_number:per_request", "line 2 inter_chunk_latency: 'x'"),
+    ([{"metrics": {}}, {"metrics": {"ttft": {"value": True, "unit": "ms"}}}], "not_a_number:per_request",
+     "line 2 ttft: True"),
+])
+def test_aiperf_record_errors_name_the_line_the_metric_and_the_value(tmp_path, lines, reason, detail):
+    """A bad AIPerf record is the run's reason, its detail naming the 1-based line, the metric and the value."""
+    source = _aiperf(tmp_path, lines, completed=len(lines))
+    assert (source.reason, source.detail, source.requests_file, source.rows) == (
+        reason, detail, "run1/profile_export.jsonl", [])
+
+
+def test_request_data_error_reads_as_its_detail():
+    """``RequestDataError`` is a ValueError whose message is its detail (what a log of it shows)."""
+    exc = per_request.RequestDataError("not_a_number:per_request", "ttfts: 'fast'")
+    assert (str(exc), exc.reason_code, exc.detail) == ("ttfts: 'fast'", "not_a_number:per_request", "ttfts: 'fast'")
+
+
+AGENTX_ROW = {"hw": "h100", "scenario_type": "agentic_coding"}
+
+
+def test_files_outside_the_raw_folder_or_special_are_refused_for_every_format(tmp_path, monkeypatch):
+    """A records or run file that resolves outside the raw folder is ``records_outside_raw_dir``, a FIFO is
+    ``refused:per_request``; AIPerf/AgentX name their records file, the array and GuideLLM formats the run file."""
+    raw, outside = tmp_path / "raw", tmp_path / "outside"
+    outside.mkdir()
+    _jsonl(outside / "profile_export.jsonl", [{"metrics": {}}])
+    (outside / "agg.json").write_text(json.dumps(AGENTX_ROW))
+    (outside / "bench.json").write_text(json.dumps({"benchmarks": [{"requests": {"successful": [{}]}}]}))
+    (outside / "r.json").write_text(json.dumps({"ttfts": [0.1], "itls": [[]], "input_lens": [1], "output_lens": [1]}))
+    for folder in ("a", "f", "x", "g", "v"):
+        (raw / folder).mkdir(parents=True)
+    (raw / "a" / "profile_export_aiperf.json").write_text("{}")
+    os.symlink(outside / "profile_export.jsonl", raw / "a" / "profile_export.jsonl")
+    (raw / "f" / "profile_export_aiperf.json").write_text("{}")
+    os.mkfifo(raw / "f" / "profile_export.jsonl")
+    os.symlink(outside / "agg.json", raw / "x" / "agg.json")
+    os.symlink(outside / "bench.json", raw / "g" / "bench.json")
+    os.symlink(outside / "r.json", raw / "v" / "r.json")
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)  # the vLLM file is streamed
+    outside_text = "resolves outside its folder: not followed, not read"
+    cases = [("aiperf", "a/profile_export_aiperf.json", "records_outside_raw_dir", "a/profile_export.jsonl",
+              f"profile_export.jsonl {outside_text}"),
+             ("aiperf", "f/profile_export_aiperf.json", "refused:per_request", "f/profile_export.jsonl",
+              "profile_export.jsonl is a FIFO, not a regular file: not read"),
+             ("inferencex_agentx", "x/agg.json", "records_outside_raw_dir", "x/profile_export.jsonl",
+              f"agg.json {outside_text}"),
+             ("guidellm", "g/bench.json", "records_outside_raw_dir", "g/bench.json", f"bench.json {outside_text}"),
+             ("vllm_bench_serve", "v/r.json", "records_outside_raw_dir", "v/r.json", f"r.json {outside_text}")]
+    for fmt, rel, reason, requests_file, detail in cases:
+        source = read_run_requests(raw, {"source_file": rel, "source_format": fmt, "source_row": 0, "completed": 1,
+                                         "failed": 0})
+        assert (source.requests_file, source.rows, source.reason, source.detail) == (
+            requests_file, [], reason, detail), fmt
+
+
+def _agentx_folder(raw: Path) -> dict:
+    """``raw/x`` with an AgentX row ``agg.json`` and a one-record ``profile_export.jsonl``; the run row."""
+    (raw / "x").mkdir(parents=True)
+    (raw / "x" / "agg.json").write_text(json.dumps(AGENTX_ROW))
+    _jsonl(raw / "x" / "profile_export.jsonl", [{"metrics": {"output_sequence_length": {"value": 3}}}])
+    return {"source_file": "x/agg.json", "source_format": "inferencex_agentx", "source_row": 0, "completed": 1,
+            "failed": 0}
+
+
+ONE_RECORD = [{"input_tokens": None, "output_tokens": 3, "error": None, **NO_LATENCY}]
+AMBIGUOUS = ("x/profile_export.jsonl sits beside two single-run AgentX files (agg.json, b.json): not known whose "
+             "records they are, not read")
+
+
+@pytest.mark.parametrize("case", ["over_cap", "at_cap", "symlink", "unreadable_first", "not_agentx", "outside"])
+def test_agentx_siblings_that_make_the_records_ambiguous(tmp_path, monkeypatch, case):
+    """Only a regular, non-link sibling ``*.json`` inside the raw folder, at most the parse cap, decoding to an
+    AgentX row makes the records ``ambiguous:per_request``; an unreadable sibling does not stop the search."""
+    raw = tmp_path / "raw"
+    run = _agentx_folder(raw)
+    sibling = raw / "x" / "b.json"
+    text = json.dumps(AGENTX_ROW)
+    if case in ("over_cap", "at_cap"):
+        sibling.write_text(text)
+        # the cap one byte under the sibling's size: skipped; exactly its size: read
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(text) - (case == "over_cap"))
+    elif case == "symlink":
+        (raw / "other").mkdir()
+        (raw / "other" / "c.json").write_text(text)
+        os.symlink(raw / "other" / "c.json", sibling)  # inside the raw folder, but a link: never followed
+    elif case == "unreadable_first":
+        (raw / "x" / "a_bad.json").write_text("{not json")  # sorted before agg.json and b.json
+        sibling.write_text(text)
+    elif case == "not_agentx":
+        sibling.write_text(json.dumps({"hw": "h100"}))  # an object, but no agentic scenario
+    else:
+        # raw/x is a link to a folder outside whose run file and records link back inside: b.json there is
+        # outside the raw folder and is not read
+        shutil.move(raw / "x", raw / "real")
+        out = tmp_path / "outside"
+        out.mkdir()
+        os.symlink(raw / "real" / "agg.json", out / "agg.json")
+        os.symlink(raw / "real" / "profile_export.jsonl", out / "profile_export.jsonl")
+        (out / "b.json").write_text(text)
+        os.symlink(out, raw / "x")
+    source = read_run_requests(raw, run)
+    if case in ("at_cap", "unreadable_first"):
+        assert (source.requests_file, source.rows, source.reason, source.detail) == (
+            "x/profile_export.jsonl", [], "ambiguous:per_request", AMBIGUOUS)
+    else:
+        assert (source.requests_file, source.rows, source.reason) == ("x/profile_export.jsonl", ONE_RECORD, None)
+
+
+@pytest.mark.parametrize("head, single", [(b"\xef\xbb\xbf", True), (b"\r\n \t", True), (b" " * 5000, True),
+                                          (b"X", False)])
+def test_an_agentx_file_is_one_row_by_its_first_non_blank_byte(tmp_path, head, single):
+    """A byte-order mark and blanks (however many) before ``{`` still make a single-row AgentX file; any other
+    byte does not."""
+    raw = tmp_path / "raw"
+    run = _agentx_folder(raw)
+    (raw / "x" / "agg.json").write_bytes(head + json.dumps(AGENTX_ROW).encode())
+    source = read_run_requests(raw, run)
+    assert source.rows == (ONE_RECORD if single else [])
+    assert source.requests_file == ("x/profile_export.jsonl" if single else None)
+
+
+def _array_run(raw: Path, doc, row: int = 0, completed=None, name: str = "r.json"):
+    """read_run_requests of a run of ``raw/name`` holding ``doc`` (a dict as JSON, bytes as written)."""
+    (raw / name).write_bytes(doc if isinstance(doc, bytes) else json.dumps(doc).encode())
+    return read_run_requests(raw, {"source_file": name, "source_format": "vllm_bench_serve",
+                                   "source_row": row, "completed": completed, "failed": 0})
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_vllm_arrays_give_whole_rows_read_whole_or_streamed(tmp_path, monkeypatch, large):
+    """Array rows: e2el = ttft + Σ gaps without ``e2els``, tpot = (e2el − ttft) / (n − 1) for n > 1, an errored
+    request keeps its token counts only; ``itls`` may be absent beside ``e2els``; a 2^62 − 1 count is kept."""
+    if large:
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    source = _array_run(tmp_path, {"ttfts": [0.5, 0.2, None], "itls": [[0.1, 0.3], [], [0.05]],
+                                  "input_lens": [10, 20.0, 30], "output_lens": [3, 1, 2],
+                                  "errors": ["", None, "Timeout: no reply"]})
+    assert (source.requests_file, source.reason) == ("r.json", None)
+    assert source.rows == [
+        # 0.5 + 0.1 + 0.3 = 0.9; (0.9 − 0.5) / (3 − 1) = 0.2; gaps 0.1, 0.3: p50 0.2, p99 0.1 + 0.99 × 0.2 = 0.298
+        _close({"input_tokens": 10, "output_tokens": 3, "error": None, "ttft_s": 0.5, "tpot_s": 0.2,
+                "e2el_s": 0.9, "itl_p50_s": 0.2, "itl_p99_s": 0.298}),
+        {"input_tokens": 20, "output_tokens": 1, "error": None, **NO_LATENCY, "ttft_s": 0.2, "e2el_s": 0.2},
+        {"input_tokens": 30, "output_tokens": 2, "error": "Timeout: no reply", **NO_LATENCY},
+    ]
+    source = _array_run(tmp_path, {"ttfts": [0.1, 0.2], "e2els": [1.1, 0.2], "input_lens": [2**62 - 1, 6],
+                                  "output_lens": [11, 1]}, name="e.json")
+    assert source.rows == [  # (1.1 − 0.1) / (11 − 1) = 0.1
+        _close({"input_tokens": 2**62 - 1, "output_tokens": 11, "error": None, **NO_LATENCY, "ttft_s": 0.1,
+                "tpot_s": 0.1, "e2el_s": 1.1}),
+        {"input_tokens": 6, "output_tokens": 1, "error": None, **NO_LATENCY, "ttft_s": 0.2, "e2el_s": 0.2},
+    ]
+
+
+GOOD_ARRAYS = {"ttfts": [0.1, 0.2], "itls": [[0.01], [0.02]], "input_lens": [5, 6], "output_lens": [2, 2]}
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("change, reason, small_detail, large_detail", [
+    ({"input_lens": [5, -1]}, "not_a_number:per_request", "input_lens: -1", None),
+    ({"output_lens": [2, 2**62]}, "not_a_number:per_request", "output_lens: 4611686018427387904", None),
+    ({"ttfts": [0.1, "fast"]}, "not_a_number:per_request", "ttfts: 'fast'", None),
+    ({"itls": [[0.01], 0.5]}, "not_a_number:per_request", "an itls entry is not a list", None),
+    ({"input_lens": [5, 6, 7]}, "length_mismatch:per_request",
+     "array lengths differ: ttfts=2, itls=2, input_lens=3, output_lens=2", "an array is longer than ttfts"),
+    ({"output_lens": [2]}, "length_mismatch:per_request",
+     "array lengths differ: ttfts=2, itls=2, input_lens=2, output_lens=1", "an array is shorter than ttfts"),
+])
+def test_bad_vllm_arrays_name_the_array_and_the_value(tmp_path, monkeypatch, large, change, reason, small_detail,
+                                                      large_detail):
+    """A bad token count, latency or gap list, or arrays of different lengths: the reason and the array named."""
+    if large:
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    source = _array_run(tmp_path, {**GOOD_ARRAYS, **change}, completed=2)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], reason, (large_detail if large else None) or small_detail)
+
+
+def test_a_column_that_is_not_an_array_is_named(tmp_path):
+    """Read whole, an array key holding a scalar is ``not_a_number:per_request`` naming the key."""
+    source = _array_run(tmp_path, {**GOOD_ARRAYS, "output_lens": 5})
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], "not_a_number:per_request", "output_lens is not an array")
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_json_lines_runs_are_numbered_by_non_empty_line_whole_or_streamed(tmp_path, monkeypatch, large):
+    """SGLang JSON Lines: run ``row`` is the row-th non-empty line (a line that is an array counts), read alone."""
+    if large:
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    def run(ttfts):
+        return {**GOOD_ARRAYS, "ttfts": ttfts, "itls": [[]] * len(ttfts), "input_lens": [1] * len(ttfts),
+                "output_lens": [1] * len(ttfts)}
+    lines = [run([0.1, 0.2]), "", ["a note"], run([0.3, 0.4, 0.5]), run([0.6])]
+    _jsonl(tmp_path / "s.jsonl", lines)
+    for row, ttfts in ((0, [0.1, 0.2]), (2, [0.3, 0.4, 0.5]), (3, [0.6])):
+        source = read_run_requests(tmp_path, {"source_file": "s.jsonl", "source_format": "sglang_bench_serving",
+                                              "source_row": row, "completed": len(ttfts), "failed": 0})
+        assert (source.reason, [r["ttft_s"] for r in source.rows]) == (None, ttfts), row
+    # the array line and a line past the end hold no arrays: no records
+    for row in (1, 4):
+        source = read_run_requests(tmp_path, {"source_file": "s.jsonl", "source_format": "sglang_bench_serving",
+                                              "source_row": row, "completed": 1, "failed": 0})
+        assert (source.requests_file, source.rows, source.reason) == (None, [], None), row
+
+
+def test_a_result_without_request_arrays_has_no_records(tmp_path):
+    """A vLLM summary without ``ttfts`` (or a run row past the file's objects) gives no records and no reason."""
+    for doc, row in (({"completed": 4, "duration": 10.0}, 0), (GOOD_ARRAYS, 1)):
+        source = _array_run(tmp_path, doc, row=row, completed=4)
+        assert (source.requests_file, source.rows, source.reason) == (None, [], None)
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_an_error_that_is_an_object_is_kept_as_its_text(tmp_path, monkeypatch, large):
+    """An ``errors`` item that is an object (nesting a list) is one request's error, as text, streamed or not."""
+    if large:
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    source = _array_run(tmp_path, {**GOOD_ARRAYS, "errors": [{"type": "HTTPError", "codes": [500]}, ""]})
+    assert source.rows == [
+        {"input_tokens": 5, "output_tokens": 2, "error": "{'type': 'HTTPError', 'codes': [500]}", **NO_LATENCY},
+        # 0.2 + 0.02 = 0.22; (0.22 − 0.2) / (2 − 1) = 0.02; one gap: both percentiles 0.02
+        _close({"input_tokens": 6, "output_tokens": 2, "error": None, "ttft_s": 0.2, "tpot_s": 0.02,
+                "e2el_s": 0.22, "itl_p50_s": 0.02, "itl_p99_s": 0.02}),
+    ]
+
+
+def test_a_streamed_file_that_is_not_json_names_the_array_and_the_parser_error(tmp_path, monkeypatch):
+    """Streamed, a file ijson cannot parse is ``invalid_json:per_request``: the array, then ≤ 200 characters of
+    the parser's message."""
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    # the error comes before ttfts: its reader, the first, meets it first
+    source = _array_run(tmp_path, b'{"note": [1 2], "ttfts": [0.1, 0.2]}', completed=2)
+    assert (source.requests_file, source.rows, source.reason) == ("r.json", [], "invalid_json:per_request")
+    assert source.detail.startswith("ttfts: parse error: after array element, I expect ',' or ']'")
+    # yajl's message for 60 bad UTF-8 bytes quotes them (\xff each) well past 200 characters: cut at 200
+    source = _array_run(tmp_path, b'{"note": "' + b"\xff" * 60 + b'", "ttfts": [0.1]}', completed=1)
+    assert source.reason == "invalid_json:per_request"
+    assert source.detail.startswith("ttfts: b'lexical error: invalid bytes in UTF8 string.")
+    assert len(source.detail) == len("ttfts: ") + 200
+
+
+def test_the_decoded_file_cache_follows_the_files_size_and_mtime(tmp_path):
+    """A result rewritten in place is decoded again: the same size at a new mtime, or a new size at the same mtime."""
+    path = tmp_path / "r.json"
+    run = {"source_file": "r.json", "source_format": "vllm_bench_serve", "source_row": 0, "completed": 2,
+           "failed": 0}
+    stamp = 1_700_000_000_000_000_000
+    for ttfts, mtime_ns in (([0.1, 0.2], stamp), ([0.3, 0.4], stamp + 10**9), ([0.5, 0.75], stamp + 10**9)):
+        # the second file is as long as the first (0.3 for 0.1), the third one byte longer at the second's mtime
+        path.write_text(json.dumps({**GOOD_ARRAYS, "ttfts": ttfts}))
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+        assert [r["ttft_s"] for r in read_run_requests(tmp_path, run).rows] == ttfts
+
+
+def _guidellm_run(raw: Path, doc, row: int = 0, completed=None, failed=0):
+    """read_run_requests of GuideLLM benchmark ``row`` of ``raw/bench.json`` holding ``doc`` (bytes as written)."""
+    (raw / "bench.json").write_bytes(doc if isinstance(doc, bytes) else json.dumps(doc).encode())
+    return read_run_requests(raw, {"source_file": "bench.json", "source_format": "guidellm", "source_row": row,
+                                   "completed": completed, "failed": failed})
+
+
+GUIDELLM_REQUESTS = {
+    "successful": [{"prompt_tokens": 12, "output_tokens": 5, "time_to_first_token_ms": 250.0,
+                    "time_per_output_token_ms": 20.0, "request_latency": 0.33},
+                   {"prompt_tokens": 3, "output_tokens": 1, "request_latency": 0.1}],
+    "errored": [{"error": "boom", "info": {"error": "inner"}, "prompt_tokens": 4, "output_tokens": 0,
+                 "time_to_first_token_ms": 5.0},
+                {"info": {"error": "timeout"}}, {"info": "not an object"}, {}],
+    "incomplete": [{"prompt_tokens": 9}],
+}
+
+
+def test_guidellm_requests_give_whole_rows_in_status_order(tmp_path):
+    """GuideLLM rows: successful, then errored, then incomplete; ms latencies to s; an error's text is its
+    ``error``, else ``info.error``, else the status; an unsuccessful request keeps its token counts only."""
+    source = _guidellm_run(tmp_path, {"benchmarks": [{"requests": {}}, {"requests": GUIDELLM_REQUESTS}]}, row=1,
+                           completed=2, failed=5)
+    assert (source.requests_file, source.reason, source.detail) == ("bench.json", None, None)
+    assert source.rows == [
+        # 250 ms = 0.25 s, 20 ms = 0.02 s, request_latency already in s
+        _close({"input_tokens": 12, "output_tokens": 5, "error": None, **NO_LATENCY, "ttft_s": 0.25,
+                "tpot_s": 0.02, "e2el_s": 0.33}),
+        {"input_tokens": 3, "output_tokens": 1, "error": None, **NO_LATENCY, "e2el_s": 0.1},
+        {"input_tokens": 4, "output_tokens": 0, "error": "boom", **NO_LATENCY},
+        {"input_tokens": None, "output_tokens": None, "error": "timeout", **NO_LATENCY},
+        {"input_tokens": None, "output_tokens": None, "error": "errored", **NO_LATENCY},
+        {"input_tokens": None, "output_tokens": None, "error": "errored", **NO_LATENCY},
+        {"input_tokens": 9, "output_tokens": None, "error": "incomplete", **NO_LATENCY},
+    ]
+
+
+@pytest.mark.parametrize("requests, detail", [
+    ({"errored": [5]}, "requests.errored: an entry is not an object"),
+    ({"incomplete": ["x"]}, "requests.incomplete: an entry is not an object"),
+    ({"successful": [{"prompt_tokens": "a"}]}, "prompt_tokens: 'a'"),
+    ({"errored": [{"output_tokens": 1.5}]}, "output_tokens: 1.5"),
+    ({"successful": [{"time_to_first_token_ms": "x"}]}, "time_to_first_token_ms: 'x'"),
+    ({"successful": [{"time_per_output_token_ms": [1]}]}, "time_per_output_token_ms: [1]"),
+    ({"successful": [{"request_latency": True}]}, "request_latency: True"),
+])
+def test_bad_guidellm_requests_name_the_group_or_the_field(tmp_path, requests, detail):
+    """A GuideLLM request that is not an object, or a field that is not a number: the group or field named."""
+    source = _guidellm_run(tmp_path, {"benchmarks": [{"requests": requests}]}, completed=1)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "bench.json", [], "not_a_number:per_request", detail)
+
+
+def test_a_guidellm_report_that_is_not_json_is_named(tmp_path):
+    """A GuideLLM report that does not decode is ``invalid_json:per_request`` with the decoder's message."""
+    source = _guidellm_run(tmp_path, b'{"benchmarks": [', completed=1)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "bench.json", [], "invalid_json:per_request", "unexpected end of data: line 1 column 17 (char 16)")
+
+
+@pytest.mark.parametrize("doc, row", [
+    ([{"benchmarks": []}], 0),                       # not an object
+    ({"runs": []}, 0),                               # no benchmarks
+    ({"benchmarks": [5]}, 0),                        # a benchmark that is not an object
+    ({"benchmarks": [{"requests": {}}]}, 1),         # the row past the last benchmark
+    ({"benchmarks": [{"requests": []}]}, 0),         # requests not grouped by status
+])
+def test_guidellm_reports_without_request_groups_have_no_records(tmp_path, doc, row):
+    """A GuideLLM report without an object of request groups at benchmark ``row`` has no records, no reason."""
+    source = _guidellm_run(tmp_path, doc, row=row, completed=1)
+    assert (source.requests_file, source.rows, source.reason) == (None, [], None)
+
+
+def test_a_guidellm_report_over_the_cap_has_no_records(tmp_path, monkeypatch):
+    """A GuideLLM report over ``LARGE_FILE_BYTES`` gives no records (nor runs); one exactly at the cap is read."""
+    doc = json.dumps({"benchmarks": [{"requests": {"successful": [{"request_latency": 0.5}]}}]})
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(doc))
+    assert [r["e2el_s"] for r in _guidellm_run(tmp_path, doc.encode(), completed=1).rows] == [0.5]
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(doc) - 1)
+    assert _guidellm_run(tmp_path, doc.encode(), completed=1).rows == []
+
+
+def test_the_record_count_check(tmp_path):
+    """Records ≠ completed + failed is ``inconsistent:per_request_count`` naming both counts (the records file
+    kept); with ``completed`` null there is nothing to check against and the records stand."""
+    doc = {"benchmarks": [{"requests": GUIDELLM_REQUESTS}]}  # 7 requests
+    source = _guidellm_run(tmp_path, doc, completed=2, failed=4)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "bench.json", [], "inconsistent:per_request_count", "7 per-request records, the summary counts 6 requests")
+    source = _guidellm_run(tmp_path, doc, completed=None, failed=4)
+    assert (source.requests_file, len(source.rows), source.reason) == ("bench.json", 7, None)
+
+
+def test_requests_tables_are_whole_rows_of_their_schemas(tmp_path):
+    """``requests_tables``: a run whose file vanished is a source row (``invalid_json:per_request``, the error
+    named), a run without records none, and each record a request row numbered 0… with its run's keys."""
+    (tmp_path / "r.json").write_text(json.dumps({**GOOD_ARRAYS, "errors": ["", "refused"]}))
+    runs = [{"run_id": "gone", "source_file": "gone.json", "source_format": "vllm_bench_serve", "source_row": 0,
+             "completed": 2, "failed": 0, "run_date_partition": "2026-01-01"},
+            {"run_id": "other", "source_file": "x.csv", "source_format": "csv_table", "source_row": 0,
+             "completed": 2, "failed": 0, "run_date_partition": "2026-01-02"},
+            {"run_id": "ok", "source_file": "r.json", "source_format": "vllm_bench_serve", "source_row": 0,
+             "completed": 1, "failed": 1, "run_date_partition": "2026-01-03"}]
+    requests, sources = requests_tables(tmp_path, runs)
+    assert requests.schema == per_request.REQUEST_SCHEMA and sources.schema == per_request.SOURCE_SCHEMA
+    rows = sources.to_pylist()
+    assert rows == [
+        # the error's own words only: the file is named by requests_file, never by this machine's path to it
+        {"run_id": "gone", "requests_file": "gone.json", "requests_read": 0,
+         "requests_reason": "invalid_json:per_request",
+         "requests_detail": "FileNotFoundError: No such file or directory",
+         "run_date_partition": "2026-01-01"},
+        {"run_id": "ok", "requests_file": "r.json", "requests_read": 2, "requests_reason": None,
+         "requests_detail": None, "run_date_partition": "2026-01-03"}]
+    assert requests.to_pylist() == [
+        # 0.1 + 0.01 = 0.11 s; (0.11 − 0.1) / (2 − 1) = 0.01 s; one gap: both percentiles 0.01
+        _close({"run_id": "ok", "request_index": 0, "ttft_s": 0.1, "tpot_s": 0.01, "e2el_s": 0.11,
+                "itl_p50_s": 0.01, "itl_p99_s": 0.01, "input_tokens": 5, "output_tokens": 2, "error": None,
+                "run_date_partition": "2026-01-03"}),
+        {"run_id": "ok", "request_index": 1, **NO_LATENCY, "input_tokens": 6, "output_tokens": 2, "error": "refused",
+         "run_date_partition": "2026-01-03"}]
+
+
+def test_a_guidellm_report_over_the_cap_is_never_read(tmp_path, monkeypatch):
+    """A GuideLLM report over ``LARGE_FILE_BYTES`` is not read at all (its size alone says so), not read whole and
+    then dropped."""
+    from pipeline.io import opener
+
+    doc = json.dumps({"benchmarks": [{"requests": {"successful": [{"request_latency": 0.5}]}}]})
+    (tmp_path / "bench.json").write_text(doc)
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(doc) - 1)
+    reads, real_read = [], os.read
+    monkeypatch.setattr(opener.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    source = read_run_requests(tmp_path, {"source_file": "bench.json", "source_format": "guidellm", "source_row": 0,
+                                          "completed": 1, "failed": 0})
+    monkeypatch.undo()
+    assert (source.requests_file, source.rows, source.reason, reads) == (None, [], None, [])
+
+
+def test_a_result_nested_deeper_than_the_standard_librarys_limit_is_still_decoded(tmp_path):
+    """Results are decoded by orjson (1024 levels), the standard library only for what orjson refuses (bare
+    ``NaN``): a value nested 1010 deep beside the arrays, past ``json``'s recursion limit of 1000, is read."""
+    deep = b"[" * 1010 + b"]" * 1010
+    source = _array_run(tmp_path, json.dumps(GOOD_ARRAYS)[:-1].encode() + b', "deep": ' + deep + b"}", completed=2)
+    assert (source.reason, [r["ttft_s"] for r in source.rows]) == (None, [0.1, 0.2])
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("change, detail", [
+    ({"itls": [[0.01], [0.02, "x"]]}, "itls: 'x'"),
+    ({"e2els": [0.5, "slow"]}, "e2els: 'slow'"),
+])
+def test_a_bad_gap_or_e2el_names_its_array_and_value(tmp_path, monkeypatch, large, change, detail):
+    """A gap or an ``e2els`` entry that is not a number is ``not_a_number:per_request`` naming the array and value."""
+    if large:
+        monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", 10)
+    source = _array_run(tmp_path, {**GOOD_ARRAYS, **change}, completed=2)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], "not_a_number:per_request", detail)
+
+
+def test_a_request_without_a_ttft_has_no_latencies_but_its_gaps(tmp_path):
+    """A successful request whose TTFT is null has no e2el and no TPOT (nothing to add its gaps to); its gap
+    percentiles stand."""
+    source = _array_run(tmp_path, {**GOOD_ARRAYS, "ttfts": [None, 0.2]}, completed=2)
+    assert source.rows == [
+        {"input_tokens": 5, "output_tokens": 2, "error": None, **NO_LATENCY, "itl_p50_s": 0.01, "itl_p99_s": 0.01},
+        # 0.2 + 0.02 = 0.22; (0.22 − 0.2) / (2 − 1) = 0.02
+        _close({"input_tokens": 6, "output_tokens": 2, "error": None, "ttft_s": 0.2, "tpot_s": 0.02, "e2el_s": 0.22,
+                "itl_p50_s": 0.02, "itl_p99_s": 0.02}),
+    ]
+
+
+@pytest.mark.parametrize("token, shown", [(b"NaN", "nan"), (b"Infinity", "inf"), (b"-Infinity", "-inf")])
+def test_a_non_finite_latency_is_named_with_its_value(tmp_path, token, shown):
+    """SGLang's bare ``NaN``/``Infinity`` decode, and the non-finite latency is ``not_a_number:per_request``
+    naming the array and the value."""
+    source = _array_run(tmp_path, b'{"ttfts": [0.1, ' + token + b'], "itls": [[], []], "input_lens": [1, 1], '
+                                  b'"output_lens": [1, 1]}', completed=2)
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], "not_a_number:per_request", f"ttfts: {shown}")
+
+
+def test_a_result_up_to_the_cap_is_decoded_whole_and_a_larger_one_streamed(tmp_path, monkeypatch):
+    """The size rule: a result of exactly ``LARGE_FILE_BYTES`` is decoded whole, one byte over it is streamed."""
+    text = json.dumps(GOOD_ARRAYS)
+    streamed = []
+
+    def stream(path, row, name, root):
+        streamed.append(name)
+        return iter(())
+
+    monkeypatch.setattr(per_request, "_stream_array", stream)
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(text))
+    assert [r["ttft_s"] for r in _array_run(tmp_path, text.encode(), completed=2).rows] == [0.1, 0.2]
+    assert streamed == []
+    monkeypatch.setattr(per_request, "LARGE_FILE_BYTES", len(text) - 1)
+    assert _array_run(tmp_path, text.encode(), name="s.json", completed=2).rows == []  # the stand-in streams nothing
+    assert streamed == list(per_request._ARRAYS)
+
+
+def test_a_result_read_whole_that_resolves_outside_the_raw_folder_is_refused(tmp_path):
+    """A result under the cap (decoded whole) that links outside the raw folder is ``records_outside_raw_dir``."""
+    raw, outside = tmp_path / "raw", tmp_path / "outside"
+    raw.mkdir()
+    outside.mkdir()
+    (outside / "r.json").write_text(json.dumps(GOOD_ARRAYS))
+    os.symlink(outside / "r.json", raw / "r.json")
+    source = read_run_requests(raw, {"source_file": "r.json", "source_format": "vllm_bench_serve", "source_row": 0,
+                                     "completed": 2, "failed": 0})
+    assert (source.requests_file, source.rows, source.reason, source.detail) == (
+        "r.json", [], "records_outside_raw_dir", "r.json resolves outside its folder: not followed, not read")

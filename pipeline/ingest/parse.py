@@ -46,7 +46,7 @@ from pipeline.ingest.schema import (
     RUN_SCHEMA,
     partition_key,
 )
-from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile
+from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, os_error_words
 
 FILE_SCHEMA = pa.schema(
     [
@@ -503,7 +503,7 @@ def _read(path: str, root: str) -> FileReadout:
             os.scandir(path).close()
             why = "listed by the scan but readable now: its files are read by the next run"
         except OSError as exc:
-            why = f"{type(exc).__name__}: {exc.strerror or exc}"
+            why = os_error_words(exc)
         return FileReadout("unreadable", rejects=[Reject(
             None, "unreadable_folder", f"folder cannot be listed, its files are not read ({why})")])
     try:
@@ -522,7 +522,7 @@ def _refusal(exc: RefusedFile) -> tuple[str, str]:
 
 
 def _unreadable(exc: OSError) -> FileReadout:
-    return FileReadout("unreadable", rejects=[Reject(None, "unreadable_file", f"{type(exc).__name__}: {exc}")])
+    return FileReadout("unreadable", rejects=[Reject(None, "unreadable_file", os_error_words(exc))])
 
 
 def _run_row(rel: str, fmt: str, row: int, parsed: Any, meta: dict, sources: dict, conflicts: list) -> dict:

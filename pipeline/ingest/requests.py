@@ -58,7 +58,7 @@ import pyarrow as pa
 from pipeline.ingest.parsers import LARGE_FILE_BYTES, REQUEST_ARRAYS_KEY
 from pipeline.ingest.parsers.inferencex_agentx import FORMAT as AGENTX_FORMAT
 from pipeline.ingest.parsers.inferencex_agentx import detect as agentx_detect
-from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, open_regular, read_whole
+from pipeline.io.opener import OUTSIDE_ROOT, RefusedFile, open_regular, os_error_words, read_whole
 
 AIPERF_RECORDS_NAME = "profile_export.jsonl"
 ERROR_TEXT_MAX = 300
@@ -180,7 +180,7 @@ def requests_tables(raw_dir: Path, runs: Iterable[Mapping[str, Any]]) -> tuple[p
         try:
             source = read_run_requests(raw_dir, run)
         except OSError as exc:
-            source = RequestSource(run["source_file"], [], "invalid_json:per_request", f"{type(exc).__name__}: {exc}")
+            source = RequestSource(run["source_file"], [], "invalid_json:per_request", os_error_words(exc))
         if source.requests_file is None:
             continue
         sources.append({"run_id": run["run_id"], "requests_file": source.requests_file,
@@ -344,10 +344,12 @@ def _aiperf_source(raw_dir: Path, rel: str, check: Any = None) -> RequestSource:
 # ---- InferenceX AgentX: one aggregate row and AIPerf's records in one artifact folder ------------------------
 
 def _single_object(path: Path, root: Path) -> bool:
-    """The file holds one JSON object (its first non-blank byte is ``{``), not an array of rows."""
+    """The file holds one JSON object (its first byte after a byte-order mark and blanks, however many, is ``{``),
+    not an array of rows."""
     with open_regular(path, "run_log", root) as handle:
-        head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head[:1] == b"{"
+        while (byte := handle.read(1)) and byte in b"\xef\xbb\xbf \t\r\n":
+            pass
+    return byte == b"{"
 
 
 def _agentx_siblings(raw_dir: Path, rel: str) -> None:
@@ -402,13 +404,17 @@ def _aiperf_request(record: Mapping[str, Any], lineno: int) -> dict[str, Any]:
         text = (f"{error.get('code', '')} {error.get('type', '')}: {error.get('message', '')}".strip()
                 if isinstance(error, dict) else str(error))[:ERROR_TEXT_MAX]
 
-    def value(key: str, seconds: bool = True) -> Any:
+    def tokens(key: str) -> int | None:
+        block = metrics.get(key)
+        return _int(block.get("value"), f"line {lineno} {key}") if isinstance(block, dict) else None
+
+    def value(key: str) -> Any:
+        """The metric in seconds (a list of them when its value is a list, as ``inter_chunk_latency``'s), None
+        when absent."""
         block = metrics.get(key)
         if not isinstance(block, dict):
             return None
         raw = block.get("value")
-        if not seconds:
-            return _int(raw, f"line {lineno} {key}")
         unit = str(block.get("unit", "")).lower()
         if unit not in _UNIT_SCALE:
             raise RequestDataError("unknown_unit:per_request", f"line {lineno}: {key}.unit = {unit!r}")
@@ -417,8 +423,8 @@ def _aiperf_request(record: Mapping[str, Any], lineno: int) -> dict[str, Any]:
         number = _num(raw, f"line {lineno} {key}")
         return None if number is None else number * _UNIT_SCALE[unit]
 
-    out = {"input_tokens": value("input_sequence_length", False),
-           "output_tokens": value("output_sequence_length", False), "error": text,
+    out = {"input_tokens": tokens("input_sequence_length"), "output_tokens": tokens("output_sequence_length"),
+           "error": text,
            "ttft_s": None, "tpot_s": None, "e2el_s": None, "itl_p50_s": None, "itl_p99_s": None}
     if text is None:
         gaps = value("inter_chunk_latency")
@@ -473,7 +479,7 @@ def _guidellm_request(request: Mapping[str, Any], status: str) -> dict[str, Any]
 def _gap_percentiles(gaps: list[float]) -> dict[str, float | None]:
     if not gaps:
         return {"itl_p50_s": None, "itl_p99_s": None}
-    p50, p99 = np.percentile(np.asarray(gaps, dtype=float), [50, 99])
+    p50, p99 = np.percentile(gaps, [50, 99])  # every gap is a float already (``_num``)
     return {"itl_p50_s": float(p50), "itl_p99_s": float(p99)}
 
 

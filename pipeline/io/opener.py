@@ -44,6 +44,15 @@ class RefusedFile(Exception):
         self.detail = detail
 
 
+def os_error_words(exc: OSError) -> str:
+    """``"<error type>: <its own words>"`` of an OSError, e.g. ``"PermissionError: Permission denied"``, without the
+    path Python appends to its text. A detail that reaches a mart or the ledger names its file by the column beside
+    it (relative to the raw folder), never by this machine's absolute path, which differs between machines and can
+    tell more than the file's name. An error without an ``strerror`` (raised with a message of its own) keeps that
+    message."""
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
 def inside(path: str | os.PathLike, root: str | os.PathLike) -> bool:
     """``path`` resolves, with every symlink and ``..`` followed, to ``root`` or below it (``root`` resolved too)."""
     real_root = os.path.realpath(root)

@@ -308,7 +308,8 @@ def _plausible(measured: dict, run: dict) -> dict:
     if math.isfinite(watts) and watts > 0 and (ceiling_kw is None or watts <= ceiling_kw * 1000):
         return measured
     bound = f"(0, {ceiling_kw * 1000:g}] W, the all-in power per {run.get('hw')} GPU of gpu_reference.csv" \
-        if ceiling_kw is not None else "above 0 W"
+        if ceiling_kw is not None else \
+        f"(0, ∞) W (gpu_reference.csv gives no all-in power per {run.get('hw') or 'this'} GPU)"
     return {**measured, "power_valid": False, "power_invalid_reason": "implausible_power",
             "power_detail": f"average power {watts:.6g} W per GPU is outside {bound}: not a GPU's draw",
             "energy_j": None, "avg_power_w_per_gpu": None}
