@@ -343,12 +343,18 @@ def test_a_refused_publish_moves_nothing_and_leaves_the_staging_folder_to_the_ca
     assert not a.exists() and publish(out, "a") is None
 
 
+def _publish_with_a_stuck_file(out, run_id, value):
+    """Publish a first generation, ``run_id``, holding frontiers.parquet = ``value`` and the file ``STUCK``
+    (which ``_make_stuck`` makes undeletable)."""
+    staged = staging_dir(out, run_id)
+    _write(staged / "frontiers.parquet", value)
+    _write(staged / STUCK, 0)
+    publish(out, run_id)
+
+
 def test_a_refusal_is_what_the_caller_sees_even_when_the_rebased_folder_cannot_be_deleted(tmp_path, monkeypatch):
     out = tmp_path / "marts"
-    first = staging_dir(out, "first")
-    _write(first / "frontiers.parquet", 1)
-    _write(first / STUCK, 0)
-    publish(out, "first")
+    _publish_with_a_stuck_file(out, "first", 1)
     a, b = staging_dir(out, "a"), staging_dir(out, "b")
     _write(b / "frontiers.parquet", 2)
     publish(out, "b")
@@ -556,10 +562,7 @@ def test_a_staging_folder_untouched_exactly_a_day_is_kept(tmp_path, monkeypatch)
 
 def test_a_generation_that_cannot_be_deleted_entirely_does_not_fail_the_publish(tmp_path, monkeypatch):
     out = tmp_path / "marts"
-    first = staging_dir(out, "run0")
-    _write(first / "frontiers.parquet", 0)
-    _write(first / STUCK, 0)
-    publish(out, "run0")
+    _publish_with_a_stuck_file(out, "run0", 0)
     _make_stuck(monkeypatch)
     for i in range(1, KEEP_GENERATIONS + 1):  # the last one prunes run0's generation
         _write(staging_dir(out, f"run{i}") / "frontiers.parquet", i)
