@@ -818,8 +818,9 @@ def series_label(row: Mapping[str, Any]) -> str:
 
 
 def format_value(value: float | None, metric: str) -> str:
-    """A metric value for people: failure rates in %, tok/s and tok/s/MW without decimals below a million
-    grouped by thousands, seconds and dollars to 4 significant digits."""
+    """A metric value for people: "—" for None; failure rates in % to one decimal; tok/s and tok/s/MW from 100 up
+    (either sign) without decimals, grouped by thousands ("1,234,568"), below 100 to 3 significant digits; seconds,
+    dollars and any other metric to 4 significant digits."""
     if value is None:
         return "—"
     if metric == "failure_rate":
