@@ -672,3 +672,256 @@ def test_repeat_spread_needs_a_positive_smallest_member():
                           ["a", "a", "b", "b"], [])
     assert out["repeat_spread"].to_pylist() == [None, 1.0]
     assert out["repeats_disagree"].to_pylist() == [False, True]
+
+
+# --- every id string, every lineage column, written out by hand ------------------------------------------------
+
+D0 = dt.date(2026, 6, 30)
+
+
+def test_line_id_writes_every_part_of_a_single_node_line():
+    """A single-node line id in full: PP and PCP only when not 1, EP and DP attention read from absent values, the
+    KV-cache offload only when it names one, and ``agentic`` in place of the ISL/OSL of an agentic-trace run."""
+    base = {"model": "gptoss", "isl": 8192, "osl": 1024, "hw": "b200", "framework": "trt", "precision": "fp8",
+            "spec_decoding": "none", "tp": 4, "ep": 8, "dp_attention": True, "disagg": False}
+    # pp 2, pcp 3: both written after dpa, in that order; kv_offload lmcache: after spec
+    assert line_id(dict(base, pp=2, pcp=3, kv_offload="lmcache")) == (
+        "gptoss|8192/1024|b200|trt|fp8|spec=none|kv=lmcache|tp=4,ep=8,dpa=true,pp=2,pcp=3")
+    # pp 1 and pcp absent are the default: not written; an offload of none, '' or null is no offload
+    for offload in ("none", "", None):
+        assert line_id(dict(base, pp=1, kv_offload=offload)) == "gptoss|8192/1024|b200|trt|fp8|spec=none|tp=4,ep=8,dpa=true"
+    # pcp 2 alone; ep 0 or absent reads 1; dp_attention absent reads false
+    assert line_id(dict(base, pcp=2, ep=0, dp_attention=None)) == (
+        "gptoss|8192/1024|b200|trt|fp8|spec=none|tp=4,ep=1,dpa=false,pcp=2")
+    # an agentic-trace run: 'agentic' where 8192/1024 stood, whatever its ISL/OSL columns say
+    assert line_id(dict(base, benchmark_type="agentic_traces", kv_offload="lmcache")) == (
+        "gptoss|agentic|b200|trt|fp8|spec=none|kv=lmcache|tp=4,ep=8,dpa=true")
+    assert line_id(dict(base, benchmark_type="fixed_seq")) == "gptoss|8192/1024|b200|trt|fp8|spec=none|tp=4,ep=8,dpa=true"
+    # nothing at all: every absent value as Python writes None, EP 1, flags false
+    assert line_id({}) == "None|None/None|None|None|None|spec=None|tp=None,ep=1,dpa=false"
+
+
+def test_line_id_writes_every_part_of_a_disaggregated_line():
+    """A disaggregated line id in full: multinode flag, the prefill side (tp, ep, dpa, workers, gpus) and the decode
+    side (its topology, workers, gpus), absent EPs read 1 and absent flags false."""
+    pd = {"model": "dsr1", "isl": 1024, "osl": 1024, "hw": "mi355x", "framework": "sglang", "precision": "fp4",
+          "spec_decoding": "none", "tp": 8, "ep": None, "dp_attention": False, "disagg": True, "is_multinode": True,
+          "prefill_tp": 8, "prefill_ep": 8, "prefill_dp_attention": True, "prefill_num_workers": 1,
+          "decode_num_workers": 4, "num_prefill_gpu": 8, "num_decode_gpu": 32}
+    assert line_id(pd) == ("dsr1|1024/1024|mi355x|sglang|fp4|spec=none|disagg,multinode=true"
+                           "|prefill:tp=8,ep=8,dpa=true,workers=1,gpus=8|decode:tp=8,ep=1,dpa=false,workers=4,gpus=32")
+    # prefill_ep absent reads 1, prefill dpa and multinode absent read false; decode pp 2 follows the decode dpa
+    other = {k: v for k, v in pd.items() if k not in ("prefill_ep", "prefill_dp_attention", "is_multinode")}
+    assert line_id(dict(other, tp=2, ep=4, dp_attention=True, pp=2, prefill_tp=4, prefill_num_workers=3,
+                        decode_num_workers=2, num_prefill_gpu=12, num_decode_gpu=16)) == (
+        "dsr1|1024/1024|mi355x|sglang|fp4|spec=none|disagg,multinode=false"
+        "|prefill:tp=4,ep=1,dpa=false,workers=3,gpus=12|decode:tp=2,ep=4,dpa=true,pp=2,workers=2,gpus=16")
+
+
+@pytest.mark.parametrize(("run", "expected"), [
+    ({"run_url": "https://github.com/o/r/actions/runs/77"}, "gha:77"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/job/5", "sweep_id": "s"}, "gha:77"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/attempts/1"}, "gha:77"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/attempts/2"}, "gha:77/attempt/2"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/attempts/13", "run_date": D1}, "gha:77/attempt/13"),
+    ({"run_url": "https://example.com/sweeps/9", "sweep_id": "s"}, "sweep:https://example.com/sweeps/9"),
+    ({"run_url": "", "sweep_id": "n7", "run_date": D1}, "sweep:n7"),
+    ({"run_url": None, "sweep_id": "", "run_date": D1}, "date:2026-07-01"),
+    ({"run_url": None, "sweep_id": None, "run_date": None}, "undated"),
+])
+def test_sweep_id_of_each_kind_of_run(run, expected):
+    """``sweep_id``: a workflow URL's run id (attempt 1 or none: ``gha:<id>``; attempt k ≥ 2: ``gha:<id>/attempt/<k>``),
+    any other URL whole, else the sweep_id key, else the date, else ``undated``; empty strings count as absent."""
+    assert sweep_id(run) == expected
+
+
+def test_workflow_attempt_reads_only_gha_ids():
+    """``workflow_attempt``: (run id, attempt) of ``gha:<id>`` (attempt 1) and ``gha:<id>/attempt/<k>``, the id as
+    a number; None for any other kind or a gha value of another shape."""
+    from pipeline.validate.lines import workflow_attempt
+
+    assert workflow_attempt("gha:12") == (12, 1)
+    assert workflow_attempt("gha:0012") == (12, 1)
+    assert workflow_attempt("gha:12/attempt/3") == (12, 3)
+    for other in ("sweep:12", "sweep:12/attempt/3", "date:2026-07-01", "undated", "gha:abc", "gha:12/attempt/",
+                  "gha:12/attempt/3x", "gha:", "12"):
+        assert workflow_attempt(other) is None, other
+
+
+def test_lower_attempts_map_to_the_highest_attempt_of_their_workflow_run():
+    """Each gha sweep of a workflow run with a higher attempt among the ids → that run's highest attempt; a run with
+    one attempt, and ids of other kinds (even with the same number), map to nothing."""
+    from pipeline.validate.lines import _lower_attempts
+
+    ids = ["gha:5", "gha:5/attempt/3", "gha:6", "gha:5/attempt/2", "sweep:5", "date:2026-07-01", "undated",
+           "gha:8/attempt/2"]
+    # workflow 5: attempts 1, 3, 2 → 3 is highest; workflow 6 and 8: one attempt each
+    assert _lower_attempts(ids) == {"gha:5": "gha:5/attempt/3", "gha:5/attempt/2": "gha:5/attempt/3"}
+    assert _lower_attempts(["gha:6"]) == {} and _lower_attempts([]) == {}
+
+
+def test_sweep_order_key_in_full():
+    """Every element of the key: the date's ordinal (−1 undated), the kind's rank (undated 0, date 1, sweep 2,
+    gha 3), whether the id is a number, that number (a gha id's workflow run), the attempt, the id's text."""
+    assert sweep_order_key(D1, "gha:12/attempt/3") == (D1.toordinal(), 3, True, 12, 3, "12/attempt/3")
+    assert sweep_order_key(None, "gha:12") == (-1, 3, True, 12, 1, "12")
+    assert sweep_order_key(D2, "sweep:007") == (D2.toordinal(), 2, True, 7, 1, "007")
+    assert sweep_order_key(D2, "sweep:alpha") == (D2.toordinal(), 2, False, 0, 1, "alpha")
+    assert sweep_order_key(D1, "date:2026-07-01") == (D1.toordinal(), 1, False, 0, 1, "2026-07-01")
+    assert sweep_order_key(None, "undated") == (-1, 0, False, 0, 1, "")
+    # attempts of one workflow run on one day: by attempt number, after the plain id
+    assert sweep_order_key(D1, "gha:12") < sweep_order_key(D1, "gha:12/attempt/2") < sweep_order_key(D1, "gha:12/attempt/10")
+
+
+def test_line_and_sweep_ids_read_absent_columns_as_null():
+    """``line_and_sweep_ids``: one id pair per row, in row order; a column the table lacks reads null; an empty
+    table gives two empty lists."""
+    from pipeline.validate.lines import line_and_sweep_ids
+
+    table = pa.table({"model": ["a", "b", "a"], "tp": [8, 8, 8],
+                      "run_url": [None, "https://github.com/o/r/actions/runs/5", None],
+                      "run_date": pa.array([D1, D1, None], pa.date32())})
+    assert line_and_sweep_ids(table) == (
+        ["a|None/None|None|None|None|spec=None|tp=8,ep=1,dpa=false",
+         "b|None/None|None|None|None|spec=None|tp=8,ep=1,dpa=false",
+         "a|None/None|None|None|None|spec=None|tp=8,ep=1,dpa=false"],
+        ["date:2026-07-01", "gha:5", "undated"])
+    assert line_and_sweep_ids(table.slice(0, 0)) == ([], [])
+
+
+def test_run_lineage_refuses_a_row_without_line_or_sweep():
+    """A null ``line_id`` or ``sweep_id`` is refused with the message that says how to compute them."""
+    message = "run_lineage: a row without line_id or sweep_id (compute them with line_and_sweep_ids)"
+    for line, sweep in ((None, "undated"), ("L", None)):
+        with pytest.raises(ValueError) as raised:
+            run_lineage([{"run_id": "r", "conc": 4, "run_date": D1, "line_id": line, "sweep_id": sweep}])
+        assert str(raised.value) == message
+
+
+EARLY = dt.date(2026, 6, 1)
+# (run_id, line, sweep, conc, run_date): lines that reach every branch of the latest rule
+#   L: workflow run 5 (two runs of one conc: a repeat) re-run as attempt 2 on D2
+#   M: an older sweep on D0, then workflow run 5 on D1, which attempt 2 did not measure again
+#   N: one sweep;  U: undated runs, one with a null conc
+#   P: attempt 2 of workflow run 7 dated before its attempt 1
+#   Q: sweep:q's undated run and its D1 run, sweep:r on D0
+#   R: sweep:z on D0 and again on D2, sweep:a on D1 between them
+FLEET = [("a1", "L", "gha:5", 4, D1), ("a1b", "L", "gha:5", 4, D1), ("a2", "L", "gha:5/attempt/2", 4, D2),
+         ("m1", "M", "gha:5", 8, D1), ("m0", "M", "sweep:old", 8, D0), ("n1", "N", "gha:9", 4, D1),
+         ("u", "U", "undated", 4, None), ("p2", "P", "gha:7/attempt/2", 4, D1), ("p1", "P", "gha:7", 4, D2),
+         ("q0", "Q", "sweep:q", 4, None), ("q1", "Q", "sweep:q", 8, D1), ("z0", "R", "sweep:z", 4, D0),
+         ("a", "R", "sweep:a", 4, D1), ("z2", "R", "sweep:z", 8, D2), ("r0", "Q", "sweep:r", 4, D0),
+         ("u2", "U", "undated", None, None)]
+
+
+def _fleet_rows():
+    return [{"run_id": r, "line_id": line, "sweep_id": sweep, "conc": conc, "run_date": day}
+            for r, line, sweep, conc, day in FLEET]
+
+
+def _lineage_by_hand(superseded, current, repeat_n=None):
+    """The LINEAGE_SCHEMA rows of FLEET from a hand-made {run_id: superseded_by}, set of current runs and
+    {run_id: repeat_n} (1 for the others)."""
+    return [{"run_id": r, "line_id": line, "sweep_id": sweep, "superseded_by": superseded.get(r),
+             "repeat_group": f"{line}|{sweep}|conc={conc}", "repeat_n": (repeat_n or {}).get(r, 1),
+             "current": r in current} for r, line, sweep, conc, day in FLEET]
+
+
+def test_run_lineage_of_a_fleet_with_attempts_written_out():
+    """Every lineage column of every row, now: workflow run 5's attempt 1 leaves both lines it measured (named by
+    attempt 2; M falls back to its older sweep), attempt 1 of run 7 is out though dated after attempt 2, a sweep
+    dated again later wins on its newest date, an undated sweep is the oldest; the dropped repeat counts 1."""
+    lineage = run_lineage(_fleet_rows())
+    assert lineage.schema == pa.schema([("run_id", pa.string()), ("line_id", pa.string()), ("sweep_id", pa.string()),
+                                        ("superseded_by", pa.string()), ("repeat_group", pa.string()),
+                                        ("repeat_n", pa.int32()), ("current", pa.bool_())])
+    # L: gha:5 out (attempt 2 visible); M: gha:5 out, sweep:old alone; P: gha:7 out; Q: sweep:q (D1) > sweep:r (D0);
+    # R: sweep:z (newest D2) > sweep:a (D1)
+    assert lineage.to_pylist() == _lineage_by_hand(
+        {"a1": "gha:5/attempt/2", "a1b": "gha:5/attempt/2", "m1": "gha:5/attempt/2", "p1": "gha:7/attempt/2",
+         "r0": "sweep:q", "a": "sweep:z"},
+        {"a2", "m0", "n1", "u", "p2", "q0", "q1", "z0", "z2", "u2"})
+    # the rows as a table give the same
+    assert run_lineage(pa.Table.from_pylist(_fleet_rows())).equals(lineage)
+
+
+def test_run_lineage_of_a_fleet_as_of_each_day_written_out():
+    """Every lineage column as of D1 (attempt 2 of run 5 not yet visible: run 5 is L's and M's newest sweep, the
+    repeat counts 2; R's sweep:z is dated D0 only, so sweep:a wins), as of D0 (Q's undated sweep loses to sweep:r)
+    and before every date (undated runs alone); runs not yet visible are neither current nor superseded."""
+    as_d1 = _lineage_by_hand({"m0": "gha:5", "r0": "sweep:q", "z0": "sweep:a"},
+                             {"a1", "a1b", "m1", "n1", "u", "p2", "q0", "q1", "a", "u2"}, {"a1": 2, "a1b": 2})
+    assert run_lineage(_fleet_rows(), as_of=D1).to_pylist() == as_d1
+    as_d0 = _lineage_by_hand({"q0": "sweep:r"}, {"m0", "u", "z0", "r0", "u2"})
+    assert run_lineage(_fleet_rows(), as_of=D0).to_pylist() == as_d0
+    assert run_lineage(_fleet_rows(), as_of=EARLY).to_pylist() == _lineage_by_hand({}, {"u", "q0", "u2"})
+
+
+def test_current_sweeps_by_date_of_a_fleet_written_out():
+    """Each day once, in ascending order, each visible line → its current sweep's visible row positions (undated
+    first, then by date, then table order): a lower attempt leaves the line when the higher one appears, and a
+    line whose only newer sweep left falls back to its older one."""
+    table = pa.Table.from_pylist(_fleet_rows())
+    # row positions: a1 0, a1b 1, a2 2, m1 3, m0 4, n1 5, u 6, p2 7, p1 8, q0 9, q1 10, z0 11, a 12, z2 13, r0 14,
+    # u2 15
+    expected = {EARLY: {"U": [6, 15], "Q": [9]},
+                D0: {"M": [4], "U": [6, 15], "Q": [14], "R": [11]},
+                D1: {"L": [0, 1], "M": [3], "N": [5], "U": [6, 15], "P": [7], "Q": [9, 10], "R": [12]},
+                D2: {"L": [2], "M": [4], "N": [5], "U": [6, 15], "P": [7], "Q": [9, 10], "R": [11, 13]}}
+    seen = []
+    for day, current in current_sweeps_by_date(table, [D2, D0, EARLY, D1, D0]):
+        assert len(current) == len(expected[day]), day
+        assert {line: current[line] for line in current} == expected[day], day
+        seen.append(day)
+    assert seen == [EARLY, D0, D1, D2]
+
+
+def test_row_codes_keep_a_null_apart_from_every_value_of_a_later_column():
+    """A null in a later column is a value of its own: (x, p) and (y, null) are two combinations, and so are
+    (x, null) and (x, p); an empty table gives an empty int64 array."""
+    table = pa.table({"a": ["x", "y", "x", "x"], "b": ["p", None, None, "p"]})
+    # combinations in order of first appearance: (x, p) 0, (y, null) 1, (x, null) 2, (x, p) again 0
+    codes = row_codes(table, ["a", "b"])
+    assert codes.dtype == np.int64 and codes.tolist() == [0, 1, 2, 0]
+    empty = row_codes(table.slice(0, 0), ["a", "b"])
+    assert empty.dtype == np.int64 and empty.tolist() == []
+
+
+def test_first_appearance_numbers_and_first_rows():
+    """``first_appearance_numbers`` renumbers keys 0, 1, 2 … in order of first appearance (int64; empty in, empty
+    out); ``first_rows`` gives each code's first row."""
+    from pipeline.validate.lines import first_appearance_numbers, first_rows
+
+    # 30 first (0), then 10 (1), then 20 (2): not the sorted order 10, 20, 30
+    numbers = first_appearance_numbers(np.array([30, 10, 30, 20, 10]))
+    assert numbers.dtype == np.int64 and numbers.tolist() == [0, 1, 0, 2, 1]
+    empty = first_appearance_numbers(np.array([], dtype=np.int64))
+    assert empty.dtype == np.int64 and empty.shape == (0,)
+    # code 0 first at row 1, code 1 at row 0, code 2 at row 3
+    rows = first_rows(np.array([1, 0, 1, 2, 0]), 3)
+    assert rows.dtype == np.int64 and rows.tolist() == [1, 0, 3]
+
+
+def test_run_lineage_of_no_rows_and_of_rows_priced_twice():
+    """No rows in, no rows out (the lineage schema); a run's rows of two price books count once in its repeat
+    group, and each row still gets its lineage."""
+    empty = pa.table({"run_id": pa.array([], pa.string()), "line_id": pa.array([], pa.string()),
+                      "sweep_id": pa.array([], pa.string()), "conc": pa.array([], pa.int64()),
+                      "run_date": pa.array([], pa.date32())})
+    out = run_lineage(empty)
+    assert out.num_rows == 0 and out.schema == pa.schema([
+        ("run_id", pa.string()), ("line_id", pa.string()), ("sweep_id", pa.string()), ("superseded_by", pa.string()),
+        ("repeat_group", pa.string()), ("repeat_n", pa.int32()), ("current", pa.bool_())])
+    # r1 in two books and r2 in one: two distinct runs in L|gha:3|conc=8; r0 (gha:2) superseded by gha:3
+    rows = [{"run_id": r, "line_id": "L", "sweep_id": s, "conc": 8, "run_date": D1}
+            for r, s in (("r1", "gha:3"), ("r0", "gha:2"), ("r1", "gha:3"), ("r2", "gha:3"))]
+    group = "L|gha:3|conc=8"
+    assert run_lineage(rows).to_pylist() == [
+        {"run_id": "r1", "line_id": "L", "sweep_id": "gha:3", "superseded_by": None, "repeat_group": group,
+         "repeat_n": 2, "current": True},
+        {"run_id": "r0", "line_id": "L", "sweep_id": "gha:2", "superseded_by": "gha:3", "repeat_group": "L|gha:2|conc=8",
+         "repeat_n": 1, "current": False},
+        {"run_id": "r1", "line_id": "L", "sweep_id": "gha:3", "superseded_by": None, "repeat_group": group,
+         "repeat_n": 2, "current": True},
+        {"run_id": "r2", "line_id": "L", "sweep_id": "gha:3", "superseded_by": None, "repeat_group": group,
+         "repeat_n": 2, "current": True}]
