@@ -925,3 +925,88 @@ def test_run_lineage_of_no_rows_and_of_rows_priced_twice():
          "repeat_n": 2, "current": True},
         {"run_id": "r2", "line_id": "L", "sweep_id": "gha:3", "superseded_by": None, "repeat_group": group,
          "repeat_n": 2, "current": True}]
+
+
+def test_sweep_order_key_of_a_sweep_named_by_a_url():
+    """A ``sweep:<url>`` id splits at its first colon only: kind ``sweep``, the whole URL as the id's text."""
+    assert sweep_order_key(D1, "sweep:https://example.com/sweeps/9") == (
+        D1.toordinal(), 2, False, 0, 1, "https://example.com/sweeps/9")
+
+
+def test_run_lineage_orders_sweeps_of_one_day_by_kind_before_number():
+    """Sweeps of one line dated the same day: gha beats sweep beats date (whatever their numbers: sweep:99 loses to
+    gha:5), and the undated sweep is older than all; each is superseded by the next in that order."""
+    runs = [{"run_id": r, "line_id": "L", "sweep_id": s, "conc": 4, "run_date": day}
+            for r, s, day in (("g", "gha:5", D1), ("s", "sweep:99", D1), ("d", "date:2026-07-01", D1),
+                              ("u", "undated", None))]
+    lineage = run_lineage(runs)
+    # oldest to newest: undated, date:2026-07-01, sweep:99, gha:5
+    assert lineage["superseded_by"].to_pylist() == [None, "gha:5", "sweep:99", "date:2026-07-01"]
+    assert lineage["current"].to_pylist() == [True, False, False, False]
+
+
+def test_run_lineage_as_of_before_the_last_group_is_visible():
+    """A repeat group whose only run is dated after ``as_of`` (here the group first seen last): that run is not
+    visible, repeat_n 1, not current, no superseded_by; the visible run is current and alone."""
+    runs = [{"run_id": "r1", "line_id": "L", "sweep_id": "gha:1", "conc": 4, "run_date": D1},
+            {"run_id": "r2", "line_id": "L", "sweep_id": "gha:2", "conc": 4, "run_date": D2}]
+    assert run_lineage(runs, as_of=D1).to_pylist() == [
+        {"run_id": "r1", "line_id": "L", "sweep_id": "gha:1", "superseded_by": None, "repeat_group": "L|gha:1|conc=4",
+         "repeat_n": 1, "current": True},
+        {"run_id": "r2", "line_id": "L", "sweep_id": "gha:2", "superseded_by": None, "repeat_group": "L|gha:2|conc=4",
+         "repeat_n": 1, "current": False}]
+
+
+def test_run_lineage_output_has_the_lineage_schema_whatever_the_input_types():
+    """The output is LINEAGE_SCHEMA even when the input's run_id is a large string, its conc int32 and its run_date
+    a timestamp (read as its date); the undated sweep gha:2 is older than the dated gha:1."""
+    table = pa.table({"run_id": pa.array(["r1", "r2"], pa.large_string()), "line_id": ["L", "L"],
+                      "sweep_id": ["gha:1", "gha:2"], "conc": pa.array([4, 4], pa.int32()),
+                      "run_date": pa.array([dt.datetime(2026, 7, 1, 5), None], pa.timestamp("us"))})
+    out = run_lineage(table)
+    assert out.schema == pa.schema([("run_id", pa.string()), ("line_id", pa.string()), ("sweep_id", pa.string()),
+                                    ("superseded_by", pa.string()), ("repeat_group", pa.string()),
+                                    ("repeat_n", pa.int32()), ("current", pa.bool_())])
+    assert out["superseded_by"].to_pylist() == [None, "gha:1"] and out["current"].to_pylist() == [True, False]
+
+
+def test_lower_attempts_of_a_run_named_twice_take_the_first_highest_id():
+    """Two ids of one workflow run's same highest attempt (``gha:5/attempt/2`` and ``gha:05/attempt/2``: the run id
+    read as a number): neither is lower, and the lower attempt maps to the one listed first."""
+    from pipeline.validate.lines import _lower_attempts
+
+    assert _lower_attempts(["gha:5", "gha:5/attempt/2", "gha:05/attempt/2"]) == {"gha:5": "gha:5/attempt/2"}
+    assert _lower_attempts(["gha:5", "gha:05/attempt/2", "gha:5/attempt/2"]) == {"gha:5": "gha:05/attempt/2"}
+
+
+def test_row_codes_stay_exact_where_the_combined_code_passes_two_to_the_53():
+    """Four columns of 16384 distinct values each and a fifth of two: the combined code reaches 16385^4 · 3, about
+    2^57.6 (past float64's exact integers, below the renumbering bound), and every one of the 32768 distinct rows
+    keeps a code of its own, numbered in row order; the same rows again get the same codes."""
+    n = 16384
+    i = np.repeat(np.arange(n), 2)  # rows 2k and 2k + 1 share the first four columns and differ in the fifth
+    table = pa.table({**{f"c{k}": i for k in range(4)}, "last": np.tile(np.array(["p", "q"]), n)})
+    twice = pa.concat_tables([table, table])
+    # by hand: the first 2n rows are distinct, each new: 0 … 2n − 1; the copy repeats them
+    assert row_codes(twice, twice.column_names).tolist() == list(range(2 * n)) * 2
+
+
+def test_row_codes_renumber_before_the_combined_code_overflows():
+    """Six columns of 4095 values each (radix 4096 = 2^12 with the null code): 2^72 combinations do not fit int64, so
+    the codes are renumbered on the way; without that, a first-column code 16 apart (16 · 2^60 = 2^64) would wrap
+    onto another row's. Rows differing only there stay apart and a repeated row matches."""
+    i = np.arange(4095)
+    table = pa.table({f"c{k}": i for k in range(6)})
+    # row 4095: c0 = 16 (code 17), the rest 0; row 4096: all 0, row 0 again
+    extra = pa.table({f"c{k}": np.array([16 if k == 0 else 0, 0]) for k in range(6)})
+    both = pa.concat_tables([table, extra])
+    # by hand: rows 0 … 4094 distinct (0 … 4094), row 4095 new (4095), row 4096 = row 0 (0)
+    assert row_codes(both, both.column_names).tolist() == list(range(4096)) + [0]
+
+
+def test_row_codes_keep_renumbering_after_a_renumbering():
+    """40 columns that split two rows apart (radix 3: 3^40 > 2^62, one renumbering), then 64 columns of a single
+    value (radix 2 each: 2^64 more): the bound kept after the renumbering brings a second one, so the two rows stay
+    two codes."""
+    table = pa.table({**{f"s{k}": ["a", "b"] for k in range(40)}, **{f"z{k}": ["z", "z"] for k in range(64)}})
+    assert row_codes(table, table.column_names).tolist() == [0, 1]
