@@ -806,12 +806,13 @@ EARLY = dt.date(2026, 6, 1)
 #   P: attempt 2 of workflow run 7 dated before its attempt 1
 #   Q: sweep:q's undated run and its D1 run, sweep:r on D0
 #   R: sweep:z on D0 and again on D2, sweep:a on D1 between them
+#   K: workflow run 5 alone, which attempt 2 did not measure again: K has no current sweep once attempt 2 is seen
 FLEET = [("a1", "L", "gha:5", 4, D1), ("a1b", "L", "gha:5", 4, D1), ("a2", "L", "gha:5/attempt/2", 4, D2),
          ("m1", "M", "gha:5", 8, D1), ("m0", "M", "sweep:old", 8, D0), ("n1", "N", "gha:9", 4, D1),
          ("u", "U", "undated", 4, None), ("p2", "P", "gha:7/attempt/2", 4, D1), ("p1", "P", "gha:7", 4, D2),
          ("q0", "Q", "sweep:q", 4, None), ("q1", "Q", "sweep:q", 8, D1), ("z0", "R", "sweep:z", 4, D0),
          ("a", "R", "sweep:a", 4, D1), ("z2", "R", "sweep:z", 8, D2), ("r0", "Q", "sweep:r", 4, D0),
-         ("u2", "U", "undated", None, None)]
+         ("u2", "U", "undated", None, None), ("k1", "K", "gha:5", 4, D1)]
 
 
 def _fleet_rows():
@@ -830,7 +831,8 @@ def _lineage_by_hand(superseded, current, repeat_n=None):
 def test_run_lineage_of_a_fleet_with_attempts_written_out():
     """Every lineage column of every row, now: workflow run 5's attempt 1 leaves both lines it measured (named by
     attempt 2; M falls back to its older sweep), attempt 1 of run 7 is out though dated after attempt 2, a sweep
-    dated again later wins on its newest date, an undated sweep is the oldest; the dropped repeat counts 1."""
+    dated again later wins on its newest date, an undated sweep is the oldest; the dropped repeat counts 1; K,
+    measured by attempt 1 alone, has no current run."""
     lineage = run_lineage(_fleet_rows())
     assert lineage.schema == pa.schema([("run_id", pa.string()), ("line_id", pa.string()), ("sweep_id", pa.string()),
                                         ("superseded_by", pa.string()), ("repeat_group", pa.string()),
@@ -839,7 +841,7 @@ def test_run_lineage_of_a_fleet_with_attempts_written_out():
     # R: sweep:z (newest D2) > sweep:a (D1)
     assert lineage.to_pylist() == _lineage_by_hand(
         {"a1": "gha:5/attempt/2", "a1b": "gha:5/attempt/2", "m1": "gha:5/attempt/2", "p1": "gha:7/attempt/2",
-         "r0": "sweep:q", "a": "sweep:z"},
+         "r0": "sweep:q", "a": "sweep:z", "k1": "gha:5/attempt/2"},
         {"a2", "m0", "n1", "u", "p2", "q0", "q1", "z0", "z2", "u2"})
     # the rows as a table give the same
     assert run_lineage(pa.Table.from_pylist(_fleet_rows())).equals(lineage)
@@ -850,7 +852,7 @@ def test_run_lineage_of_a_fleet_as_of_each_day_written_out():
     repeat counts 2; R's sweep:z is dated D0 only, so sweep:a wins), as of D0 (Q's undated sweep loses to sweep:r)
     and before every date (undated runs alone); runs not yet visible are neither current nor superseded."""
     as_d1 = _lineage_by_hand({"m0": "gha:5", "r0": "sweep:q", "z0": "sweep:a"},
-                             {"a1", "a1b", "m1", "n1", "u", "p2", "q0", "q1", "a", "u2"}, {"a1": 2, "a1b": 2})
+                             {"a1", "a1b", "m1", "n1", "u", "p2", "q0", "q1", "a", "u2", "k1"}, {"a1": 2, "a1b": 2})
     assert run_lineage(_fleet_rows(), as_of=D1).to_pylist() == as_d1
     as_d0 = _lineage_by_hand({"q0": "sweep:r"}, {"m0", "u", "z0", "r0", "u2"})
     assert run_lineage(_fleet_rows(), as_of=D0).to_pylist() == as_d0
@@ -858,19 +860,20 @@ def test_run_lineage_of_a_fleet_as_of_each_day_written_out():
 
 
 def test_current_sweeps_by_date_of_a_fleet_written_out():
-    """Each day once, in ascending order, each visible line → its current sweep's visible row positions (undated
-    first, then by date, then table order): a lower attempt leaves the line when the higher one appears, and a
-    line whose only newer sweep left falls back to its older one."""
+    """Each day once, in ascending order, each visible line (iterated in sorted order) → its current sweep's
+    visible row positions (undated first, then by date, then table order): a lower attempt leaves the line when the
+    higher one appears, a line whose only newer sweep left falls back to its older one, and a line with no other
+    sweep leaves the view."""
     table = pa.Table.from_pylist(_fleet_rows())
     # row positions: a1 0, a1b 1, a2 2, m1 3, m0 4, n1 5, u 6, p2 7, p1 8, q0 9, q1 10, z0 11, a 12, z2 13, r0 14,
-    # u2 15
+    # u2 15, k1 16
     expected = {EARLY: {"U": [6, 15], "Q": [9]},
                 D0: {"M": [4], "U": [6, 15], "Q": [14], "R": [11]},
-                D1: {"L": [0, 1], "M": [3], "N": [5], "U": [6, 15], "P": [7], "Q": [9, 10], "R": [12]},
+                D1: {"L": [0, 1], "M": [3], "N": [5], "U": [6, 15], "P": [7], "Q": [9, 10], "R": [12], "K": [16]},
                 D2: {"L": [2], "M": [4], "N": [5], "U": [6, 15], "P": [7], "Q": [9, 10], "R": [11, 13]}}
     seen = []
     for day, current in current_sweeps_by_date(table, [D2, D0, EARLY, D1, D0]):
-        assert len(current) == len(expected[day]), day
+        assert len(current) == len(expected[day]) and list(current) == sorted(expected[day]), day  # sorted lines
         assert {line: current[line] for line in current} == expected[day], day
         seen.append(day)
     assert seen == [EARLY, D0, D1, D2]
@@ -1010,3 +1013,24 @@ def test_row_codes_keep_renumbering_after_a_renumbering():
     two codes."""
     table = pa.table({**{f"s{k}": ["a", "b"] for k in range(40)}, **{f"z{k}": ["z", "z"] for k in range(64)}})
     assert row_codes(table, table.column_names).tolist() == [0, 1]
+
+
+def test_line_and_sweep_ids_of_a_table_without_any_of_their_columns():
+    """A table with rows but none of the line columns (or none of the sweep columns) puts every row on the all-null
+    line (or the undated sweep), as a dict without those keys would."""
+    from pipeline.validate.lines import line_and_sweep_ids
+
+    bare = pa.table({"run_id": ["r1", "r2"]})
+    # line_id({}) and sweep_id({}), written out: every value None, EP 1, flags false; no url, key or date
+    assert line_and_sweep_ids(bare) == (["None|None/None|None|None|None|spec=None|tp=None,ep=1,dpa=false"] * 2,
+                                        ["undated", "undated"])
+    dated = pa.table({"model": ["m", "m"], "run_date": pa.array([D1, D2], pa.date32())})
+    assert line_and_sweep_ids(dated) == (["m|None/None|None|None|None|spec=None|tp=None,ep=1,dpa=false"] * 2,
+                                         ["date:2026-07-01", "date:2026-07-02"])
+
+
+def test_current_sweeps_by_date_of_no_rows():
+    """No rows: every asked day is yielded once, in order, with no line current."""
+    empty = pa.table({"run_date": pa.array([], pa.date32()), "line_id": pa.array([], pa.string()),
+                      "sweep_id": pa.array([], pa.string())})
+    assert [(day, dict(current)) for day, current in current_sweeps_by_date(empty, [D2, D1])] == [(D1, {}), (D2, {})]
