@@ -1034,3 +1034,20 @@ def test_current_sweeps_by_date_of_no_rows():
     empty = pa.table({"run_date": pa.array([], pa.date32()), "line_id": pa.array([], pa.string()),
                       "sweep_id": pa.array([], pa.string())})
     assert [(day, dict(current)) for day, current in current_sweeps_by_date(empty, [D2, D1])] == [(D1, {}), (D2, {})]
+
+
+def test_first_appearance_numbers_of_a_2d_key_array_are_flat():
+    """Keys of any shape are numbered in row-major order and come back as one flat int64 array of keys.size."""
+    from pipeline.validate.lines import first_appearance_numbers
+
+    # row-major: 30, 10, 30, 20 → 0, 1, 0, 2
+    numbers = first_appearance_numbers(np.array([[30, 10], [30, 20]]))
+    assert numbers.shape == (4,) and numbers.tolist() == [0, 1, 0, 2]
+
+
+def test_superseded_by_names_the_next_sweep_exactly_as_given():
+    """``superseded_by`` is the next sweep's id character for character, even one ending in a NUL character (a
+    fixed-width numpy string would drop it)."""
+    runs = [{"run_id": "old", "line_id": "L", "sweep_id": "sweep:b", "conc": 4, "run_date": D1},
+            {"run_id": "new", "line_id": "L", "sweep_id": "sweep:a\x00", "conc": 4, "run_date": D2}]
+    assert run_lineage(runs)["superseded_by"].to_pylist() == ["sweep:a\x00", None]
