@@ -1051,3 +1051,50 @@ def test_superseded_by_names_the_next_sweep_exactly_as_given():
     runs = [{"run_id": "old", "line_id": "L", "sweep_id": "sweep:b", "conc": 4, "run_date": D1},
             {"run_id": "new", "line_id": "L", "sweep_id": "sweep:a\x00", "conc": 4, "run_date": D2}]
     assert run_lineage(runs)["superseded_by"].to_pylist() == ["sweep:a\x00", None]
+
+
+D4 = dt.date(2026, 7, 4)
+
+
+def _runs(rows):
+    return [{"run_id": r, "line_id": line, "sweep_id": sweep, "conc": 4, "run_date": day}
+            for r, line, sweep, day in rows]
+
+
+def _current_by_day(rows, days):
+    return {day: {line: current[line] for line in current}
+            for day, current in current_sweeps_by_date(pa.Table.from_pylist(_runs(rows)), days)}
+
+
+def test_a_line_whose_newest_sweep_is_re_run_elsewhere_falls_back_to_its_newest_other_sweep():
+    """When attempt 2 of workflow run 5 (on line A) takes V's gha:5 away, V's current sweep is its newest remaining
+    one by key (sweep:new, dated D1), not the one listed last (sweep:old, D0)."""
+    rows = [("v_new", "V", "sweep:new", D1), ("v_old", "V", "sweep:old", D0), ("v5", "V", "gha:5", D1),
+            ("a2", "A", "gha:5/attempt/2", D2)]
+    # D0: only v_old (1); D1: gha:5 beats sweep:new on the same day by kind (2); D2: gha:5 out, sweep:new (0)
+    assert _current_by_day(rows, [D0, D1, D2]) == {D0: {"V": [1]}, D1: {"V": [2]}, D2: {"V": [0], "A": [3]}}
+    assert run_lineage(_runs(rows))["superseded_by"].to_pylist() == [None, "sweep:new", "gha:5/attempt/2", None]
+
+
+def test_attempts_of_one_workflow_run_arriving_out_of_order():
+    """Attempt 2 of workflow run 8 first (X, D1), then attempt 1 on Y (D2) and Z (D3), then attempt 3 on W (D4):
+    attempt 1 never shows on any line (attempt 2 was already seen), and attempt 3 takes X's attempt 2 away; the
+    lineage as of each day agrees."""
+    rows = [("x2", "X", "gha:8/attempt/2", D1), ("y1", "Y", "gha:8", D2), ("z1", "Z", "gha:8", D3),
+            ("w3", "W", "gha:8/attempt/3", D4)]
+    assert _current_by_day(rows, [D1, D2, D3, D4]) == {D1: {"X": [0]}, D2: {"X": [0]}, D3: {"X": [0]},
+                                                       D4: {"W": [3]}}
+    # as of D3: attempt 2 is the highest seen; as of D4: attempt 3
+    assert run_lineage(_runs(rows), as_of=D3)["superseded_by"].to_pylist() == [
+        None, "gha:8/attempt/2", "gha:8/attempt/2", None]
+    assert run_lineage(_runs(rows))["superseded_by"].to_pylist() == [
+        "gha:8/attempt/3", "gha:8/attempt/3", "gha:8/attempt/3", None]
+
+
+def test_an_attempt_0_sweep_id_is_a_lower_attempt_of_its_workflow_run():
+    """``gha:6/attempt/0`` (not an id ``sweep_id`` writes, but one a table may hold) is attempt 0 of workflow run 6:
+    shown while alone, replaced once attempt 1 (``gha:6``) is seen, in the one-pass view and in the lineage."""
+    rows = [("w0", "W", "gha:6/attempt/0", D1), ("w1", "W", "gha:6", D2), ("y0", "Y", "gha:6/attempt/0", D1)]
+    # D1: attempt 0 alone on W and Y; D2: attempt 1 seen, attempt 0 leaves both lines (Y has nothing else)
+    assert _current_by_day(rows, [D1, D2]) == {D1: {"W": [0], "Y": [2]}, D2: {"W": [1]}}
+    assert run_lineage(_runs(rows))["superseded_by"].to_pylist() == ["gha:6", None, "gha:6"]
