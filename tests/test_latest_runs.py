@@ -672,3 +672,429 @@ def test_repeat_spread_needs_a_positive_smallest_member():
                           ["a", "a", "b", "b"], [])
     assert out["repeat_spread"].to_pylist() == [None, 1.0]
     assert out["repeats_disagree"].to_pylist() == [False, True]
+
+
+# --- every id string, every lineage column, written out by hand ------------------------------------------------
+
+D0 = dt.date(2026, 6, 30)
+
+
+def test_line_id_writes_every_part_of_a_single_node_line():
+    """A single-node line id in full: PP and PCP only when not 1, EP and DP attention read from absent values, the
+    KV-cache offload only when it names one, and ``agentic`` in place of the ISL/OSL of an agentic-trace run."""
+    base = {"model": "gptoss", "isl": 8192, "osl": 1024, "hw": "b200", "framework": "trt", "precision": "fp8",
+            "spec_decoding": "none", "tp": 4, "ep": 8, "dp_attention": True, "disagg": False}
+    # pp 2, pcp 3: both written after dpa, in that order; kv_offload lmcache: after spec
+    assert line_id(dict(base, pp=2, pcp=3, kv_offload="lmcache")) == (
+        "gptoss|8192/1024|b200|trt|fp8|spec=none|kv=lmcache|tp=4,ep=8,dpa=true,pp=2,pcp=3")
+    # pp 1 and pcp absent are the default: not written; an offload of none, '' or null is no offload
+    for offload in ("none", "", None):
+        assert line_id(dict(base, pp=1, kv_offload=offload)) == "gptoss|8192/1024|b200|trt|fp8|spec=none|tp=4,ep=8,dpa=true"
+    # pcp 2 alone; ep 0 or absent reads 1; dp_attention absent reads false
+    assert line_id(dict(base, pcp=2, ep=0, dp_attention=None)) == (
+        "gptoss|8192/1024|b200|trt|fp8|spec=none|tp=4,ep=1,dpa=false,pcp=2")
+    # an agentic-trace run: 'agentic' where 8192/1024 stood, whatever its ISL/OSL columns say
+    assert line_id(dict(base, benchmark_type="agentic_traces", kv_offload="lmcache")) == (
+        "gptoss|agentic|b200|trt|fp8|spec=none|kv=lmcache|tp=4,ep=8,dpa=true")
+    assert line_id(dict(base, benchmark_type="fixed_seq")) == "gptoss|8192/1024|b200|trt|fp8|spec=none|tp=4,ep=8,dpa=true"
+    # nothing at all: every absent value as Python writes None, EP 1, flags false
+    assert line_id({}) == "None|None/None|None|None|None|spec=None|tp=None,ep=1,dpa=false"
+
+
+def test_line_id_writes_every_part_of_a_disaggregated_line():
+    """A disaggregated line id in full: multinode flag, the prefill side (tp, ep, dpa, workers, gpus) and the decode
+    side (its topology, workers, gpus), absent EPs read 1 and absent flags false."""
+    pd = {"model": "dsr1", "isl": 1024, "osl": 1024, "hw": "mi355x", "framework": "sglang", "precision": "fp4",
+          "spec_decoding": "none", "tp": 8, "ep": None, "dp_attention": False, "disagg": True, "is_multinode": True,
+          "prefill_tp": 8, "prefill_ep": 8, "prefill_dp_attention": True, "prefill_num_workers": 1,
+          "decode_num_workers": 4, "num_prefill_gpu": 8, "num_decode_gpu": 32}
+    assert line_id(pd) == ("dsr1|1024/1024|mi355x|sglang|fp4|spec=none|disagg,multinode=true"
+                           "|prefill:tp=8,ep=8,dpa=true,workers=1,gpus=8|decode:tp=8,ep=1,dpa=false,workers=4,gpus=32")
+    # prefill_ep absent reads 1, prefill dpa and multinode absent read false; decode pp 2 follows the decode dpa
+    other = {k: v for k, v in pd.items() if k not in ("prefill_ep", "prefill_dp_attention", "is_multinode")}
+    assert line_id(dict(other, tp=2, ep=4, dp_attention=True, pp=2, prefill_tp=4, prefill_num_workers=3,
+                        decode_num_workers=2, num_prefill_gpu=12, num_decode_gpu=16)) == (
+        "dsr1|1024/1024|mi355x|sglang|fp4|spec=none|disagg,multinode=false"
+        "|prefill:tp=4,ep=1,dpa=false,workers=3,gpus=12|decode:tp=2,ep=4,dpa=true,pp=2,workers=2,gpus=16")
+
+
+@pytest.mark.parametrize(("run", "expected"), [
+    ({"run_url": "https://github.com/o/r/actions/runs/77"}, "gha:77"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/job/5", "sweep_id": "s"}, "gha:77"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/attempts/1"}, "gha:77"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/attempts/2"}, "gha:77/attempt/2"),
+    ({"run_url": "https://github.com/o/r/actions/runs/77/attempts/13", "run_date": D1}, "gha:77/attempt/13"),
+    ({"run_url": "https://example.com/sweeps/9", "sweep_id": "s"}, "sweep:https://example.com/sweeps/9"),
+    ({"run_url": "", "sweep_id": "n7", "run_date": D1}, "sweep:n7"),
+    ({"run_url": None, "sweep_id": "", "run_date": D1}, "date:2026-07-01"),
+    ({"run_url": None, "sweep_id": None, "run_date": None}, "undated"),
+])
+def test_sweep_id_of_each_kind_of_run(run, expected):
+    """``sweep_id``: a workflow URL's run id (attempt 1 or none: ``gha:<id>``; attempt k ≥ 2: ``gha:<id>/attempt/<k>``),
+    any other URL whole, else the sweep_id key, else the date, else ``undated``; empty strings count as absent."""
+    assert sweep_id(run) == expected
+
+
+def test_workflow_attempt_reads_only_gha_ids():
+    """``workflow_attempt``: (run id, attempt) of ``gha:<id>`` (attempt 1) and ``gha:<id>/attempt/<k>``, the id as
+    a number; None for any other kind or a gha value of another shape."""
+    from pipeline.validate.lines import workflow_attempt
+
+    assert workflow_attempt("gha:12") == (12, 1)
+    assert workflow_attempt("gha:0012") == (12, 1)
+    assert workflow_attempt("gha:12/attempt/3") == (12, 3)
+    for other in ("sweep:12", "sweep:12/attempt/3", "date:2026-07-01", "undated", "gha:abc", "gha:12/attempt/",
+                  "gha:12/attempt/3x", "gha:", "12"):
+        assert workflow_attempt(other) is None, other
+
+
+def test_lower_attempts_map_to_the_highest_attempt_of_their_workflow_run():
+    """Each gha sweep of a workflow run with a higher attempt among the ids → that run's highest attempt; a run with
+    one attempt, and ids of other kinds (even with the same number), map to nothing."""
+    from pipeline.validate.lines import _lower_attempts
+
+    ids = ["gha:5", "gha:5/attempt/3", "gha:6", "gha:5/attempt/2", "sweep:5", "date:2026-07-01", "undated",
+           "gha:8/attempt/2"]
+    # workflow 5: attempts 1, 3, 2 → 3 is highest; workflow 6 and 8: one attempt each
+    assert _lower_attempts(ids) == {"gha:5": "gha:5/attempt/3", "gha:5/attempt/2": "gha:5/attempt/3"}
+    assert _lower_attempts(["gha:6"]) == {} and _lower_attempts([]) == {}
+
+
+def test_sweep_order_key_in_full():
+    """Every element of the key: the date's ordinal (−1 undated), the kind's rank (undated 0, date 1, sweep 2,
+    gha 3), whether the id is a number, that number (a gha id's workflow run), the attempt, the id's text."""
+    assert sweep_order_key(D1, "gha:12/attempt/3") == (D1.toordinal(), 3, True, 12, 3, "12/attempt/3")
+    assert sweep_order_key(None, "gha:12") == (-1, 3, True, 12, 1, "12")
+    assert sweep_order_key(D2, "sweep:007") == (D2.toordinal(), 2, True, 7, 1, "007")
+    assert sweep_order_key(D2, "sweep:alpha") == (D2.toordinal(), 2, False, 0, 1, "alpha")
+    assert sweep_order_key(D1, "date:2026-07-01") == (D1.toordinal(), 1, False, 0, 1, "2026-07-01")
+    assert sweep_order_key(None, "undated") == (-1, 0, False, 0, 1, "")
+    # attempts of one workflow run on one day: by attempt number, after the plain id
+    assert sweep_order_key(D1, "gha:12") < sweep_order_key(D1, "gha:12/attempt/2") < sweep_order_key(D1, "gha:12/attempt/10")
+
+
+def test_line_and_sweep_ids_read_absent_columns_as_null():
+    """``line_and_sweep_ids``: one id pair per row, in row order; a column the table lacks reads null; an empty
+    table gives two empty lists."""
+    from pipeline.validate.lines import line_and_sweep_ids
+
+    table = pa.table({"model": ["a", "b", "a"], "tp": [8, 8, 8],
+                      "run_url": [None, "https://github.com/o/r/actions/runs/5", None],
+                      "run_date": pa.array([D1, D1, None], pa.date32())})
+    assert line_and_sweep_ids(table) == (
+        ["a|None/None|None|None|None|spec=None|tp=8,ep=1,dpa=false",
+         "b|None/None|None|None|None|spec=None|tp=8,ep=1,dpa=false",
+         "a|None/None|None|None|None|spec=None|tp=8,ep=1,dpa=false"],
+        ["date:2026-07-01", "gha:5", "undated"])
+    assert line_and_sweep_ids(table.slice(0, 0)) == ([], [])
+
+
+def test_run_lineage_refuses_a_row_without_line_or_sweep():
+    """A null ``line_id`` or ``sweep_id`` is refused with the message that says how to compute them."""
+    message = "run_lineage: a row without line_id or sweep_id (compute them with line_and_sweep_ids)"
+    for line, sweep in ((None, "undated"), ("L", None)):
+        with pytest.raises(ValueError) as raised:
+            run_lineage([{"run_id": "r", "conc": 4, "run_date": D1, "line_id": line, "sweep_id": sweep}])
+        assert str(raised.value) == message
+
+
+EARLY = dt.date(2026, 6, 1)
+# (run_id, line, sweep, conc, run_date): lines that reach every branch of the latest rule
+#   L: workflow run 5 (two runs of one conc: a repeat) re-run as attempt 2 on D2
+#   M: an older sweep on D0, then workflow run 5 on D1, which attempt 2 did not measure again
+#   N: one sweep;  U: undated runs, one with a null conc
+#   P: attempt 2 of workflow run 7 dated before its attempt 1
+#   Q: sweep:q's undated run and its D1 run, sweep:r on D0
+#   R: sweep:z on D0 and again on D2, sweep:a on D1 between them
+#   K: workflow run 5 alone, which attempt 2 did not measure again: K has no current sweep once attempt 2 is seen
+FLEET = [("a1", "L", "gha:5", 4, D1), ("a1b", "L", "gha:5", 4, D1), ("a2", "L", "gha:5/attempt/2", 4, D2),
+         ("m1", "M", "gha:5", 8, D1), ("m0", "M", "sweep:old", 8, D0), ("n1", "N", "gha:9", 4, D1),
+         ("u", "U", "undated", 4, None), ("p2", "P", "gha:7/attempt/2", 4, D1), ("p1", "P", "gha:7", 4, D2),
+         ("q0", "Q", "sweep:q", 4, None), ("q1", "Q", "sweep:q", 8, D1), ("z0", "R", "sweep:z", 4, D0),
+         ("a", "R", "sweep:a", 4, D1), ("z2", "R", "sweep:z", 8, D2), ("r0", "Q", "sweep:r", 4, D0),
+         ("u2", "U", "undated", None, None), ("k1", "K", "gha:5", 4, D1)]
+
+
+def _fleet_rows():
+    return [{"run_id": r, "line_id": line, "sweep_id": sweep, "conc": conc, "run_date": day}
+            for r, line, sweep, conc, day in FLEET]
+
+
+def _lineage_by_hand(superseded, current, repeat_n=None):
+    """The LINEAGE_SCHEMA rows of FLEET from a hand-made {run_id: superseded_by}, set of current runs and
+    {run_id: repeat_n} (1 for the others)."""
+    return [{"run_id": r, "line_id": line, "sweep_id": sweep, "superseded_by": superseded.get(r),
+             "repeat_group": f"{line}|{sweep}|conc={conc}", "repeat_n": (repeat_n or {}).get(r, 1),
+             "current": r in current} for r, line, sweep, conc, day in FLEET]
+
+
+def test_run_lineage_of_a_fleet_with_attempts_written_out():
+    """Every lineage column of every row, now: workflow run 5's attempt 1 leaves both lines it measured (named by
+    attempt 2; M falls back to its older sweep), attempt 1 of run 7 is out though dated after attempt 2, a sweep
+    dated again later wins on its newest date, an undated sweep is the oldest; the dropped repeat counts 1; K,
+    measured by attempt 1 alone, has no current run."""
+    lineage = run_lineage(_fleet_rows())
+    assert lineage.schema == pa.schema([("run_id", pa.string()), ("line_id", pa.string()), ("sweep_id", pa.string()),
+                                        ("superseded_by", pa.string()), ("repeat_group", pa.string()),
+                                        ("repeat_n", pa.int32()), ("current", pa.bool_())])
+    # L: gha:5 out (attempt 2 visible); M: gha:5 out, sweep:old alone; P: gha:7 out; Q: sweep:q (D1) > sweep:r (D0);
+    # R: sweep:z (newest D2) > sweep:a (D1)
+    assert lineage.to_pylist() == _lineage_by_hand(
+        {"a1": "gha:5/attempt/2", "a1b": "gha:5/attempt/2", "m1": "gha:5/attempt/2", "p1": "gha:7/attempt/2",
+         "r0": "sweep:q", "a": "sweep:z", "k1": "gha:5/attempt/2"},
+        {"a2", "m0", "n1", "u", "p2", "q0", "q1", "z0", "z2", "u2"})
+    # the rows as a table give the same
+    assert run_lineage(pa.Table.from_pylist(_fleet_rows())).equals(lineage)
+
+
+def test_run_lineage_of_a_fleet_as_of_each_day_written_out():
+    """Every lineage column as of D1 (attempt 2 of run 5 not yet visible: run 5 is L's and M's newest sweep, the
+    repeat counts 2; R's sweep:z is dated D0 only, so sweep:a wins), as of D0 (Q's undated sweep loses to sweep:r)
+    and before every date (undated runs alone); runs not yet visible are neither current nor superseded."""
+    as_d1 = _lineage_by_hand({"m0": "gha:5", "r0": "sweep:q", "z0": "sweep:a"},
+                             {"a1", "a1b", "m1", "n1", "u", "p2", "q0", "q1", "a", "u2", "k1"}, {"a1": 2, "a1b": 2})
+    assert run_lineage(_fleet_rows(), as_of=D1).to_pylist() == as_d1
+    as_d0 = _lineage_by_hand({"q0": "sweep:r"}, {"m0", "u", "z0", "r0", "u2"})
+    assert run_lineage(_fleet_rows(), as_of=D0).to_pylist() == as_d0
+    assert run_lineage(_fleet_rows(), as_of=EARLY).to_pylist() == _lineage_by_hand({}, {"u", "q0", "u2"})
+
+
+def test_current_sweeps_by_date_of_a_fleet_written_out():
+    """Each day once, in ascending order, each visible line (iterated in sorted order) → its current sweep's
+    visible row positions (undated first, then by date, then table order): a lower attempt leaves the line when the
+    higher one appears, a line whose only newer sweep left falls back to its older one, and a line with no other
+    sweep leaves the view."""
+    table = pa.Table.from_pylist(_fleet_rows())
+    # row positions: a1 0, a1b 1, a2 2, m1 3, m0 4, n1 5, u 6, p2 7, p1 8, q0 9, q1 10, z0 11, a 12, z2 13, r0 14,
+    # u2 15, k1 16
+    expected = {EARLY: {"U": [6, 15], "Q": [9]},
+                D0: {"M": [4], "U": [6, 15], "Q": [14], "R": [11]},
+                D1: {"L": [0, 1], "M": [3], "N": [5], "U": [6, 15], "P": [7], "Q": [9, 10], "R": [12], "K": [16]},
+                D2: {"L": [2], "M": [4], "N": [5], "U": [6, 15], "P": [7], "Q": [9, 10], "R": [11, 13]}}
+    seen = []
+    for day, current in current_sweeps_by_date(table, [D2, D0, EARLY, D1, D0]):
+        assert len(current) == len(expected[day]) and list(current) == sorted(expected[day]), day  # sorted lines
+        assert {line: current[line] for line in current} == expected[day], day
+        seen.append(day)
+    assert seen == [EARLY, D0, D1, D2]
+
+
+def test_row_codes_keep_a_null_apart_from_every_value_of_a_later_column():
+    """A null in a later column is a value of its own: (x, p) and (y, null) are two combinations, and so are
+    (x, null) and (x, p); an empty table gives an empty int64 array."""
+    table = pa.table({"a": ["x", "y", "x", "x"], "b": ["p", None, None, "p"]})
+    # combinations in order of first appearance: (x, p) 0, (y, null) 1, (x, null) 2, (x, p) again 0
+    codes = row_codes(table, ["a", "b"])
+    assert codes.dtype == np.int64 and codes.tolist() == [0, 1, 2, 0]
+    empty = row_codes(table.slice(0, 0), ["a", "b"])
+    assert empty.dtype == np.int64 and empty.tolist() == []
+
+
+def test_first_appearance_numbers_and_first_rows():
+    """``first_appearance_numbers`` renumbers keys 0, 1, 2 … in order of first appearance (int64; empty in, empty
+    out); ``first_rows`` gives each code's first row."""
+    from pipeline.validate.lines import first_appearance_numbers, first_rows
+
+    # 30 first (0), then 10 (1), then 20 (2): not the sorted order 10, 20, 30
+    numbers = first_appearance_numbers(np.array([30, 10, 30, 20, 10]))
+    assert numbers.dtype == np.int64 and numbers.tolist() == [0, 1, 0, 2, 1]
+    empty = first_appearance_numbers(np.array([], dtype=np.int64))
+    assert empty.dtype == np.int64 and empty.shape == (0,)
+    # code 0 first at row 1, code 1 at row 0, code 2 at row 3
+    rows = first_rows(np.array([1, 0, 1, 2, 0]), 3)
+    assert rows.dtype == np.int64 and rows.tolist() == [1, 0, 3]
+
+
+def test_run_lineage_of_no_rows_and_of_rows_priced_twice():
+    """No rows in, no rows out (the lineage schema); a run's rows of two price books count once in its repeat
+    group, and each row still gets its lineage."""
+    empty = pa.table({"run_id": pa.array([], pa.string()), "line_id": pa.array([], pa.string()),
+                      "sweep_id": pa.array([], pa.string()), "conc": pa.array([], pa.int64()),
+                      "run_date": pa.array([], pa.date32())})
+    out = run_lineage(empty)
+    assert out.num_rows == 0 and out.schema == pa.schema([
+        ("run_id", pa.string()), ("line_id", pa.string()), ("sweep_id", pa.string()), ("superseded_by", pa.string()),
+        ("repeat_group", pa.string()), ("repeat_n", pa.int32()), ("current", pa.bool_())])
+    # r1 in two books and r2 in one: two distinct runs in L|gha:3|conc=8; r0 (gha:2) superseded by gha:3
+    rows = [{"run_id": r, "line_id": "L", "sweep_id": s, "conc": 8, "run_date": D1}
+            for r, s in (("r1", "gha:3"), ("r0", "gha:2"), ("r1", "gha:3"), ("r2", "gha:3"))]
+    group = "L|gha:3|conc=8"
+    assert run_lineage(rows).to_pylist() == [
+        {"run_id": "r1", "line_id": "L", "sweep_id": "gha:3", "superseded_by": None, "repeat_group": group,
+         "repeat_n": 2, "current": True},
+        {"run_id": "r0", "line_id": "L", "sweep_id": "gha:2", "superseded_by": "gha:3", "repeat_group": "L|gha:2|conc=8",
+         "repeat_n": 1, "current": False},
+        {"run_id": "r1", "line_id": "L", "sweep_id": "gha:3", "superseded_by": None, "repeat_group": group,
+         "repeat_n": 2, "current": True},
+        {"run_id": "r2", "line_id": "L", "sweep_id": "gha:3", "superseded_by": None, "repeat_group": group,
+         "repeat_n": 2, "current": True}]
+
+
+def test_sweep_order_key_of_a_sweep_named_by_a_url():
+    """A ``sweep:<url>`` id splits at its first colon only: kind ``sweep``, the whole URL as the id's text."""
+    assert sweep_order_key(D1, "sweep:https://example.com/sweeps/9") == (
+        D1.toordinal(), 2, False, 0, 1, "https://example.com/sweeps/9")
+
+
+def test_run_lineage_orders_sweeps_of_one_day_by_kind_before_number():
+    """Sweeps of one line dated the same day: gha beats sweep beats date (whatever their numbers: sweep:99 loses to
+    gha:5), and the undated sweep is older than all; each is superseded by the next in that order."""
+    runs = [{"run_id": r, "line_id": "L", "sweep_id": s, "conc": 4, "run_date": day}
+            for r, s, day in (("g", "gha:5", D1), ("s", "sweep:99", D1), ("d", "date:2026-07-01", D1),
+                              ("u", "undated", None))]
+    lineage = run_lineage(runs)
+    # oldest to newest: undated, date:2026-07-01, sweep:99, gha:5
+    assert lineage["superseded_by"].to_pylist() == [None, "gha:5", "sweep:99", "date:2026-07-01"]
+    assert lineage["current"].to_pylist() == [True, False, False, False]
+
+
+def test_run_lineage_as_of_before_the_last_group_is_visible():
+    """A repeat group whose only run is dated after ``as_of`` (here the group first seen last): that run is not
+    visible, repeat_n 1, not current, no superseded_by; the visible run is current and alone."""
+    runs = [{"run_id": "r1", "line_id": "L", "sweep_id": "gha:1", "conc": 4, "run_date": D1},
+            {"run_id": "r2", "line_id": "L", "sweep_id": "gha:2", "conc": 4, "run_date": D2}]
+    assert run_lineage(runs, as_of=D1).to_pylist() == [
+        {"run_id": "r1", "line_id": "L", "sweep_id": "gha:1", "superseded_by": None, "repeat_group": "L|gha:1|conc=4",
+         "repeat_n": 1, "current": True},
+        {"run_id": "r2", "line_id": "L", "sweep_id": "gha:2", "superseded_by": None, "repeat_group": "L|gha:2|conc=4",
+         "repeat_n": 1, "current": False}]
+
+
+def test_run_lineage_output_has_the_lineage_schema_whatever_the_input_types():
+    """The output is LINEAGE_SCHEMA even when the input's run_id is a large string, its conc int32 and its run_date
+    a timestamp (read as its date); the undated sweep gha:2 is older than the dated gha:1."""
+    table = pa.table({"run_id": pa.array(["r1", "r2"], pa.large_string()), "line_id": ["L", "L"],
+                      "sweep_id": ["gha:1", "gha:2"], "conc": pa.array([4, 4], pa.int32()),
+                      "run_date": pa.array([dt.datetime(2026, 7, 1, 5), None], pa.timestamp("us"))})
+    out = run_lineage(table)
+    assert out.schema == pa.schema([("run_id", pa.string()), ("line_id", pa.string()), ("sweep_id", pa.string()),
+                                    ("superseded_by", pa.string()), ("repeat_group", pa.string()),
+                                    ("repeat_n", pa.int32()), ("current", pa.bool_())])
+    assert out["superseded_by"].to_pylist() == [None, "gha:1"] and out["current"].to_pylist() == [True, False]
+
+
+def test_lower_attempts_of_a_run_named_twice_take_the_first_highest_id():
+    """Two ids of one workflow run's same highest attempt (``gha:5/attempt/2`` and ``gha:05/attempt/2``: the run id
+    read as a number): neither is lower, and the lower attempt maps to the one listed first."""
+    from pipeline.validate.lines import _lower_attempts
+
+    assert _lower_attempts(["gha:5", "gha:5/attempt/2", "gha:05/attempt/2"]) == {"gha:5": "gha:5/attempt/2"}
+    assert _lower_attempts(["gha:5", "gha:05/attempt/2", "gha:5/attempt/2"]) == {"gha:5": "gha:05/attempt/2"}
+
+
+def test_row_codes_stay_exact_where_the_combined_code_passes_two_to_the_53():
+    """Four columns of 16384 distinct values each and a fifth of two: the combined code reaches 16385^4 · 3, about
+    2^57.6 (past float64's exact integers, below the renumbering bound), and every one of the 32768 distinct rows
+    keeps a code of its own, numbered in row order; the same rows again get the same codes."""
+    n = 16384
+    i = np.repeat(np.arange(n), 2)  # rows 2k and 2k + 1 share the first four columns and differ in the fifth
+    table = pa.table({**{f"c{k}": i for k in range(4)}, "last": np.tile(np.array(["p", "q"]), n)})
+    twice = pa.concat_tables([table, table])
+    # by hand: the first 2n rows are distinct, each new: 0 … 2n − 1; the copy repeats them
+    assert row_codes(twice, twice.column_names).tolist() == list(range(2 * n)) * 2
+
+
+def test_row_codes_renumber_before_the_combined_code_overflows():
+    """Six columns of 4095 values each (radix 4096 = 2^12 with the null code): 2^72 combinations do not fit int64, so
+    the codes are renumbered on the way; without that, a first-column code 16 apart (16 · 2^60 = 2^64) would wrap
+    onto another row's. Rows differing only there stay apart and a repeated row matches."""
+    i = np.arange(4095)
+    table = pa.table({f"c{k}": i for k in range(6)})
+    # row 4095: c0 = 16 (code 17), the rest 0; row 4096: all 0, row 0 again
+    extra = pa.table({f"c{k}": np.array([16 if k == 0 else 0, 0]) for k in range(6)})
+    both = pa.concat_tables([table, extra])
+    # by hand: rows 0 … 4094 distinct (0 … 4094), row 4095 new (4095), row 4096 = row 0 (0)
+    assert row_codes(both, both.column_names).tolist() == list(range(4096)) + [0]
+
+
+def test_row_codes_keep_renumbering_after_a_renumbering():
+    """40 columns that split two rows apart (radix 3: 3^40 > 2^62, one renumbering), then 64 columns of a single
+    value (radix 2 each: 2^64 more): the bound kept after the renumbering brings a second one, so the two rows stay
+    two codes."""
+    table = pa.table({**{f"s{k}": ["a", "b"] for k in range(40)}, **{f"z{k}": ["z", "z"] for k in range(64)}})
+    assert row_codes(table, table.column_names).tolist() == [0, 1]
+
+
+def test_line_and_sweep_ids_of_a_table_without_any_of_their_columns():
+    """A table with rows but none of the line columns (or none of the sweep columns) puts every row on the all-null
+    line (or the undated sweep), as a dict without those keys would."""
+    from pipeline.validate.lines import line_and_sweep_ids
+
+    bare = pa.table({"run_id": ["r1", "r2"]})
+    # line_id({}) and sweep_id({}), written out: every value None, EP 1, flags false; no url, key or date
+    assert line_and_sweep_ids(bare) == (["None|None/None|None|None|None|spec=None|tp=None,ep=1,dpa=false"] * 2,
+                                        ["undated", "undated"])
+    dated = pa.table({"model": ["m", "m"], "run_date": pa.array([D1, D2], pa.date32())})
+    assert line_and_sweep_ids(dated) == (["m|None/None|None|None|None|spec=None|tp=None,ep=1,dpa=false"] * 2,
+                                         ["date:2026-07-01", "date:2026-07-02"])
+
+
+def test_current_sweeps_by_date_of_no_rows():
+    """No rows: every asked day is yielded once, in order, with no line current."""
+    empty = pa.table({"run_date": pa.array([], pa.date32()), "line_id": pa.array([], pa.string()),
+                      "sweep_id": pa.array([], pa.string())})
+    assert [(day, dict(current)) for day, current in current_sweeps_by_date(empty, [D2, D1])] == [(D1, {}), (D2, {})]
+
+
+def test_first_appearance_numbers_of_a_2d_key_array_are_flat():
+    """Keys of any shape are numbered in row-major order and come back as one flat int64 array of keys.size."""
+    from pipeline.validate.lines import first_appearance_numbers
+
+    # row-major: 30, 10, 30, 20 → 0, 1, 0, 2
+    numbers = first_appearance_numbers(np.array([[30, 10], [30, 20]]))
+    assert numbers.shape == (4,) and numbers.tolist() == [0, 1, 0, 2]
+
+
+def test_superseded_by_names_the_next_sweep_exactly_as_given():
+    """``superseded_by`` is the next sweep's id character for character, even one ending in a NUL character (a
+    fixed-width numpy string would drop it)."""
+    runs = [{"run_id": "old", "line_id": "L", "sweep_id": "sweep:b", "conc": 4, "run_date": D1},
+            {"run_id": "new", "line_id": "L", "sweep_id": "sweep:a\x00", "conc": 4, "run_date": D2}]
+    assert run_lineage(runs)["superseded_by"].to_pylist() == ["sweep:a\x00", None]
+
+
+D4 = dt.date(2026, 7, 4)
+
+
+def _runs(rows):
+    return [{"run_id": r, "line_id": line, "sweep_id": sweep, "conc": 4, "run_date": day}
+            for r, line, sweep, day in rows]
+
+
+def _current_by_day(rows, days):
+    return {day: {line: current[line] for line in current}
+            for day, current in current_sweeps_by_date(pa.Table.from_pylist(_runs(rows)), days)}
+
+
+def test_a_line_whose_newest_sweep_is_re_run_elsewhere_falls_back_to_its_newest_other_sweep():
+    """When attempt 2 of workflow run 5 (on line A) takes V's gha:5 away, V's current sweep is its newest remaining
+    one by key (sweep:new, dated D1), not the one listed last (sweep:old, D0)."""
+    rows = [("v_new", "V", "sweep:new", D1), ("v_old", "V", "sweep:old", D0), ("v5", "V", "gha:5", D1),
+            ("a2", "A", "gha:5/attempt/2", D2)]
+    # D0: only v_old (1); D1: gha:5 beats sweep:new on the same day by kind (2); D2: gha:5 out, sweep:new (0)
+    assert _current_by_day(rows, [D0, D1, D2]) == {D0: {"V": [1]}, D1: {"V": [2]}, D2: {"V": [0], "A": [3]}}
+    assert run_lineage(_runs(rows))["superseded_by"].to_pylist() == [None, "sweep:new", "gha:5/attempt/2", None]
+
+
+def test_attempts_of_one_workflow_run_arriving_out_of_order():
+    """Attempt 2 of workflow run 8 first (X, D1), then attempt 1 on Y (D2) and Z (D3), then attempt 3 on W (D4):
+    attempt 1 never shows on any line (attempt 2 was already seen), and attempt 3 takes X's attempt 2 away; the
+    lineage as of each day agrees."""
+    rows = [("x2", "X", "gha:8/attempt/2", D1), ("y1", "Y", "gha:8", D2), ("z1", "Z", "gha:8", D3),
+            ("w3", "W", "gha:8/attempt/3", D4)]
+    assert _current_by_day(rows, [D1, D2, D3, D4]) == {D1: {"X": [0]}, D2: {"X": [0]}, D3: {"X": [0]},
+                                                       D4: {"W": [3]}}
+    # as of D3: attempt 2 is the highest seen; as of D4: attempt 3
+    assert run_lineage(_runs(rows), as_of=D3)["superseded_by"].to_pylist() == [
+        None, "gha:8/attempt/2", "gha:8/attempt/2", None]
+    assert run_lineage(_runs(rows))["superseded_by"].to_pylist() == [
+        "gha:8/attempt/3", "gha:8/attempt/3", "gha:8/attempt/3", None]
+
+
+def test_an_attempt_0_sweep_id_is_a_lower_attempt_of_its_workflow_run():
+    """``gha:6/attempt/0`` (not an id ``sweep_id`` writes, but one a table may hold) is attempt 0 of workflow run 6:
+    shown while alone, replaced once attempt 1 (``gha:6``) is seen, in the one-pass view and in the lineage."""
+    rows = [("w0", "W", "gha:6/attempt/0", D1), ("w1", "W", "gha:6", D2), ("y0", "Y", "gha:6/attempt/0", D1)]
+    # D1: attempt 0 alone on W and Y; D2: attempt 1 seen, attempt 0 leaves both lines (Y has nothing else)
+    assert _current_by_day(rows, [D1, D2]) == {D1: {"W": [0], "Y": [2]}, D2: {"W": [1]}}
+    assert run_lineage(_runs(rows))["superseded_by"].to_pylist() == ["gha:6", None, "gha:6"]

@@ -153,9 +153,10 @@ def line_and_sweep_ids(runs: pa.Table) -> tuple[list[str], list[str]]:
         present = [name for name in names if name in runs.column_names]
         if runs.num_rows == 0:
             return []
-        codes = row_codes(runs, present) if present else np.zeros(runs.num_rows, dtype=np.int64)
+        codes = row_codes(runs, present)  # all 0 when none of the columns is present
         count = int(codes.max()) + 1
-        distinct = runs.select(present).take(pa.array(first_rows(codes, count))).to_pylist()
+        # a table of no column lists no rows (pyarrow): its one combination is then all null
+        distinct = runs.select(present).take(pa.array(first_rows(codes, count))).to_pylist() if present else [{}]
         made = [make({**dict.fromkeys(names), **values}) for values in distinct]
         return [made[code] for code in codes.tolist()]
 
@@ -235,8 +236,9 @@ def run_lineage(runs: pa.Table | Sequence[Mapping[str, Any]], as_of: date | None
         members = np.bincount(group[visible], minlength=groups)
     else:  # a run's rows of several price books count once
         run = row_codes(table, ("run_id",))
-        pairs = np.unique(group[visible] * (int(run.max(initial=-1)) + 1) + run[visible])
-        members = np.bincount(pairs // (int(run.max(initial=-1)) + 1), minlength=groups)
+        width = int(run.max()) + 1  # rows here: a repeated run_id needs two
+        pairs = np.unique(group[visible] * width + run[visible])
+        members = np.bincount(pairs // width, minlength=groups)
     # f"{line_id}|{sweep_id}|conc={conc}" as column work (conc an integer; a null one reads "None", as Python)
     conc = pc.fill_null(pc.cast(table["conc"], pa.string()), "None")
     names = pc.binary_join_element_wise(table["line_id"], table["sweep_id"], pc.binary_join_element_wise(
@@ -266,9 +268,9 @@ def current_sweeps_by_date(runs: pa.Table,
         runs: rows with ``run_date`` (date), ``line_id`` and ``sweep_id``.
         as_of_dates: the days to report.
     Yields:
-        (day, current): ``current`` maps each line visible that day to the row positions of its current sweep's
-        visible runs (undated ones first, then by date, then in table order). It changes as the pass moves on:
-        read it before asking for the next day.
+        (day, current): ``current`` maps each line visible that day (iterated in sorted order) to the row
+        positions of its current sweep's visible runs (undated ones first, then by date, then in table order). It
+        changes as the pass moves on: read it before asking for the next day.
     """
     n = runs.num_rows
     days = pc.cast(runs["run_date"], pa.date32()).cast(pa.int32())
@@ -282,14 +284,15 @@ def current_sweeps_by_date(runs: pa.Table,
     first = np.searchsorted(sweep[by_sweep], np.arange(sweeps))
     # one event per (sweep, day it gains runs): where that pair changes along by_sweep
     s_sorted, v_sorted = sweep[by_sweep], visible_from[by_sweep]
-    starts = np.flatnonzero(np.concatenate(([True], (s_sorted[1:] != s_sorted[:-1]) | (v_sorted[1:] != v_sorted[:-1]))))
+    new_event = np.ones(n, dtype=bool)
+    new_event[1:] = (s_sorted[1:] != s_sorted[:-1]) | (v_sorted[1:] != v_sorted[:-1])
+    starts = np.flatnonzero(new_event)
     sizes = np.diff(np.append(starts, n))
-    event_order = np.argsort(v_sorted[starts], kind="stable")
+    event_order = np.argsort(v_sorted[starts])  # the state after a whole day is the same in any order of its events
     ev_sweep, ev_day, ev_size = (s_sorted[starts][event_order].tolist(), v_sorted[starts][event_order].tolist(),
                                  sizes[event_order].tolist())
     firsts = pa.array(first_rows(sweep, sweeps), pa.int64())
     line_of, sweep_of = runs["line_id"].take(firsts).to_pylist(), runs["sweep_id"].take(firsts).to_pylist()
-    newest_day: dict[int, int | None] = {}
     visible = np.zeros(sweeps, dtype=np.int64)  # each sweep's rows visible so far (a prefix of its by_sweep rows)
     newest: dict[str, tuple[tuple, int]] = {}  # line -> (key, sweep) of its current sweep
     keys: dict[str, dict[int, tuple]] = {}  # line -> its visible sweeps' keys, lower attempts left out
@@ -311,25 +314,25 @@ def current_sweeps_by_date(runs: pa.Table,
         while at < len(ev_day) and ev_day[at] <= limit:
             s, from_day = ev_sweep[at], ev_day[at]
             visible[s] += ev_size[at]
+            # a sweep's events are the days it gains runs, in day order (its undated runs first): each one brings
+            # the sweep a newer date, so its key is that day's
             dated_day = None if from_day == _UNDATED else from_day
-            if s not in newest_day or (dated_day is not None and (newest_day[s] is None or dated_day > newest_day[s])):
-                newest_day[s] = dated_day
-                key = sweep_order_key(None if dated_day is None else _EPOCH + timedelta(days=dated_day), sweep_of[s])
-                workflow = attempt_of[s]
-                if workflow is None or workflow[1] >= highest.get(workflow[0], 0):
-                    keys.setdefault(line_of[s], {})[s] = key
-                    held = newest.get(line_of[s])
-                    if held is None or key >= held[0]:
-                        newest[line_of[s]] = (key, s)
-                if workflow is not None and s not in by_workflow.setdefault(workflow[0], []):
-                    by_workflow[workflow[0]].append(s)
-                    if workflow[1] > highest.get(workflow[0], 0):
-                        # a higher attempt: the workflow run's earlier attempts leave every line they were on
-                        highest[workflow[0]] = workflow[1]
-                        for earlier in by_workflow[workflow[0]]:
-                            lower = attempt_of[earlier][1] < workflow[1]
-                            if lower and keys.get(line_of[earlier], {}).pop(earlier, None):
-                                settle(line_of[earlier])
+            key = sweep_order_key(None if dated_day is None else _EPOCH + timedelta(days=dated_day), sweep_of[s])
+            workflow = attempt_of[s]
+            if workflow is None or workflow[1] >= highest.get(workflow[0], 0):
+                keys.setdefault(line_of[s], {})[s] = key
+                held = newest.get(line_of[s])
+                if held is None or key >= held[0]:
+                    newest[line_of[s]] = (key, s)
+            if workflow is not None and s not in by_workflow.setdefault(workflow[0], []):
+                by_workflow[workflow[0]].append(s)
+                if workflow[1] > highest.get(workflow[0], 0):
+                    # a higher attempt: the workflow run's earlier attempts leave every line they were on
+                    highest[workflow[0]] = workflow[1]
+                    for earlier in by_workflow[workflow[0]]:
+                        lower = attempt_of[earlier][1] < workflow[1]
+                        if lower and keys.get(line_of[earlier], {}).pop(earlier, None):
+                            settle(line_of[earlier])
             at += 1
         yield day, current
 
@@ -346,7 +349,7 @@ class _CurrentSweeps(Mapping):
         return self._by_sweep[self._first[s]:self._first[s] + self._visible[s]].tolist()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._newest)
+        return iter(sorted(self._newest))
 
     def __len__(self) -> int:
         return len(self._newest)
