@@ -1098,3 +1098,15 @@ def test_an_attempt_0_sweep_id_is_a_lower_attempt_of_its_workflow_run():
     # D1: attempt 0 alone on W and Y; D2: attempt 1 seen, attempt 0 leaves both lines (Y has nothing else)
     assert _current_by_day(rows, [D1, D2]) == {D1: {"W": [0], "Y": [2]}, D2: {"W": [1]}}
     assert run_lineage(_runs(rows))["superseded_by"].to_pylist() == ["gha:6", None, "gha:6"]
+
+
+def test_an_attempt_0_sweep_id_alone_is_its_workflow_runs_highest_attempt():
+    """With only ``gha:6/attempt/0`` of workflow run 6 in sight it is that run's highest attempt: nothing replaces
+    it (the lineage as of the first day was a KeyError when no attempt above 0 was visible)."""
+    from pipeline.validate.lines import _lower_attempts
+
+    assert _lower_attempts(["gha:6/attempt/0"]) == {}
+    assert _lower_attempts(["gha:6/attempt/0", "gha:6"]) == {"gha:6/attempt/0": "gha:6"}
+    rows = [("w0", "W", "gha:6/attempt/0", D1), ("w1", "W", "gha:6", D2), ("y0", "Y", "gha:6/attempt/0", D1)]
+    # as of D1 only the two attempt-0 runs exist: each is its line's only sweep, so none is superseded
+    assert run_lineage(_runs(rows), as_of=D1)["superseded_by"].to_pylist() == [None, None, None]

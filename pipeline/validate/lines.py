@@ -122,7 +122,7 @@ def _lower_attempts(sweep_ids: Sequence[str]) -> dict[str, str]:
     attempts = {sweep: workflow_attempt(sweep) for sweep in sweep_ids}
     highest: dict[int, tuple[int, str]] = {}
     for sweep, found in attempts.items():
-        if found is not None and found[1] > highest.get(found[0], (0, ""))[0]:
+        if found is not None and found[1] > highest.get(found[0], (-1, ""))[0]:  # attempt 0 is an attempt too
             highest[found[0]] = (found[1], sweep)
     return {sweep: highest[found[0]][1] for sweep, found in attempts.items()
             if found is not None and found[1] < highest[found[0]][0]}
