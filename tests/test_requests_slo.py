@@ -682,6 +682,17 @@ def test_an_agentx_file_is_one_row_by_its_first_non_blank_byte(tmp_path, head, s
     assert source.requests_file == ("x/profile_export.jsonl" if single else None)
 
 
+@pytest.mark.parametrize("content", [b"", b" \t\r\n" * 2000])
+def test_an_agentx_file_of_blanks_alone_is_no_single_row(tmp_path, content):
+    """A file with no byte but blanks (or none at all, across more than one read block) holds no object: it is
+    not a single-row AgentX file, so its folder's records are not its requests."""
+    raw = tmp_path / "raw"
+    run = _agentx_folder(raw)
+    (raw / "x" / "agg.json").write_bytes(content)
+    source = read_run_requests(raw, run)
+    assert (source.rows, source.requests_file) == ([], None)
+
+
 def _array_run(raw: Path, doc, row: int = 0, completed=None, name: str = "r.json"):
     """read_run_requests of a run of ``raw/name`` holding ``doc`` (a dict as JSON, bytes as written)."""
     (raw / name).write_bytes(doc if isinstance(doc, bytes) else json.dumps(doc).encode())

@@ -347,9 +347,11 @@ def _single_object(path: Path, root: Path) -> bool:
     """The file holds one JSON object (its first byte after a byte-order mark and blanks, however many, is ``{``),
     not an array of rows."""
     with open_regular(path, "run_log", root) as handle:
-        while (byte := handle.read(1)) and byte in b"\xef\xbb\xbf \t\r\n":
-            pass
-    return byte == b"{"
+        while chunk := handle.read(4096):  # a block at a time: blanks are stripped as bytes, not looped over
+            rest = chunk.lstrip(b"\xef\xbb\xbf \t\r\n")
+            if rest:
+                return rest[:1] == b"{"
+    return False
 
 
 def _agentx_siblings(raw_dir: Path, rel: str) -> None:
