@@ -5,6 +5,7 @@ Dagster job against a temporary warehouse and mart folder (``run_pipeline``, for
 In CI (``CI=true``) the suite refuses to start without the real-log folder (``REAL_LOGS``), Chromium or PostgreSQL's server
 binaries, so the tests that need them cannot skip unnoticed; locally those tests skip with the reason."""
 
+import compileall
 import glob
 import json
 import os
@@ -47,9 +48,15 @@ def missing_in_ci() -> list[str]:
 
 
 def pytest_sessionstart(session):
-    """In CI a test that would skip for want of these is a failure: stop before any test, in one line."""
+    """In CI a test that would skip for want of these is a failure: stop before any test, in one line. Then
+    compile the package's (and the benchmarks') bytecode once, for the child Python processes the tests start."""
     if os.environ.get("CI", "").lower() == "true" and (missing := missing_in_ci()):
         pytest.exit(f"CI=true but missing: {'; '.join(missing)}", returncode=1)
+    # Many tests start child interpreters (`python -m pipeline`, the Dagster CLI, Dagster's step and run workers).
+    # Where the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE set), each child
+    # would compile the whole package again; compiled here once, they read it (a changed source recompiles).
+    for package in ("pipeline", "benchmarks"):
+        compileall.compile_dir(REPO / package, quiet=1)
 
 
 # The fixtures that run the whole Dagster job (seconds each). mutmut runs its selected tests once per mutant, so a
