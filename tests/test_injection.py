@@ -236,9 +236,13 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{base}/index.html")
-            page.wait_for_load_state("networkidle")
+            # every URL the page asks for: after its load event, nothing but the page and its own scripts may
+            # have been requested (an injected image, style or script would be fetched by then)
+            requested: list[str] = []
+            page.on("request", lambda request: requested.append(request.url.removeprefix(f"{base}/")))
+            page.goto(f"{base}/index.html", wait_until="load")
             assert (dialogs, errors) == ([], []), "index.html"
+            assert requested == ["index.html", "assets/index.js"], requested
             hrefs = [a.get_attribute("href") for a in page.locator("a").all()]
             assert hrefs.count("explorer.html") == 1  # the explorer, read at the end
             hrefs = [h for h in hrefs if h != "explorer.html"]
@@ -256,9 +260,12 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
             assert page.locator("#comparison-list li:visible").count() == 3  # its framework, spec and precision pages
             assert (dialogs, errors) == ([], []), "index.html filtered"
             for href in hrefs:
-                page.goto(f"{base}/{href}")
-                page.wait_for_load_state("networkidle")
-                assert (dialogs, errors) == ([], []), href  # no script ran, no injected resource was fetched
+                requested.clear()
+                page.goto(f"{base}/{href}", wait_until="load")
+                assert (dialogs, errors) == ([], []), href  # no script ran
+                # no injected resource was fetched: the page and its own script files (the browser may serve them cached)
+                assert set(requested) <= {href, "assets/chart.umd.min.js", "assets/frontier-rules.js",
+                                          "assets/comparison.js"} and requested[0] == href, (href, requested)
                 row = by_page[href]
                 assert norm(page.locator("h1").inner_text()) == norm(page_title(row)), href
                 assert norm(page.title()) == norm(page_title(row)), href
