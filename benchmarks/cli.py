@@ -9,6 +9,8 @@ sensor tick under the date-folder layout (docs/performance.md has the figures an
     python benchmarks/cli.py --million        # + the CLI and the date-folder tick onto 1M (tens of minutes)
     python benchmarks/cli.py --tests          # + README's test command, once (minutes; alone: --tests --no-runs)
     python benchmarks/cli.py --only tick-1m   # only the named targets (repeatable; names in TARGETS)
+    python benchmarks/cli.py --only scale-100k --only scale-1m   # README's table rows: benchmarks/run.py three
+                                              #   times at each scale (1M: about half an hour a run)
 
 Targets:
 - README command (``python -m pipeline run`` on the sample, no ``DAGSTER_HOME``) <= 5 s wall, cold (a fresh
@@ -28,6 +30,9 @@ Targets:
   location's executor (``pipeline/defs/jobs.py``) and pools (``dagster.yaml``);
 - a sensor tick that finds a night of 2,000 runs in a new date folder, with ``PIPELINE_RAW_LAYOUT=date-folders``,
   <= 3 s (the target is for 1M; 100k is printed as the smaller case);
+- README's performance table, one scale a target (``scale-100k``, ``scale-1m``): ``benchmarks/run.py`` three
+  times, its full refresh <= 15 s per 100,000 runs, peak RSS <= 2 GiB, nightly batch <= 2 s, each as median
+  (min-max) beside the asset checks, the HTML report and DuckDB's scan of the same files;
 - README's test command (its pytest part, read from README's "Tests" block and run in this checkout's venv)
   <= 150 s wall on the 2-core machine, once (``--tests``; the run's own summary line is printed beside it).
 
@@ -364,6 +369,37 @@ def dated_tick(work: Path, runs: int, repeat: int) -> list[tuple[str, str, bool]
              statistics.median(seconds) <= 3)]
 
 
+def scale_rows(work: Path, runs: int, repeat: int) -> list[tuple[str, str, bool]]:
+    """README's performance row for one scale: ``benchmarks/run.py --runs <runs> --batch 2000`` ``repeat`` times
+    on one generated folder, each from an empty warehouse; the full refresh, the asset checks, the HTML report
+    and the nightly batch as ``median (min-max)``, the largest step-wise peak RSS of any run, and the median full
+    refresh over the median DuckDB scan of the same files. Targets as ``benchmarks/run.py`` names them: full
+    refresh <= 15 s per 100,000 runs, peak RSS <= 2 GiB, batch <= 2 s."""
+    summaries = []
+    for _ in range(repeat):
+        summaries.append(_benchmark(work, runs, BATCH))
+        last = summaries[-1]
+        print(f"  onto {runs:,}: full {last['full_s']:.1f} s, checks {last['checks_s']:.1f} s, report "
+              f"{last['report_s']:.1f} s, batch {last['batch_s']:.2f} s, peak {last['peak_mib']:,.0f} MiB, DuckDB "
+              f"scan {last['duckdb_scan_s']:.2f} s (load {_load()})", flush=True)
+    column = {key: [summary[key] for summary in summaries]
+              for key in ("full_s", "checks_s", "report_s", "batch_s", "peak_mib", "duckdb_scan_s")}
+    full_limit = 15 * runs / 100_000
+    scan = statistics.median(column["duckdb_scan_s"])
+    return [
+        (f"full refresh of {runs:,} <= {full_limit:.0f} s",
+         (f"{_spread(column['full_s'])}, {statistics.median(column['full_s']) / scan:.1f}x DuckDB's scan "
+          f"({scan:.2f} s)"),
+         statistics.median(column["full_s"]) <= full_limit),
+        (f"asset checks of {runs:,}", _spread(column["checks_s"]), None),
+        (f"HTML report of {runs:,}", _spread(column["report_s"]), None),
+        (f"nightly batch of {BATCH:,} onto {runs:,} <= 2 s", _spread(column["batch_s"]),
+         statistics.median(column["batch_s"]) <= 2),
+        (f"peak RSS onto {runs:,} <= 2 GiB (step-wise, the largest of {repeat})", f"{max(column['peak_mib']):,.0f} MiB",
+         max(column["peak_mib"]) <= 2048),
+    ]
+
+
 # Each target by name (``--only``): a function of (scratch folder, repeats) giving (target, figure, met) rows.
 TARGETS = {
     "readme": readme_command,
@@ -374,6 +410,8 @@ TARGETS = {
     "tests": lambda work, repeat: tests_command_timed(),
     "cli-1m": lambda work, repeat: cli_beside_asset_work(work, 1_000_000),
     "tick-1m": lambda work, repeat: dated_tick(work, 1_000_000, repeat),
+    "scale-100k": lambda work, repeat: scale_rows(work, 100_000, repeat),
+    "scale-1m": lambda work, repeat: scale_rows(work, 1_000_000, repeat),
 }
 
 
