@@ -44,8 +44,8 @@ def test_report_pages_load_cleanly_and_show_table_and_chart(report_server):
         links = page.locator("#comparison-list a").all()
         assert len(links) == 16  # every comparison of the sample is listed
         assert page.locator("#explorer-link a").get_attribute("href") == "explorer.html"
-        page.get_by_text("MI355X FP4: MTP vs Off Speculative Decoding").click()
-        page.wait_for_load_state("networkidle")
+        with page.expect_navigation():  # to the clicked page's load event
+            page.get_by_text("MI355X FP4: MTP vs Off Speculative Decoding").click()
         assert page.locator("h1").inner_text() == "MI355X FP4: MTP vs Off Speculative Decoding"
         headline = page.locator(".headline").inner_text()
         assert "cheaper per token" in headline and "more tok/s/GPU" in headline and "band" in headline
