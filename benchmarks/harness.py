@@ -58,11 +58,14 @@ class Table:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.step_mib: dict[str, float] = {}  # each timed row's step peak (own + children), MiB
         # "peak RSS": the whole run's so far (own + children); "step peak": this step's own + its children's
         print(f"{'stage':<44} {'wall':>9} {'rows':>9} {'rows/s':>11} {'peak RSS':>11} {'step peak':>11}")
 
     def row(self, name: str, n_rows: int, seconds: float, step_mib: float | None = None) -> None:
         self.seconds[name] = seconds
+        if step_mib is not None:
+            self.step_mib[name] = step_mib
         rate = f"{n_rows / seconds:,.0f}" if seconds else ""
         step = f"{step_mib:7,.0f} MiB" if step_mib is not None else ""
         print(f"{name:<44} {seconds:7.2f} s {n_rows:>9,} {rate:>11} {MEMORY.peak_mib():7,.0f} MiB {step:>11}",
@@ -140,7 +143,8 @@ def main(description: str) -> None:
     parser.add_argument("--raw", type=Path)
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench-out"))
     parser.add_argument("--summary-json", type=Path,
-                        help="also write every row's seconds and the peak RSS here (benchmarks/cli.py reads it)")
+                        help="also write every row's seconds, the peak RSS and the step peak of each row it "
+                             "covers here (benchmarks/cli.py reads it)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     raw = args.raw or Path(f"/tmp/bench-raw-{args.runs}")
@@ -186,6 +190,7 @@ def main(description: str) -> None:
     wall = time.perf_counter() - started
 
     pipeline_rss = (MEMORY.own_mib(), MEMORY.children_mib(), MEMORY.step_peak_mib())
+    target_steps = dict(table.step_mib)  # the rows whose step peaks the peak target reads
     batch_s = None
     if args.batch:
         cache_dir = Path(paths.cache_dir)
@@ -205,6 +210,7 @@ def main(description: str) -> None:
                                          run_tags={SNAPSHOT_TAG: state[SNAPSHOT_KEY]} if SNAPSHOT_KEY in state else None)
         table.row(f"batch: TOTAL ({args.batch:,} runs onto {n_runs:,})", args.batch, batch_s)
         pipeline_rss = (MEMORY.own_mib(), MEMORY.children_mib(), MEMORY.step_peak_mib())
+        target_steps = dict(table.step_mib)
 
     # the nightly schedule's run and the CLI's: every date again onto the same warehouse, the folder unchanged
     # (partition discovery looks every file up in the parse cache; no target, but a history-sized cost to watch).
@@ -253,7 +259,7 @@ def main(description: str) -> None:
             "runs": args.runs, "batch": args.batch, "rows": table.seconds, "full_s": parse_s + assets_s,
             "checks_s": table.seconds["full: asset checks (GX suite + SQL)"],
             "report_s": table.seconds[f"full: {REPORT_ROW}"], "batch_s": batch_s,
-            "peak_mib": pipeline_rss[2], "duckdb_scan_s": ref_s}, indent=1))
+            "peak_mib": pipeline_rss[2], "step_peaks_mib": target_steps, "duckdb_scan_s": ref_s}, indent=1))
     print(f"  (peak RSS: the largest of any one step's own peak plus its children's; over the whole run this "
           f"process {pipeline_rss[0]:,.0f} MiB + its parse workers and fork server {pipeline_rss[1]:,.0f} MiB = "
           f"{pipeline_rss[0] + pipeline_rss[1]:,.0f} MiB, two peaks that need not coincide; DuckDB memory_limit "

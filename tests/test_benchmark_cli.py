@@ -23,6 +23,20 @@ def test_a_scale_row_gives_the_median_and_spread_of_its_runs_and_judges_the_targ
     ]
 
 
+def test_the_peak_row_names_the_step_that_reached_it(monkeypatch, tmp_path):
+    summaries = iter([
+        {"full_s": 1.0, "checks_s": 1.0, "report_s": 1.0, "batch_s": 1.0, "peak_mib": 900.0, "duckdb_scan_s": 1.0,
+         "step_peaks_mib": {"full: comparisons/trends + trends/ mart": 900.0, "full: ingest/parsed_runs": 400.0}},
+        {"full_s": 1.0, "checks_s": 1.0, "report_s": 1.0, "batch_s": 1.0, "peak_mib": 950.0, "duckdb_scan_s": 1.0,
+         "step_peaks_mib": {"batch ['2027-01-15']: comparisons/regressions": 950.0,
+                            "full: comparisons/trends + trends/ mart": 700.0}},
+    ])
+    monkeypatch.setattr(cli, "_benchmark", lambda work, runs, batch: next(summaries))
+    *_, peak = cli.scale_rows(tmp_path, 10_000, 2)
+    assert peak == ("peak RSS onto 10,000 <= 2 GiB (step-wise, the largest of 2)",
+                    "950 MiB (batch ['2027-01-15']: comparisons/regressions)", True)
+
+
 def test_the_full_refresh_limit_scales_with_the_runs(monkeypatch, tmp_path):
     summary = {"full_s": 140.0, "checks_s": 1.0, "report_s": 1.0, "batch_s": 1.0, "peak_mib": 100.0,
                "duckdb_scan_s": 70.0}
