@@ -55,8 +55,11 @@ def pytest_sessionstart(session):
     # Many tests start child interpreters (`python -m pipeline`, the Dagster CLI, Dagster's step and run workers).
     # Where the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE set), each child
     # would compile the whole package again; compiled here once, they read it (a changed source recompiles).
-    for package in ("pipeline", "benchmarks"):
-        compileall.compile_dir(REPO / package, quiet=1)
+    # Once per session: in the controlling process, before xdist starts its workers (an xdist worker has
+    # `workerinput`).
+    if not hasattr(session.config, "workerinput"):
+        for package in ("pipeline", "benchmarks"):
+            compileall.compile_dir(REPO / package, quiet=1)
 
 
 # The fixtures that run the whole Dagster job (seconds each). mutmut runs its selected tests once per mutant, so a
