@@ -5,6 +5,7 @@ run of the suite, and ``python -m pipeline run`` running the suite there."""
 import os
 import shutil
 import signal
+import sys
 
 import duckdb
 import pyarrow as pa
@@ -151,8 +152,55 @@ def test_an_answer_that_cannot_be_sent_is_raised_in_the_caller_as_a_runtime_erro
 
     monkeypatch.setattr(expectations, "run_suite", fake_suite)
     table = pa.table({"run_id": ["a"]})
-    with SuiteProcess() as suite:
+    with SuiteProcess(start_method="fork") as suite:
         with pytest.raises(RuntimeError, match="could not send its answer .*Unpicklable: bad bound"):
             suite.run_suite([table], [], {})
         with pytest.raises(RuntimeError, match="could not send its answer .*outcomes not sent"):
             suite.run_suite([table], [], {})
+
+
+def test_the_suite_process_is_forked_only_by_a_caller_with_one_python_thread(sample_run):
+    """A caller running another Python thread (here one started by ``_thread``, as execnet starts a pytest-xdist
+    worker's, which ``threading`` does not list) gets a spawned process, with the same outcomes; alone again, a
+    forked one."""
+    import _thread
+    import threading
+
+    from pipeline.validate.suite_process import fork_safe_start_method
+
+    runs, known_hw = _validated(sample_run)
+    duplicates = duplicates_by_run_id(runs)
+    started, release = threading.Event(), threading.Event()
+
+    def wait() -> None:
+        started.set()
+        release.wait(60)
+
+    if len(sys._current_frames()) == 1:  # an xdist worker already runs its execnet thread: start one otherwise
+        _thread.start_new_thread(wait, ())
+        assert started.wait(10)
+    try:
+        assert fork_safe_start_method() == "spawn"
+        with SuiteProcess() as suite:
+            assert suite.start_method == "spawn" and "by spawn" in suite.where
+            spawned = suite.run_suite([runs], known_hw, duplicates)
+    finally:
+        release.set()
+    assert spawned == InProcessSuite().run_suite([runs], known_hw, duplicates)
+
+
+def test_a_caller_with_one_python_thread_forks_the_suite_process(tmp_path):
+    """``python -m pipeline run`` makes its ``SuiteProcess`` first thing: a fork (the process has no other Python
+    thread then)."""
+    import subprocess
+
+    script = ("from pipeline.validate.suite_process import SuiteProcess\n"
+              "with SuiteProcess() as suite:\n"
+              "    print(suite.start_method)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "fork", done.stderr
+
+
+def test_an_unknown_start_method_is_refused():
+    with pytest.raises(ValueError, match="'forkserver' is not fork or spawn"):
+        SuiteProcess(start_method="forkserver")

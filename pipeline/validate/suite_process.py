@@ -4,7 +4,7 @@ first steps on another core instead of being waited for inside the checks' step.
 
 Why a process: importing Great Expectations (with the pydantic models, SQLAlchemy, altair it loads) is the largest
 single import of a run, pure Python, so a thread would only take turns with the run for the interpreter. A
-``SuiteProcess`` is forked when it is made (the caller does that first, before it opens a database or starts a
+``SuiteProcess`` is started when it is made (the caller does that first, before it opens a database or starts a
 thread) and imports GX at once; ``run_suite`` then sends it the chunks of runs as Arrow IPC streams and receives
 the ``Outcome`` list, or the error the suite raised, which it raises again. The outcomes are those of
 ``pipeline.validate.expectations.run_suite`` called on the same chunks: it is the same function, in the other
@@ -20,6 +20,7 @@ making a ``SuiteProcess`` first thing costs the caller only the fork.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
@@ -63,14 +64,26 @@ class InProcessSuite(SuiteRunner):
 
 
 class SuiteProcess(SuiteRunner):
-    """The suite in a forked process that imports Great Expectations as soon as it starts (module docstring).
+    """The suite in a process of its own that imports Great Expectations as soon as it starts (module docstring).
 
-    Make it before the caller opens a database or starts a thread (a fork copies the caller as it is); close it
-    with ``close`` (or use it as a context manager); it is a daemon process, so it also ends with its caller.
+    Make it before the caller opens a database or starts a thread; close it with ``close`` (or use it as a context
+    manager); it is a daemon process, so it also ends with its caller.
+
+    How it starts (``start_method``, or ``fork_safe_start_method()`` when None): ``fork`` copies the caller as it
+    is, at the cost of a fork only, and is what ``python -m pipeline run`` gets, its main thread being its only
+    Python thread; ``spawn`` starts a fresh interpreter, and is used when the caller runs other Python threads (a
+    pytest-xdist worker's execnet thread, a Dagster daemon or webserver): a fork copies a thread's locks and the
+    objects it was changing but not the thread, and CPython warns against forking such a process.
+
+    Raises:
+        ValueError: ``start_method`` is not ``fork`` or ``spawn``.
     """
 
-    def __init__(self) -> None:
-        context = multiprocessing.get_context("fork")
+    def __init__(self, start_method: str | None = None) -> None:
+        self.start_method = fork_safe_start_method() if start_method is None else start_method
+        if self.start_method not in ("fork", "spawn"):
+            raise ValueError(f"SuiteProcess: start_method {self.start_method!r} is not fork or spawn")
+        context = multiprocessing.get_context(self.start_method)
         self._conn, child = context.Pipe()
         # the child closes its copy of this end, so that it reads the end of the pipe (and ends) when this process
         # ends, however it ends (a killed caller does not end its daemon children)
@@ -87,7 +100,7 @@ class SuiteProcess(SuiteRunner):
     @property
     def where(self) -> str:  # type: ignore[override]
         """In words, where the suite runs."""
-        return f"in a process of its own (pid {self.pid}) started before the run's first step"
+        return f"in a process of its own (pid {self.pid}, by {self.start_method}), started before the run's first step"
 
     def run_suite(self, chunks: Iterable[pa.Table], known_hw: Iterable[str],
                   duplicate_of: Mapping[tuple[str | None, int], str]) -> list[Outcome]:
@@ -133,6 +146,14 @@ class SuiteProcess(SuiteRunner):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def fork_safe_start_method() -> str:
+    """``fork`` when the calling process runs no Python thread but the current one (``sys._current_frames``
+    counts every thread with a Python state, those started by ``_thread`` too, which ``threading`` does not
+    list), else ``spawn``. Native threads that libraries start at import (BLAS, Arrow, DuckDB pools) do not
+    count: they run no Python code."""
+    return "fork" if len(sys._current_frames()) == 1 else "spawn"
 
 
 def _serve(conn: Connection, callers_end: Connection) -> None:
