@@ -44,6 +44,7 @@ from pipeline.comparisons.regressions import (
     series_label,
     slack_message,
     Series,
+    widest_change,
 )
 from pipeline.comparisons.regressions import _judge, _repeat_noise, cumulative_l2_cost
 from pipeline.io.webhook import WebhookError, post_json
@@ -676,6 +677,70 @@ def test_find_changes_p_value_equal_to_the_maximum_passes_and_values_under_one()
     with pytest.raises(ValueError, match="values must be finite"):
         find_changes([1.0, None, 1.0, 1.0, 1.0], TPUT)
 
+
+
+def test_widest_change_is_the_series_range_widened_by_the_rounding_of_a_mean():
+    """widest_change: max/min − 1 (relative) or max − min (absolute), at least that and only a rounding more."""
+    relative = widest_change(np.array([104.0, 100.0, 102.0]), "relative")
+    assert 0.04 <= relative - 1e-16 and relative == pytest.approx(0.04, abs=1e-8)
+    absolute = widest_change(np.array([0.04, 0.01, 0.02]), "absolute")
+    assert 0.03 <= absolute and absolute == pytest.approx(0.03, abs=1e-8)
+    assert widest_change(np.array([0.5, 0.5]), "absolute") == pytest.approx(1e-9)  # a flat series: the widening
+
+
+def test_a_change_whose_means_round_past_the_range_is_still_announced():
+    """A mean numpy computes can lie an ulp outside the points' range: a change whose computed magnitude is the
+    minimum exactly, above max − min (or max/min − 1), is announced as it was before the range guard."""
+    rate = [0.0] * 3 + [0.1] * 3
+    magnitude = float(np.mean(rate[3:]) - np.mean(rate[:3]))
+    assert magnitude > 0.1  # 0.10000000000000002
+    [change] = find_changes(rate, RATE, DetectionSettings(min_magnitude=magnitude))
+    assert change.magnitude == magnitude
+    tpot = [0.7] * 3 + [1.1] * 3
+    ratio = float(np.mean(tpot[3:]) / np.mean(tpot[:3]) - 1)
+    assert ratio > 1.1 / 0.7 - 1
+    [change] = find_changes(tpot, TPOT, DetectionSettings(min_magnitude=ratio))
+    assert change.magnitude == ratio
+
+
+def test_a_series_narrower_than_the_minimum_magnitude_is_not_searched(monkeypatch):
+    """No change of a series narrower than the minimum magnitude could be announced: find_changes returns none
+    without the change-point search; a series as wide as the minimum is searched."""
+    from pipeline.comparisons import regressions
+
+    searched: list[int] = []
+    real = regressions.change_points
+
+    def counted(x, noise, min_size, penalty):
+        searched.append(x.size)
+        return real(x, noise, min_size, penalty)
+
+    monkeypatch.setattr(regressions, "change_points", counted)
+    narrow = [100.0, 104.9, 100.0, 104.9, 100.0, 104.9]  # 4.9 % wide, the minimum is 5 %
+    assert find_changes(narrow, TPUT) == [] and searched == []
+    find_changes([100.0] * 3 + [105.0] * 3, TPUT)  # 5 % wide: searched (too few points to pass the test)
+    assert searched == [6]
+    assert find_changes([0.0, 0.0, 0.0, 0.019, 0.019], RATE) == [] and searched == [6]
+    assert find_changes(narrow, TPUT, DetectionSettings(min_magnitude=0.04)) == [] and searched == [6, 6]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_range_guard_changes_no_result(monkeypatch, seed):
+    """Random series around the minimum magnitude (steps of 0–8 %, noise 0.2–3 %, both scales, repeats, overridden
+    minimums): find_changes gives exactly what it gives when every series is searched."""
+    from pipeline.comparisons import regressions
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 40))
+    step = np.where(np.arange(n) >= rng.integers(2, n - 1), rng.uniform(-0.08, 0.08), 0.0)
+    values = (1000.0 * np.exp(step + rng.normal(0.0, rng.uniform(0.002, 0.03), n))).tolist()
+    rates = np.clip(np.abs(step) / 2 + rng.normal(0.0, 0.005, n), 0.0, 1.0).tolist()
+    sd, counts = rng.uniform(0.0, 20.0, n).tolist(), rng.integers(1, 4, n).tolist()
+    cases = [(values, TPUT, DetectionSettings()), (values, TPOT, DetectionSettings(min_magnitude=0.03)),
+             (rates, RATE, DetectionSettings()), (values, TPUT, DetectionSettings(window=5, min_points_before=2))]
+    guarded = [find_changes(v, rule, settings, sd, counts) for v, rule, settings in cases]
+    monkeypatch.setattr(regressions, "widest_change", lambda y, scale: float("inf"))
+    assert guarded == [find_changes(v, rule, settings, sd, counts) for v, rule, settings in cases]
 
 # --- rules as data --------------------------------------------------------------------------------------------------
 

@@ -326,6 +326,9 @@ def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionS
     n = y.size
     if n < settings.min_points_before + settings.min_points_after:
         return []
+    min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+    if widest_change(y, rule.scale) < min_magnitude:
+        return []  # no two means of these points differ by the minimum magnitude: nothing to search or test
     x = np.log(y) if rule.scale == "relative" else y
     floor = math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
     search_noise = max(robust_noise(x), floor)
@@ -347,7 +350,6 @@ def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionS
         if rep_df > 0 and rep_noise > noise:
             noise, df, source = rep_noise, rep_df, "repeats"
     last_level = float(y[bounds[-2]:].mean())
-    min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
     found = []
     for i, cut in enumerate(cuts):
         change = _judge(x, y, bounds[i], cut, bounds[i + 2], settings, noise, df)
@@ -359,6 +361,23 @@ def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionS
             found.append(Change(after.start, before, after, last_level, i == len(cuts) - 1, mean_before, mean_after,
                                 magnitude, p, noise, source))
     return found
+
+
+# Relative rounding allowed for in ``widest_change``: a mean of n floats computed by numpy may lie outside the
+# points' range by about n units in the last place; this is far above that for any series, far below any magnitude.
+_MEAN_ROUNDING = 1e-9
+
+
+def widest_change(y: np.ndarray, scale: str) -> float:
+    """The largest magnitude any change of the series ``y`` (float64, shape (n,), n ≥ 1, finite; > 0 for a
+    relative metric) can have: ``max / min − 1`` (``relative``) or ``max − min`` (``absolute``, metric units),
+    widened by ``_MEAN_ROUNDING``. A change's magnitude compares two means of the points (``find_changes``), and
+    a mean lies between the smallest and the largest point, so a series narrower than the minimum magnitude holds
+    no change to announce, whatever the search would cut."""
+    low, high = float(y.min()), float(y.max())
+    if scale == "relative":
+        return high / low * (1 + _MEAN_ROUNDING) - 1
+    return high - low + _MEAN_ROUNDING * (abs(high) + abs(low))
 
 
 def _judge(x: np.ndarray, y: np.ndarray, lo: int, cut: int, hi: int, settings: DetectionSettings, noise: float,
