@@ -180,6 +180,32 @@ def test_a_shared_warehouse_evicts_after_a_use_that_leaves_much_in_memory_and_no
     warehouse.close()
 
 
+def test_a_shared_warehouse_returns_the_memory_a_use_left_behind_without_a_checkpoint(tmp_path, monkeypatch):
+    """A use whose work DuckDB's allocator kept (freed, yet resident, and not counted by ``duckdb_memory()``)
+    leaves the process no larger: the ``memory_limit`` dip after every use returns it, also after a use too small
+    to checkpoint (the threshold is out of reach here)."""
+    import pipeline.defs.resources as resources
+
+    def resident_mib() -> float:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    database = tmp_path / "w.duckdb"
+    with duckdb.connect(str(database)) as conn:
+        conn.execute("create table big as select range as i, random() as x, 'file/' || range || '.json' as f "
+                     "from range(5000000)")
+    monkeypatch.setattr(resources, "EVICT_ABOVE_BYTES", 2**62)
+    warehouse = SharedWarehouse(database=str(database), memory_limit="1GB")
+    with warehouse.get_connection() as conn:
+        conn.execute("select count(*) from big").fetchall()
+    before = resident_mib()
+    with warehouse.get_connection() as conn:
+        # a sort of 1.7M rows: some 200 MiB of DuckDB's working memory, freed when the result is read
+        assert conn.sql("select f, x from big where i % 3 = 0 order by x").to_arrow_table().num_rows == 1666667
+    grown = resident_mib() - before
+    warehouse.close()
+    assert grown < 100, f"{grown:.0f} MiB still resident after the use"
+
 def test_a_run_that_evicts_after_every_use_succeeds(run_pipeline, monkeypatch):
     """With the threshold at 0 every use of the run's one warehouse is checkpointed and evicted, as a large run's
     are (on the sample no use reaches ``EVICT_ABOVE_BYTES``, so the eviction would otherwise never run in a

@@ -289,10 +289,11 @@ class Warehouse(DuckDBResource):
 
 
 # What SharedWarehouse lowers DuckDB's memory_limit to for a moment after each use, so the buffer manager evicts
-# the blocks the use left cached (a step's reads would otherwise stay resident through the next steps, on top of
-# their own memory); a positive size, since DuckDB refuses a limit it cannot reach (0 while dirty blocks remain).
+# the blocks the use left cached and DuckDB's allocator returns the memory it kept from the use's work (freed, not
+# counted by duckdb_memory(), yet resident: a step's reads would otherwise stay in memory through the next steps,
+# on top of their own); a positive size, since DuckDB refuses a limit it cannot reach (0 while dirty blocks remain).
 EVICT_TO = "1MB"
-# Below this much held by DuckDB's buffer manager after a use, SharedWarehouse neither checkpoints nor evicts: the
+# Below this much held by DuckDB's buffer manager after a use, SharedWarehouse does not checkpoint: the
 # checkpoint's writes and fsync would cost more than the memory they free (the WAL is durable already, and DuckDB
 # checkpoints it when it grows past its own threshold and when the database closes).
 EVICT_ABOVE_BYTES = 64 * 2**20
@@ -308,9 +309,10 @@ class SharedWarehouse(Warehouse):
     Why: opening a DuckDB database starts its instance and closing it checkpoints the writes, paid once or more
     per step; an in-process run is the warehouse's only writer anyway, so it keeps the file's write lock for the
     whole run (another process waits, as for any writer: ``lock_timeout_s``).
-    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after a use that leaves
-    ``EVICT_ABOVE_BYTES`` or more in DuckDB's memory, its writes are checkpointed and the blocks it left cached
-    evicted (``EVICT_TO``), so a step does not carry the previous step's reads or writes.
+    Memory stays bounded by ``memory_limit``, which is one budget for the whole database; after every use the
+    blocks it left cached are evicted and the memory DuckDB's allocator kept from it returned (``EVICT_TO``), and
+    after a use that leaves ``EVICT_ABOVE_BYTES`` or more in DuckDB's memory its writes are checkpointed first,
+    so a step does not carry the previous step's reads or writes.
 
     Use it only where one process runs every step (``python -m pipeline run``, which passes it to
     ``execute_in_process`` for the whole job, and the benchmark): a run whose steps are processes of their own
@@ -342,18 +344,18 @@ class SharedWarehouse(Warehouse):
             release_arrow_memory()
 
     def _evict_cached_blocks(self) -> None:
-        """When DuckDB holds ``EVICT_ABOVE_BYTES`` or more (``duckdb_memory()``): checkpoint the use's writes into
-        the file (as closing the database did), then lower ``memory_limit`` to ``EVICT_TO`` and set it back:
-        DuckDB evicts what it can of its cached blocks (the limit is restored either way). Without the
-        checkpoint, a step's written blocks would stay in memory until DuckDB's own checkpoint (by WAL size), on
-        top of the next step's memory."""
+        """Lower ``memory_limit`` to ``EVICT_TO`` and set it back: DuckDB evicts what it can of its cached blocks
+        and its allocator returns the memory it kept from the use's work (the limit is restored either way). When
+        DuckDB holds ``EVICT_ABOVE_BYTES`` or more (``duckdb_memory()``), the use's writes are checkpointed into
+        the file first (as closing the database did): without that, a step's written blocks would stay in memory
+        until DuckDB's own checkpoint (by WAL size), on top of the next step's memory. After a small use the dip
+        alone costs far less than the checkpoint would."""
         # on a cursor of its own, closed at once: a result left open on the database's own connection kept a
         # transaction there, and DuckDB then refused the checkpoint ("other write transactions are active")
         with self._database.cursor() as probe:
             held = probe.execute("select coalesce(sum(memory_usage_bytes), 0) from duckdb_memory()").fetchone()[0]
-        if held < EVICT_ABOVE_BYTES:
-            return
-        self._database.execute("checkpoint")
+        if held >= EVICT_ABOVE_BYTES:
+            self._database.execute("checkpoint")
         try:
             self._database.execute(f"set memory_limit = '{EVICT_TO}'")
         except duckdb.Error:  # could not evict down to it: what could be evicted was
