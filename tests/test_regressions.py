@@ -1006,7 +1006,7 @@ def _expected_line_series():
 
 
 def test_line_series_by_metric_batches_points_and_links():
-    """line_series_by_metric: one batch per metric with a value, in the order asked, each sorted by series id;
+    """line_series_by_metric: a batch per metric with a value (few series), in the order asked, sorted by series id;
     a point per successive current sweep dated its first day, the mean and spread of its runs, its link."""
     runs, _, _ = _line_runs()
     expected = _expected_line_series()
@@ -1016,6 +1016,23 @@ def test_line_series_by_metric_batches_points_and_links():
          expected[("B|conc=16", "tput_per_gpu")]],
         [expected[("B|conc=16", "median_tpot_s")]]]
 
+
+def test_line_series_by_metric_yields_a_metric_in_batches_of_the_set_size(monkeypatch):
+    """With LINE_SERIES_BATCH at 2, line A's two series and line B's come as two batches of tok/s/GPU (series-id
+    order across them), then B's TPOT: the same series as one batch per metric, and no batch mixes metrics."""
+    from pipeline.comparisons import regressions
+
+    runs, _, _ = _line_runs()
+    expected = _expected_line_series()
+    monkeypatch.setattr(regressions, "LINE_SERIES_BATCH", 2)
+    batches = list(line_series_by_metric(runs, ["tput_per_gpu", "p99_ttft_s", "median_tpot_s"]))
+    assert [[_plain(s) for s in batch] for batch in batches] == [
+        [expected[("A|conc=16", "tput_per_gpu")], expected[("A|conc=8", "tput_per_gpu")]],
+        [expected[("B|conc=16", "tput_per_gpu")]],
+        [expected[("B|conc=16", "median_tpot_s")]]]
+    monkeypatch.setattr(regressions, "LINE_SERIES_BATCH", 1)
+    assert [[s.series_id for s in batch] for batch in line_series_by_metric(runs, ["tput_per_gpu"])] == [
+        ["A|conc=16"], ["A|conc=8"], ["B|conc=16"]]
 
 def test_line_series_sorted_by_series_then_metric():
     """line_series: every metric's series in one list sorted by series id, then metric."""

@@ -464,6 +464,11 @@ class Series:
     links: list[str | None] = field(default_factory=list)
 
 
+# Series of one metric that ``line_series_by_metric`` builds and yields at once: at a million runs a metric has about
+# a million points, and each point's date, sweep, value, spread and link as Python objects take far more memory than
+# the columns they are read from.
+LINE_SERIES_BATCH = 512
+
 LINE_INPUT_COLUMNS = ("run_id", "line_id", "sweep_id", "run_date", "conc", *SIDE_KEY, "run_url", "source_file")
 
 
@@ -475,10 +480,11 @@ def line_series(runs: pa.Table, metrics: Iterable[str]) -> list[Series]:
 
 
 def line_series_by_metric(runs: pa.Table, metrics: Iterable[str]) -> Iterator[list[Series]]:
-    """Per metric of ``metrics`` in the order given, the series of ``line_series`` for that metric, sorted by
-    series id (a metric no run has a value of yields nothing). The work shared by the metrics (the points and
-    their runs) is done once, before the first batch; each batch is built when asked for, so a caller that judges
-    a batch and lets it go holds one metric's points at a time, not every metric's.
+    """Per metric of ``metrics`` in the order given, the series of ``line_series`` for that metric in series-id
+    order, in batches of at most ``LINE_SERIES_BATCH`` series (a metric no run has a value of yields nothing).
+    The work shared by the metrics (the points and their runs) is done once, before the first batch; each batch
+    is built when asked for, so a caller that judges a batch and lets it go holds one batch's points at a time as
+    Python objects, not every metric's or every series'.
 
     A line's points are the sweeps that were current on the dates the line ran (``current_sweeps_by_date``: on a
     date with several sweeps, the newest; a re-run attempt replaces its earlier attempts); each point is the
@@ -491,7 +497,8 @@ def line_series_by_metric(runs: pa.Table, metrics: Iterable[str]) -> Iterator[li
             undated runs (null ``run_date``) are left out (no place on a time axis).
         metrics: the metric columns to build series of; a run's null value is left out of that metric's point.
     Yields:
-        Lists of Series, one per metric with a value, each sorted by series id; only points with a value.
+        Lists of Series: each metric's series in series-id order across its batches (a batch never mixes
+        metrics); only points with a value.
     """
     metrics = list(metrics)
     # a filter copies every column: only when there is an undated run to leave out (sql/regression_line_runs.sql
@@ -551,15 +558,14 @@ def line_series_by_metric(runs: pa.Table, metrics: Iterable[str]) -> Iterator[li
     starts, group_of = np.flatnonzero(new_group), np.cumsum(new_group) - 1
     first = rows[starts]
     # each group's link: the first of its runs with a run_url (not null, not empty), else its first run's source file
+    # (the row each is read from, kept as numbers: the text is read a batch of series at a time)
     url_column = table["run_url"].combine_chunks()
     has_url = pc.fill_null(pc.not_equal(url_column, ""), False).to_numpy(zero_copy_only=False)
     position = np.where(has_url[rows], np.arange(rows.size), rows.size)
     first_url = np.minimum.reduceat(position, starts) if starts.size else position
     use_url = first_url < rows.size
-    url_at = url_column.take(pa.array(rows[np.minimum(first_url, rows.size - 1)]))  # where use_url: its first URL
-    file_at = table["source_file"].take(pa.array(first))
-    links = [url if chosen else file for chosen, url, file in zip(use_url.tolist(), url_at.to_pylist(),
-                                                                   file_at.to_pylist())]
+    url_row = rows[np.minimum(first_url, rows.size - 1)]  # where use_url: the row of its first URL
+    file_column = table["source_file"]
     line_of_point = np.repeat(np.arange(len(line_points), dtype=np.int64), line_points)
     group_point, group_conc = point[starts], conc[starts]
     for metric in metrics:
@@ -575,23 +581,35 @@ def line_series_by_metric(runs: pa.Table, metrics: Iterable[str]) -> Iterator[li
         order = np.lexsort((p, c, line_of_point[p]))
         kept, p, c, means, sds, n = kept[order], p[order], c[order], means[order], sds[order], counts[kept][order]
         edges = np.flatnonzero(np.r_[True, (line_of_point[p][1:] != line_of_point[p][:-1]) | (c[1:] != c[:-1]),
-                                     True]).tolist()
+                                     True])
         # each series' keys and concurrency, as the table holds them, read from its first group's first run only
         series_first = pa.array(first[kept[edges[:-1]]])
         key_values = {k: table[k].take(series_first).to_pylist() for k in (*SIDE_KEY, "line_id")}
         conc_values = conc_column.take(series_first).to_pylist()  # the series id writes it as held
-        kept, p = kept.tolist(), p.tolist()
-        means, sds, n = means.tolist(), sds.tolist(), n.tolist()
-        series: dict[str, Series] = {}
-        for j, (a, b) in enumerate(zip(edges, edges[1:])):
-            line_conc = conc_values[j]
-            sid = f"{point_line[p[a]]}|conc={line_conc}"
-            keys = {k: key_values[k][j] for k in (*SIDE_KEY, "line_id")}
-            series[sid] = Series(
-                "line", sid, {**keys, "conc": line_conc, "price_book": None, "target_intvty": None}, metric,
-                dates=[point_day[i] for i in p[a:b]], sweeps=[point_sweep[i] for i in p[a:b]], values=means[a:b],
-                repeat_sd=sds[a:b], repeat_n=n[a:b], links=[links[i] for i in kept[a:b]])
-        yield [series[k] for k in sorted(series)]
+        sids = [f"{point_line[i]}|conc={line_conc}" for i, line_conc in zip(p[edges[:-1]].tolist(), conc_values)]
+        by_sid = sorted(range(len(sids)), key=sids.__getitem__)
+        # the series are built LINE_SERIES_BATCH at a time, in series-id order: their points as Python objects
+        # (dates, sweeps, values, links) exist for one batch at once, not for every point of the metric
+        for lo in range(0, len(by_sid), LINE_SERIES_BATCH):
+            chosen = by_sid[lo:lo + LINE_SERIES_BATCH]
+            at = np.concatenate([np.arange(edges[j], edges[j + 1]) for j in chosen])
+            groups = kept[at]
+            links = [url if chosen_url else file for chosen_url, url, file in zip(
+                use_url[groups].tolist(), url_column.take(pa.array(url_row[groups])).to_pylist(),
+                file_column.take(pa.array(first[groups])).to_pylist())]
+            point_list = p[at].tolist()
+            batch_means, batch_sds, batch_n = means[at].tolist(), sds[at].tolist(), n[at].tolist()
+            batch, a = [], 0
+            for j in chosen:
+                b = a + int(edges[j + 1] - edges[j])
+                keys = {k: key_values[k][j] for k in (*SIDE_KEY, "line_id")}
+                batch.append(Series(
+                    "line", sids[j], {**keys, "conc": conc_values[j], "price_book": None, "target_intvty": None},
+                    metric, dates=[point_day[i] for i in point_list[a:b]],
+                    sweeps=[point_sweep[i] for i in point_list[a:b]], values=batch_means[a:b],
+                    repeat_sd=batch_sds[a:b], repeat_n=batch_n[a:b], links=links[a:b]))
+                a = b
+            yield batch
 
 
 # numpy adds fewer than this many values one after the other from 0 (its pairwise summation starts above)
