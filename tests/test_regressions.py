@@ -460,6 +460,33 @@ def test_frontier_series_points_per_date_gaps_and_shared_targets():
     assert frontier_series(table.slice(4, 1), ["tput_per_gpu"]) == []  # only an undated row
 
 
+def test_frontier_series_batches_hold_the_set_number_of_series_ids_in_order(monkeypatch):
+    """frontier_series_batches with FRONTIER_SERIES_BATCH at 1: one list per series id, each with that id's series
+    of every metric (sorted by metric), the ids in order: the lists of frontier_series cut by id; an id with no
+    value of any metric gives no list."""
+    from pipeline.comparisons import regressions
+
+    group = {"model": "m", "isl": 1024, "osl": 2048, "hw": "h200", "precision": "fp8", "spec_decoding": "none",
+             "framework": "sglang", "benchmark_type": "fixed_seq", "x_intvty_stat": "median"}
+
+    def row(day, book, target, tput, mw):
+        return {"run_date": day, "price_book": book, **group, "target_intvty": target, "tput_per_gpu": tput,
+                "tok_s_per_mw": mw}
+
+    table = pa.Table.from_pylist([
+        row(D1, "spot", 12.5, 80.0, 5.0), row(D2, "spot", 12.5, 90.0, None), row(D1, "list", 50.0, 100.0, 7.0),
+        row(D2, "list", 50.0, 110.0, 8.0), row(D1, "list", 25.0, None, None)])
+    whole = frontier_series(table, ["tput_per_gpu", "tok_s_per_mw"])
+    monkeypatch.setattr(regressions, "FRONTIER_SERIES_BATCH", 1)
+    batches = list(regressions.frontier_series_batches(table, ["tput_per_gpu", "tok_s_per_mw", "tput_per_gpu"]))
+    assert [[(s.series_id.split("|")[0] + s.series_id.split("|")[-1], s.metric) for s in b] for b in batches] == [
+        [("listat=50", "tok_s_per_mw"), ("listat=50", "tput_per_gpu")],
+        [("spotat=12.5", "tok_s_per_mw"), ("spotat=12.5", "tput_per_gpu")]]
+    assert [s for b in batches for s in b] == whole
+    assert [(s.dates, s.values) for s in whole] == [([D1, D2], [7.0, 8.0]), ([D1, D2], [100.0, 110.0]),
+                                                    ([D1], [5.0]), ([D1, D2], [80.0, 90.0])]
+
+
 def test_failure_runs_rate_and_ids():
     """failure_runs: failed / (failed + completed), a null failed read as 0, null where completed is null or the
     sum is 0; line and sweep ids as validation writes them; absent key columns null."""

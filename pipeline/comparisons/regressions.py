@@ -670,6 +670,18 @@ def failure_runs(raw_runs: pa.Table) -> pa.Table:
 
 
 def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
+    """Every series of ``frontier_series_batches(trends, metrics)`` in one list: sorted by series id, then
+    metric."""
+    return [s for batch in frontier_series_batches(trends, metrics) for s in batch]
+
+
+# Frontier series ids whose series ``frontier_series_batches`` builds and yields at once (each with a series per
+# metric): at a million runs the trends hold a million and a half dated rows, and their points as Python objects
+# (a date, its text, a value per point) take far more memory than the columns they are read from.
+FRONTIER_SERIES_BATCH = 512
+
+
+def frontier_series_batches(trends: pa.Table, metrics: Iterable[str]) -> Iterator[list[Series]]:
     """Per (price book, frontier group, target) and metric of the ``trends`` table, one point per date whose
     frontier reaches the target (``Series``, kind ``frontier``; dates without a value are gaps, not points). A
     target two comparisons of the group share (trend rows alike but for ``comparison_id``) is one series.
@@ -678,14 +690,16 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
         trends: ``trends`` rows (``pipeline.comparisons.trends.TREND_SCHEMA``), at least ``FRONTIER_INPUT_COLUMNS``
             and ``metrics``; undated rows are left out.
         metrics: columns of ``trends`` to build series of (float; null, NaN and infinite values are gaps).
-    Returns:
-        Series sorted by series id, then metric. Column work (numpy groups per series, a stable lexsort by
-        target, date and table order); Python writes each series id once and each series' lists once.
+    Yields:
+        Lists of Series, sorted by series id, then metric, across the lists; a list holds the series of at most
+        ``FRONTIER_SERIES_BATCH`` series ids, so a caller that judges a list and lets it go holds one list's
+        points at a time. Column work (numpy groups per series, a stable lexsort by target, date and table
+        order); Python writes each series id once and each series' lists once.
     """
-    metrics = list(metrics)
+    metric_names = sorted(set(metrics))  # one series per (id, metric), a metric named twice included
     table = trends.filter(pc.is_valid(trends["run_date"]))
     if table.num_rows == 0:
-        return []
+        return
     # the series of each row: its id text, written once per distinct (price book, group, target)
     code = row_codes(table, ("price_book", *FRONTIER_GROUP, "target_intvty"))
     firsts = first_rows(code, int(code.max()) + 1)
@@ -700,9 +714,9 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
     day = pc.cast(table["run_date"], pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False)
     target = pc.cast(table["target_intvty"], pa.float64()).to_numpy(zero_copy_only=False)
     order = np.lexsort((np.arange(table.num_rows), day, target, series_of))
-    dates = table["run_date"].to_pylist()
-    out: dict[tuple[str, str], Series] = {}
-    for metric in metrics:
+    # per metric: its points' rows in series order, and each series id's range of them (start -1: no series)
+    points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+    for metric in metric_names:
         values = pc.fill_null(pc.cast(table[metric], pa.float64()), math.nan).to_numpy(zero_copy_only=False)
         rows = order[np.isfinite(values[order])]  # a date without a value is a gap, not a point
         if rows.size == 0:  # no value of this metric on any date: no series
@@ -710,19 +724,36 @@ def frontier_series(trends: pa.Table, metrics: Iterable[str]) -> list[Series]:
         # the same target of another comparison of the group on the same date: the same value, one point
         keep = np.r_[True, (series_of[rows][1:] != series_of[rows][:-1]) | (day[rows][1:] != day[rows][:-1])]
         rows = rows[keep[:rows.size]]
-        edges = np.flatnonzero(np.r_[True, series_of[rows][1:] != series_of[rows][:-1], True]).tolist()
-        row_list, value_list = rows.tolist(), values[rows].tolist()
-        for a, b in zip(edges, edges[1:]):
-            first = row_list[a]
-            sid = sid_names[series_of[first]]
-            key = named[code[first]]  # the keys of the series' first row, read once per code above
-            point_dates = [dates[r] for r in row_list[a:b]]
-            out[(sid, metric)] = Series(
-                "frontier", sid, {**{k: key[k] for k in SIDE_KEY}, "line_id": None, "conc": None,
-                                  "price_book": key["price_book"], "target_intvty": key["target_intvty"]}, metric,
-                dates=point_dates, sweeps=[d.isoformat() for d in point_dates], values=value_list[a:b],
-                repeat_sd=[math.nan] * (b - a), repeat_n=[1] * (b - a), links=[None] * (b - a))
-    return [out[k] for k in sorted(out)]
+        edges = np.flatnonzero(np.r_[True, series_of[rows][1:] != series_of[rows][:-1], True])
+        start, stop = np.full(len(sid_names), -1, np.int64), np.full(len(sid_names), -1, np.int64)
+        start[series_of[rows[edges[:-1]]]], stop[series_of[rows[edges[:-1]]]] = edges[:-1], edges[1:]
+        points[metric] = rows, values, start, stop
+    by_sid = sorted(range(len(sid_names)), key=sid_names.__getitem__)
+    for lo in range(0, len(by_sid), FRONTIER_SERIES_BATCH):
+        chosen = by_sid[lo:lo + FRONTIER_SERIES_BATCH]
+        built: dict[tuple[int, str], Series] = {}
+        for metric, (rows, values, start, stop) in points.items():
+            held = [j for j in chosen if start[j] >= 0]
+            if not held:
+                continue
+            at = rows[np.concatenate([np.arange(start[j], stop[j]) for j in held])]
+            # the dates as the table holds them, and each distinct one's text once per list
+            dates, value_list, texts = table["run_date"].take(pa.array(at)).to_pylist(), values[at].tolist(), {}
+            sweeps = [texts[d] if d in texts else texts.setdefault(d, d.isoformat()) for d in dates]
+            a = 0
+            for j in held:
+                b = a + int(stop[j] - start[j])
+                key = named[code[at[a]]]  # the keys of the series' first row, read once per code above
+                built[(j, metric)] = Series(
+                    "frontier", sid_names[j], {**{k: key[k] for k in SIDE_KEY}, "line_id": None, "conc": None,
+                                               "price_book": key["price_book"],
+                                               "target_intvty": key["target_intvty"]}, metric,
+                    dates=dates[a:b], sweeps=sweeps[a:b], values=value_list[a:b], repeat_sd=[math.nan] * (b - a),
+                    repeat_n=[1] * (b - a), links=[None] * (b - a))
+                a = b
+        batch = [built[(j, m)] for j in chosen for m in metric_names if (j, m) in built]
+        if batch:
+            yield batch
 
 
 def detect(series: Iterable[Series], rules: Mapping[tuple[str, str], MetricRule],

@@ -20,7 +20,7 @@ from pipeline.comparisons.regressions import (
     JudgedSeries,
     assign_status,
     failure_runs,
-    frontier_series,
+    frontier_series_batches,
     line_series_by_metric,
     load_metric_rules,
     regressions_markdown,
@@ -114,8 +114,8 @@ def regressions(context: dg.AssetExecutionContext, config: RegressionConfig, war
         with warehouse.get_connection() as conn:
             trends = conn.sql(f"select {', '.join([*FRONTIER_INPUT_COLUMNS, *frontier_metrics])} from trends "
                               "where target_index = 2").to_arrow_table()
-        if trends.num_rows:
-            judged.add(frontier_series(trends, frontier_metrics))
+        for batch in frontier_series_batches(trends, frontier_metrics):
+            judged.add(batch)
         del trends
     now = dt.datetime.now(dt.timezone.utc)
     table = assign_status(judged.found, previous, now)
