@@ -23,7 +23,7 @@ from pipeline.ingest.schema import UNDATED
 from pipeline.io.generations import published_dir
 from pipeline.io.paths import sql_text
 from pipeline.io.publish_guard import RecordUnreadableError, read_record
-from pipeline.io.storage import release_arrow_memory
+from pipeline.io.storage import release_freed_memory
 
 FILES_KEY = "_files"  # digest of every file (sidecars, manifests, rejected files included): FILES_DIGEST
 SNAPSHOT_KEY = "_snapshot"  # the parse cache's generation the state was read from (not compared)
@@ -58,7 +58,7 @@ def raw_dir_state(raw_dir: Path, cache_dir: Path, previous: dict[str, str] | Non
     (``ingest_folder_cached``'s ``dated_layout``); a file added to one of those is seen by the next scan without
     it.
     """
-    release_arrow_memory()  # a tick in a process that ran assets before starts from what they freed
+    release_freed_memory()  # a tick in a process that ran assets before starts from what they freed
     # the cache's rows are read only when the quick scan finds something moved since the cache was saved
     result, stats = ingest_folder_cached(raw_dir, cache_dir, quick_scan=True, rows=False, dated_layout=dated_layout)
     if previous and stats.parsed == stats.hashed == stats.removed == 0 \

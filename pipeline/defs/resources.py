@@ -29,7 +29,7 @@ from pipeline.io.publish_guard import DEFAULT_MAX_LOSS_SHARE, guarded_publish, w
 from pipeline.io.storage import (
     is_corrupt_warehouse_error,
     mark_published,
-    release_arrow_memory,
+    release_freed_memory,
     set_aside_corrupt_warehouse,
     table_names,
 )
@@ -232,14 +232,14 @@ class Warehouse(DuckDBResource):
             WarehouseLockedError, WarehouseOutOfMemoryError: see ``open_database`` and ``memory_errors_named``.
         """
         # what the previous asset in this process freed only after its connection closed (its locals)
-        release_arrow_memory()
+        release_freed_memory()
         conn = self.open_database()
         try:
             with self.memory_errors_named():
                 yield conn
         finally:
             conn.close()
-            release_arrow_memory()  # what the asset's DuckDB results and copies freed, before the next asset
+            release_freed_memory()  # what the asset's DuckDB results and copies freed, before the next asset
 
     def open_database(self) -> duckdb.DuckDBPyConnection:
         """Open the warehouse file (its folder created) under ``memory_limit``: waits up to ``lock_timeout_s`` for
@@ -331,7 +331,7 @@ class SharedWarehouse(Warehouse):
         Raises:
             WarehouseLockedError, WarehouseOutOfMemoryError: as ``Warehouse.get_connection``.
         """
-        release_arrow_memory()
+        release_freed_memory()
         if self._database is None:
             self._database = self.open_database()
         cursor = self._database.cursor()
@@ -341,7 +341,7 @@ class SharedWarehouse(Warehouse):
         finally:
             cursor.close()
             self._evict_cached_blocks()
-            release_arrow_memory()
+            release_freed_memory()
 
     def _evict_cached_blocks(self) -> None:
         """Lower ``memory_limit`` to ``EVICT_TO`` and set it back: DuckDB evicts what it can of its cached blocks

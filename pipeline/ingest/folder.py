@@ -40,7 +40,7 @@ from pipeline.ingest.parse_cache import (
     stream_cache,
 )
 from pipeline.ingest.scan import Folders, Listing, scan_folder, scan_tree, settled_date_folders
-from pipeline.io.storage import release_arrow_memory
+from pipeline.io.storage import release_freed_memory
 
 
 def ingest_folder(raw_dir: Path, workers: int | None = None) -> IngestResult:
@@ -143,7 +143,7 @@ def ingest_folder_cached(raw_dir: Path, cache_dir: Path, workers: int | None = N
                                     changes, lookup.kept_dependencies, lookup.to_parse, cache, lookup.stale)
     stats = CacheStats(len(listing), lookup.reused, len(lookup.to_parse), lookup.hashed, lookup.removed,
                        cache is not None, generation, changes)
-    release_arrow_memory()  # the parse's parts, the look-up's and the save's intermediates
+    release_freed_memory()  # the parse's parts, the look-up's and the save's intermediates
     return result, stats
 
 
