@@ -91,8 +91,8 @@ def regressions(context: dg.AssetExecutionContext, config: RegressionConfig, war
     # targets read one frontier, so a step there shows at each, and three series would announce it thrice
     frontier_metrics = [m for m in FRONTIER_METRICS if ("frontier", m) in rules]
     # each input is read when its series are built, with the warehouse let go meanwhile (its cache of what it read
-    # is dropped then), and each batch of series is judged and let go before the next is built: one metric's points
-    # at a time, never every input and every series at once
+    # is dropped then), and each batch of series (a few hundred, of one metric for a line) is judged and let go
+    # before the next is built: never every input and every series at once
     judged = JudgedSeries(rules, settings)
     with warehouse.get_connection() as conn:
         tables = table_names(conn)
