@@ -33,6 +33,7 @@ from pipeline.comparisons.regressions import (
     find_changes,
     format_value,
     frontier_series,
+    frontier_series_batches,
     line_series,
     line_series_by_metric,
     load_metric_rules,
@@ -429,7 +430,7 @@ def test_cumulative_l2_cost_is_the_sum_of_squared_deviations():
 
 
 def test_frontier_series_points_per_date_gaps_and_shared_targets():
-    """frontier_series: per price book, group and target one point per date with a value (two comparisons' rows
+    """frontier_series_batches: per price book, group and target one point per date with a value (two comparisons' rows
     of a date are one point, NaN a gap, undated rows left out), keyed and sorted by series id then metric."""
     group = {"model": "m", "isl": 1024, "osl": 2048, "hw": "h200", "precision": "fp8", "spec_decoding": "none",
              "framework": "sglang", "benchmark_type": "fixed_seq", "x_intvty_stat": "median"}
@@ -444,7 +445,8 @@ def test_frontier_series_points_per_date_gaps_and_shared_targets():
         row(D3, "spot", 12.5, 95.0), row(D3, "spot", 12.5, 95.0, "c2"), row(D1, "spot", 12.5, 80.0)])
     table = table.set_column(table.schema.get_field_index("tok_s_per_mw"), "tok_s_per_mw",
                              pa.nulls(table.num_rows, pa.float64()))
-    got = frontier_series(table, ["tok_s_per_mw", "tput_per_gpu"])  # no tok/s/MW anywhere: no series of it
+    # no tok/s/MW anywhere: no series of it
+    got = [s for batch in frontier_series_batches(table, ["tok_s_per_mw", "tput_per_gpu"]) for s in batch]
     keys = {k: group[k] for k in ("model", "isl", "osl", "hw", "precision", "spec_decoding", "framework",
                                   "benchmark_type")}
     assert [(s.kind, s.series_id, s.keys, s.metric, s.dates, s.sweeps, s.values, s.repeat_n, s.links)
@@ -457,7 +459,8 @@ def test_frontier_series_points_per_date_gaps_and_shared_targets():
          [D1, D2, D3], ["2026-07-01", "2026-07-02", "2026-07-03"], [80.0, 90.0, 95.0], [1, 1, 1],
          [None, None, None])]
     assert [len(s.repeat_sd) for s in got] == [2, 3] and all(np.isnan(v) for s in got for v in s.repeat_sd)
-    assert frontier_series(table.slice(4, 1), ["tput_per_gpu"]) == []  # only an undated row
+    assert list(frontier_series_batches(table.slice(4, 1), ["tput_per_gpu"])) == []  # only an undated row
+    assert list(frontier_series_batches(table.slice(0, 0), ["tput_per_gpu"])) == []  # no row at all
 
 
 def test_frontier_series_batches_hold_the_set_number_of_series_ids_in_order(monkeypatch):

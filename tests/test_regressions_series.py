@@ -198,7 +198,8 @@ def test_frontier_series_one_point_per_date_a_shared_target_once_gaps_left_out()
         row("seed", day[1], 50.0, "c1", 950.0, hw="h200"),
     ]
     table = pa.Table.from_pylist(rows)
-    got = {(s.series_id, s.metric): s for s in regressions.frontier_series(table, ["tput_per_gpu"])}
+    got = {(s.series_id, s.metric): s
+           for batch in regressions.frontier_series_batches(table, ["tput_per_gpu"]) for s in batch}
     sid = "seed|dsr1|1024|1024|b200|fp4|mtp|sglang|fixed_seq|median|at=50"
     assert sorted(got) == sorted([(sid, "tput_per_gpu"), (sid.replace("at=50", "at=37.5"), "tput_per_gpu"),
                                   (sid.replace("seed|", "other|"), "tput_per_gpu"),
