@@ -478,16 +478,19 @@ def test_frontier_series_batches_hold_the_set_number_of_series_ids_in_order(monk
 
     table = pa.Table.from_pylist([
         row(D1, "spot", 12.5, 80.0, 5.0), row(D2, "spot", 12.5, 90.0, None), row(D1, "list", 50.0, 100.0, 7.0),
-        row(D2, "list", 50.0, 110.0, 8.0), row(D1, "list", 25.0, None, None)])
+        row(D2, "list", 50.0, 110.0, 8.0), row(D1, "list", 25.0, None, None), row(D1, "list", 37.5, 60.0, None)])
     whole = frontier_series(table, ["tput_per_gpu", "tok_s_per_mw"])
     monkeypatch.setattr(regressions, "FRONTIER_SERIES_BATCH", 1)
     batches = list(regressions.frontier_series_batches(table, ["tput_per_gpu", "tok_s_per_mw", "tput_per_gpu"]))
+    # at=37.5 has no tok/s/MW: its list holds its tok/s/GPU series alone
     assert [[(s.series_id.split("|")[0] + s.series_id.split("|")[-1], s.metric) for s in b] for b in batches] == [
+        [("listat=37.5", "tput_per_gpu")],
         [("listat=50", "tok_s_per_mw"), ("listat=50", "tput_per_gpu")],
         [("spotat=12.5", "tok_s_per_mw"), ("spotat=12.5", "tput_per_gpu")]]
     assert [s for b in batches for s in b] == whole
-    assert [(s.dates, s.values) for s in whole] == [([D1, D2], [7.0, 8.0]), ([D1, D2], [100.0, 110.0]),
-                                                    ([D1], [5.0]), ([D1, D2], [80.0, 90.0])]
+    assert [(s.dates, s.values) for s in whole] == [([D1], [60.0]), ([D1, D2], [7.0, 8.0]),
+                                                    ([D1, D2], [100.0, 110.0]), ([D1], [5.0]),
+                                                    ([D1, D2], [80.0, 90.0])]
 
 
 def test_failure_runs_rate_and_ids():
