@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import time
+from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
@@ -588,3 +589,34 @@ def test_files_written_just_before_the_caches_scan_are_hashed_and_the_folder_ans
     os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert os.stat(changed).st_size == stat.st_size
     assert parse_cache.look_up(cache, scan_folder(raw), raw).to_parse == [str(changed.relative_to(raw))]
+
+
+def _fork_servers() -> list[int]:
+    """The pids of this process's children that are multiprocessing fork servers (their command line says so)."""
+    servers = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        # the parent pid is the second field after the parenthesised command name
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"multiprocessing.forkserver" in cmdline:
+            servers.append(int(entry.name))
+    return servers
+
+
+def test_a_parallel_parse_leaves_no_fork_server_behind(tmp_path):
+    """The fork server the parse's workers came from is stopped when the parse ends: idle, it would hold pyarrow,
+    pandas and the parsers imported through every later step of the run. A scan that started it for a parse
+    that then ran serially stops it too; the next parallel parse starts it again, with the same rows."""
+    from pipeline.ingest.parse import start_fork_server
+
+    first = ingest_folder(SAMPLE_DIR, workers=2)
+    assert _fork_servers() == []
+    start_fork_server()
+    assert len(_fork_servers()) == 1  # the probe sees a running server
+    ingest_folder(SAMPLE_DIR, workers=1)
+    assert _fork_servers() == []
+    again = ingest_folder(SAMPLE_DIR, workers=2)
+    assert _fork_servers() == [] and _same(first, again)

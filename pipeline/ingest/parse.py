@@ -134,6 +134,7 @@ def parse_blocks(raw_dir: Path, rels: list[str], workers: int | None = None,
     if workers is None:
         workers = (os.cpu_count() or 1) if len(rels) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(rels) < 2:
+        stop_fork_server()  # the scan starts it on the files it lists, more than a serial parse may be given
         return ParsedBlocks([parse_serial(raw_dir, rels, sidecars)])
     block = max(1, min(PARALLEL_BLOCK_FILES, len(rels) // (4 * workers)))
     work = tempfile.TemporaryDirectory(prefix="inference-frontier-parse-")
@@ -143,6 +144,8 @@ def parse_blocks(raw_dir: Path, rels: list[str], workers: int | None = None,
     except BaseException:
         work.cleanup()
         raise
+    finally:
+        stop_fork_server()
     # every part is the rows of a run of consecutive files of rels, no two overlapping (a block, what is left of
     # one after a crash, a suspect file alone): ordered by their first file, they are in scan order
     firsts = {first for first, _ in parts}
@@ -224,6 +227,20 @@ def start_fork_server() -> None:
     """
     _fork_server_context()
     multiprocessing.forkserver.ensure_running()
+
+
+def stop_fork_server() -> None:
+    """Stop this process's fork server (``start_fork_server``, ``_pool``) once a parse's pools are done with it.
+
+    Idle, it still holds pyarrow, pandas and the parsers imported, resident for the rest of the process: through
+    every later step of an in-process run, or for the life of a sensor's or a code server's process.
+    ``ensure_running`` starts it again for the next parallel parse, which pays the server's imports once more.
+    Uses ``ForkServer._stop``, multiprocessing's own way to stop its server (what its tests call; there is no
+    public one); on an interpreter without it the server is left running, which costs memory, not results.
+    """
+    stop = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        stop()
 
 
 def _fork_server_context() -> multiprocessing.context.ForkServerContext:
