@@ -42,6 +42,7 @@ from pipeline.io.storage import (
     keep_openable,
     prune_mart_partitions,
     read_table,
+    release_freed_memory,
     replace_partitions,
     restaged_dates,
     table_names,
@@ -233,7 +234,8 @@ def explorer_trends(conn: duckdb.DuckDBPyConnection) -> dict[bool, pa.Table]:
     """``explorer.trend_points`` of every run of ``run_metrics`` (the day-by-day frontiers, split by
     ``disagg``), read as the ``trends`` asset reads its runs: only ``explorer.TREND_COLUMNS``, in slices of
     whole frontier groups and lines of at most about ``TRENDS_CHUNK_ROWS`` runs (``TREND_SLICE``), each slice let
-    go of once its frontiers are drawn, the slices' frontiers merged (``trends.merge_trend_frontiers``).
+    go of once its frontiers are drawn, the slices' frontiers merged (``trends.merge_trend_frontiers``); the
+    memory the slices freed is given back (``release_freed_memory``) before it returns.
 
     Raises:
         duckdb.CatalogException: no ``run_metrics`` table yet.
@@ -253,6 +255,9 @@ def explorer_trends(conn: duckdb.DuckDBPyConnection) -> dict[bool, pa.Table]:
         tables = [t for t in tables if t is not None]
         if tables:
             out[split] = merge_trend_frontiers(tables)
+    # the slices' runs and frontiers are garbage now: give their memory back before the report builds its pages
+    # on top of it (the warehouse returns memory only when the step's connection is released)
+    release_freed_memory()
     return out
 
 
