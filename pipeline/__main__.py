@@ -193,16 +193,17 @@ def unprinted_causes(events, printed: list[str]) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    # first thing, before this process opens a database or starts a thread: the GX suite's own process, which
-    # imports Great Expectations on the other core while this one loads the job and runs the first steps
-    from pipeline.validate.suite_process import SuiteProcess
+    # first thing, before this process opens a database or starts a thread: the GX suite's own process (forked,
+    # when this process has no other Python thread), which imports Great Expectations on the other core while
+    # this one loads the job and runs the first steps
+    from pipeline.validate.suite_process import suite_for_a_run
 
-    with SuiteProcess() as suite:
+    with suite_for_a_run() as suite:
         return _run_with(args, started, suite)
 
 
 def _run_with(args: argparse.Namespace, started: float, suite) -> int:
-    """``run``'s work, the GX suite running in ``suite`` (a ``SuiteProcess``)."""
+    """``run``'s work, the GX suite running in ``suite`` (``pipeline.validate.suite_process.suite_for_a_run``)."""
     from pipeline.io.paths import env_path
 
     # CRITICAL keeps the terminal for the progress bar and the one-line causes printed below; every event,

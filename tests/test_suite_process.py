@@ -1,6 +1,7 @@
 """The GX suite in a process of its own (``pipeline.validate.suite_process``): the same outcomes as in the caller's
 process, the suite's errors raised in the caller, a process that went away named and replaced by the caller's own
-run of the suite, and ``python -m pipeline run`` running the suite there."""
+run of the suite, and ``python -m pipeline run`` running the suite there when it may fork (in its own process
+otherwise)."""
 
 import os
 import shutil
@@ -80,27 +81,77 @@ def test_a_suite_process_that_went_away_is_named_and_the_check_runs_the_suite_it
     assert "its own process had ended" in engine, engine
 
 
-def test_python_m_pipeline_run_runs_the_suite_in_the_process_it_started(tmp_path, monkeypatch):
+def _sample_env(tmp_path) -> dict[str, str]:
+    """The environment of a run on one sample folder copied under ``tmp_path``, with no Dagster home."""
     from conftest import SAMPLE_DIR
+
+    shutil.copytree(SAMPLE_DIR / "vllm" / "h200", tmp_path / "raw")
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    env.update(PIPELINE_RAW_DIR=str(tmp_path / "raw"), PIPELINE_OUT_DIR=str(tmp_path / "marts"),
+               PIPELINE_DB_PATH=str(tmp_path / "w.duckdb"))
+    return env
+
+
+def test_python_m_pipeline_run_runs_the_suite_in_the_process_it_forked(tmp_path):
+    """``python -m pipeline run`` (one Python thread when it starts) forks the suite's process first thing, and the
+    checks' suite runs there, in a live process that is not the run's."""
+    import subprocess
+
+    script = ("import os, sys\n"
+              "from pipeline.__main__ import main\n"
+              "from pipeline.validate import suite_process\n"
+              "asked = []\n"
+              "original = suite_process.SuiteProcess.run_suite\n"
+              "def recorded(self, chunks, known_hw, duplicate_of):\n"
+              "    asked.append((self.pid != os.getpid(), self._process.is_alive(), self.start_method))\n"
+              "    return original(self, chunks, known_hw, duplicate_of)\n"
+              "suite_process.SuiteProcess.run_suite = recorded\n"
+              "code = main(['run'])\n"
+              "print(code, asked)\n")
+    done = subprocess.run([sys.executable, "-c", script], env=_sample_env(tmp_path), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "0 [(True, True, 'fork')]", done.stdout
+
+
+def test_a_run_in_a_caller_with_another_python_thread_runs_the_suite_in_the_callers_process(tmp_path, monkeypatch):
+    """``main(["run"])`` called from a process that runs another Python thread (a test worker's, an embedding
+    service's) neither forks nor spawns: the checks' suite runs in the caller's process, once, and no child
+    process is left."""
+    import _thread
+    import threading
 
     from pipeline.__main__ import main
     from pipeline.validate import suite_process
 
-    shutil.copytree(SAMPLE_DIR / "vllm" / "h200", tmp_path / "raw")
-    monkeypatch.setenv("PIPELINE_RAW_DIR", str(tmp_path / "raw"))
-    monkeypatch.setenv("PIPELINE_OUT_DIR", str(tmp_path / "marts"))
-    monkeypatch.setenv("PIPELINE_DB_PATH", str(tmp_path / "w.duckdb"))
+    for name, value in _sample_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    asked: list[tuple[int, bool]] = []
-    original = suite_process.SuiteProcess.run_suite
+    asked: list[int] = []
+    original = suite_process.InProcessSuite.run_suite
 
     def recorded(self, chunks, known_hw, duplicate_of):
-        asked.append((self.pid, self._process.is_alive()))
+        asked.append(os.getpid())
         return original(self, chunks, known_hw, duplicate_of)
 
-    monkeypatch.setattr(suite_process.SuiteProcess, "run_suite", recorded)
-    assert main(["run"]) == 0
-    assert len(asked) == 1 and asked[0][0] != os.getpid() and asked[0][1], asked
+    def started_processes(*_args, **_kwargs):
+        raise AssertionError("a suite process was started")
+
+    monkeypatch.setattr(suite_process.InProcessSuite, "run_suite", recorded)
+    monkeypatch.setattr(suite_process.SuiteProcess, "__init__", started_processes)
+    started, release = threading.Event(), threading.Event()
+
+    def wait() -> None:
+        started.set()
+        release.wait(300)
+
+    _thread.start_new_thread(wait, ())
+    assert started.wait(10)
+    try:
+        assert main(["run"]) == 0
+    finally:
+        release.set()
+    assert asked == [os.getpid()]
 
 
 def test_the_suites_process_ends_when_its_caller_is_killed(tmp_path):
@@ -199,6 +250,40 @@ def test_a_caller_with_one_python_thread_forks_the_suite_process(tmp_path):
               "    print(suite.start_method)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "fork", done.stderr
+
+
+def test_the_runs_suite_is_a_forked_process_in_a_caller_with_one_python_thread():
+    """``suite_for_a_run`` in a fresh interpreter: a ``SuiteProcess`` made by fork."""
+    import subprocess
+
+    script = ("from pipeline.validate.suite_process import SuiteProcess, suite_for_a_run\n"
+              "with suite_for_a_run() as suite:\n"
+              "    print(type(suite).__name__, suite.start_method, suite.pid is not None)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "SuiteProcess fork True", done.stderr
+
+
+def test_the_runs_suite_is_in_the_callers_process_when_another_python_thread_runs():
+    """``suite_for_a_run`` with a second Python thread running (started by ``_thread``, which ``threading`` does not
+    list): the suite in the caller's process; closing it is harmless."""
+    import _thread
+    import threading
+
+    from pipeline.validate.suite_process import suite_for_a_run
+
+    started, release = threading.Event(), threading.Event()
+
+    def wait() -> None:
+        started.set()
+        release.wait(60)
+
+    _thread.start_new_thread(wait, ())
+    assert started.wait(10)
+    try:
+        with suite_for_a_run() as suite:
+            assert type(suite) is InProcessSuite and suite.where == "in the check's own process"
+    finally:
+        release.set()
 
 
 def test_an_unknown_start_method_is_refused():

@@ -15,6 +15,9 @@ Both kinds have one method, ``run_suite(chunks, known_hw, duplicate_of) -> list[
 (killed, out of memory) raises ``SuiteProcessGone`` instead, after which the caller runs the suite in its own
 process (``pipeline.defs.validate.expectations`` does). This module imports neither GX nor pandas itself, so
 making a ``SuiteProcess`` first thing costs the caller only the fork.
+
+``suite_for_a_run`` is the choice ``python -m pipeline run`` makes: a forked ``SuiteProcess`` when the caller has
+no other Python thread, else the suite in the caller's own process (never a spawned interpreter per run).
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ class SuiteRunner:
                   duplicate_of: Mapping[tuple[str | None, int], str]) -> list[Outcome]:
         """The suite's outcomes for ``chunks`` (``pipeline.validate.expectations.run_suite``)."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Give back what the runner holds (nothing, unless it is a process)."""
+
+    def __enter__(self) -> SuiteRunner:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 class InProcessSuite(SuiteRunner):
@@ -141,11 +153,18 @@ class SuiteProcess(SuiteRunner):
             self._process.join()
         self._conn.close()
 
-    def __enter__(self) -> SuiteProcess:
-        return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+
+def suite_for_a_run() -> SuiteRunner:
+    """Where ``python -m pipeline run`` runs the suite: a ``SuiteProcess`` forked now when this process runs no
+    Python thread but the current one (``fork_safe_start_method``), else ``InProcessSuite``.
+
+    Why not a spawned process for a caller with threads (a test worker, an embedding service): a spawn starts a
+    new interpreter that imports pyarrow, the pipeline and GX again for every run, while in the caller GX is
+    imported by its first run only and kept for every later one. Make it first thing, before the caller opens
+    a database; use it as a context manager (``close`` ends a process, and is nothing for the in-process kind).
+    """
+    return SuiteProcess("fork") if fork_safe_start_method() == "fork" else InProcessSuite()
 
 
 def fork_safe_start_method() -> str:
