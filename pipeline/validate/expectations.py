@@ -260,11 +260,25 @@ def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
         ValueError: ``chunks`` is empty.
         PlausibilityError: the plausibility reference cannot be used.
     """
+    suite_items = build_suite(known_hw)
+    per_chunk = _validate_chunks(chunks, suite_items, duplicate_of)
+    # collected only now that _validate_chunks has returned: while its frame was alive, its locals (the context,
+    # the batch definition, through them GX's metric cache and the last chunk's frame) could not be freed
+    if sum(c["rows"] for c in per_chunk) >= COLLECT_MIN_ROWS:
+        gc.collect()
+    if not per_chunk:
+        raise ValueError("run_suite needs at least one chunk of runs (an empty table is a chunk)")
+    return [_combined(item, [(c["rows"], c["results"][item.gx.id]) for c in per_chunk]) for item in suite_items]
+
+
+def _validate_chunks(chunks: Iterable[pa.Table], suite_items: list[Expectation],
+                     duplicate_of: Mapping[tuple[str | None, int], str]) -> list[dict[str, Any]]:
+    """``suite_items`` validated on each chunk in an ephemeral GX context: one ``{"rows": int, "results":
+    {expectation id: GX result}}`` per chunk, in order; the context let go of (``_release``) however it ends."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
-    suite_items = build_suite(known_hw)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     batches = (
@@ -285,24 +299,22 @@ def run_suite(chunks: Iterable[pa.Table], known_hw: Iterable[str],
             per_chunk.append({"rows": chunk.num_rows, "results": by_id})
             del frame, batch
     finally:
-        _release(context, collect=sum(c["rows"] for c in per_chunk) >= COLLECT_MIN_ROWS)
-    if not per_chunk:
-        raise ValueError("run_suite needs at least one chunk of runs (an empty table is a chunk)")
-    return [_combined(item, [(c["rows"], c["results"][item.gx.id]) for c in per_chunk]) for item in suite_items]
+        _release(context)
+    return per_chunk
 
 
-# From this many validated rows on, run_suite collects garbage itself when it is done: GX's objects hold the last
+# From this many validated rows on, run_suite collects garbage itself once GX is done: GX's objects hold the last
 # chunk's DataFrame in cycles, which only a collection frees. A full collection walks every object of the
 # process (Dagster's, GX's, pandas'), a fixed cost worth paying where the frames weigh on the process's peak,
 # not for a small table, which the interpreter's next automatic collection frees.
 COLLECT_MIN_ROWS = 10_000
 
 
-def _release(context: Any, collect: bool = True) -> None:
-    """Let go of what GX keeps after a validation, and (``collect``) collect garbage now.
-
-    ``gx.get_context`` makes the context its process-wide project, which holds the data source and through it the
-    last chunk's DataFrame and GX's caches: kept, they stay resident in the process that ran the checks."""
+def _release(context: Any) -> None:
+    """Let go of what GX keeps after a validation: ``gx.get_context`` makes the context its process-wide project,
+    which holds the data source and through it the last chunk's DataFrame and GX's caches; kept, they stay
+    resident in the process that ran the checks. What they held is garbage once the caller's references to the
+    context are gone (GX's objects hold each other in cycles: a collection frees them)."""
     from great_expectations.data_context.data_context.context_factory import project_manager
     from great_expectations.exceptions import DataContextRequiredError
 
@@ -313,8 +325,6 @@ def _release(context: Any, collect: bool = True) -> None:
         return
     if current is context:  # never another caller's project
         project_manager.set_project(None)
-    if collect:  # GX's objects hold each other in cycles: free the DataFrame now, before Arrow's pages are returned
-        gc.collect()
 
 
 def _combined(item: Expectation, results: list[tuple[int, Any]]) -> Outcome:
