@@ -3,17 +3,21 @@ process's peak resident set: what one step costs at a scale, without the hour a 
 
     python benchmarks/one_step.py report /tmp/bench-out-1m/warehouse.duckdb
     python benchmarks/one_step.py regressions /tmp/bench-out-1m/warehouse.duckdb --keep-copy /tmp/step-copy
+    python benchmarks/one_step.py trends-night /tmp/bench-out-1m/warehouse.duckdb
 
 The warehouse is copied first (the step writes its table and marts; the benchmark's own stays as it was) into
 ``--keep-copy`` or a temporary folder, marts under it. The step runs in this process, as ``benchmarks/run.py``
 calls it (``benchmarks/harness.materialize``): the same ``SharedWarehouse`` with the pipeline's DuckDB
-``memory_limit``, partitioned steps over every run date of the warehouse. The peak is this process's
+``memory_limit``, partitioned steps over every run date of the warehouse; ``trends-night`` is ``trends`` as a
+nightly batch runs it (the newest run date only) after a night that moved the comparisons' targets (the stored
+``trend_targets`` dropped first), so every date's stored frontiers are read again. The peak is this process's
 ``ru_maxrss``: the step's own peak plus what the imports hold (printed beside it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import sys
@@ -23,7 +27,7 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ("run_slo", "regressions", "report")
+STEPS = ("run_slo", "regressions", "report", "trends-night")
 
 
 def main() -> None:
@@ -49,7 +53,7 @@ def run_step(step: str, warehouse: Path, work: Path) -> str:
     import dagster as dg
 
     from pipeline.defs.comparisons.regressions import RegressionConfig, regressions
-    from pipeline.defs.comparisons.report import ReportConfig, report
+    from pipeline.defs.comparisons.report import TREND_TARGETS_TABLE, ReportConfig, report, trends
     from pipeline.defs.metrics.assets import run_slo
     from pipeline.defs.partitions import register_partitions
     from pipeline.defs.resources import DEFAULT_MEMORY_LIMIT, PipelinePaths, SharedWarehouse
@@ -57,7 +61,9 @@ def run_step(step: str, warehouse: Path, work: Path) -> str:
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     work.mkdir(parents=True, exist_ok=True)
     shutil.copy(warehouse, work / "warehouse.duckdb")
-    wh = SharedWarehouse(database=str(work / "warehouse.duckdb"), memory_limit=DEFAULT_MEMORY_LIMIT)
+    # the pipeline's own setting (pipeline.defs.resources.warehouse_resource), so a cap a user sets is measured
+    memory_limit = os.environ.get("PIPELINE_DUCKDB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT
+    wh = SharedWarehouse(database=str(work / "warehouse.duckdb"), memory_limit=memory_limit)
     paths = PipelinePaths(raw_dir=str(work / "raw"), out_dir=str(work / "marts"), cache_dir=str(work / "cache"))
     instance = dg.DagsterInstance.ephemeral()
     with wh.get_connection() as conn:
@@ -67,7 +73,12 @@ def run_step(step: str, warehouse: Path, work: Path) -> str:
     partitioned = dg.build_asset_context(instance=instance,
                                          partition_key_range=dg.PartitionKeyRange(keys[0], keys[-1]))
     whole = dg.build_asset_context(instance=instance)
+    if step == "trends-night":
+        with wh.get_connection() as conn:
+            conn.execute(f"drop table if exists {TREND_TARGETS_TABLE}")
+    newest = dg.build_asset_context(instance=instance, partition_key=keys[-1])
     calls = {
+        "trends-night": lambda: trends(newest, warehouse=wh, paths=paths),
         "run_slo": lambda: run_slo(partitioned, warehouse=wh, paths=paths),
         "regressions": lambda: regressions(whole, config=RegressionConfig(), warehouse=wh, paths=paths),
         "report": lambda: report(whole, config=ReportConfig(ui_charts=False), warehouse=wh, paths=paths),
