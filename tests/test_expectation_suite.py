@@ -169,6 +169,30 @@ def test_the_suite_frees_gx_metric_caches_itself_before_it_returns(sample_run, m
     assert alive == (0, [False, False])
 
 
+def test_the_stored_duplicate_search_equals_the_one_over_the_whole_table(sample_run, tmp_path):
+    """``stored_duplicates_by_run_id`` reads the search columns of the rows that could pair only; on a table
+    holding a byte copy under the same run_id, another under a new run_id and file name, and
+    rowids with a gap (a deleted row), it gives ``duplicates_by_run_id`` of the whole table, which finds both
+    (the keep order decides which copy of the second pair is kept)."""
+    import duckdb
+
+    from pipeline.validate.expectations import stored_duplicates_by_run_id
+
+    runs, _ = _validated(sample_run)
+    renamed = runs.slice(2, 1)
+    for name, value in (("run_id", "renamed-copy"), ("source_file", "copy.json")):
+        renamed = renamed.set_column(renamed.schema.get_field_index(name), name, pa.array([value], pa.string()))
+    table = pa.concat_tables([_with_defects(runs), renamed])
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as conn:
+        conn.register("rows", pa.concat_tables([runs.slice(5, 1), table]))
+        conn.execute("create table validated_runs as select * from rows")
+        conn.execute("delete from validated_runs where rowid = 0")  # the extra first row: rowids start at 1
+        stored = stored_duplicates_by_run_id(conn)
+    whole = duplicates_by_run_id(table)
+    assert stored == whole
+    assert len(whole) == 2 and (runs["run_id"][0].as_py(), 1) in whole
+
+
 def test_a_model_without_a_size_fails_the_blocking_model_set_check():
     """``model_size_known`` holds the accepted table to the keys of data/reference/model_active_params.csv, as the
     row rule ``unknown_model_size`` holds each run (a model key absent there is quarantined first)."""

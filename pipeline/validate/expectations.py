@@ -20,7 +20,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -28,7 +28,10 @@ import pyarrow.compute as pc
 
 from pipeline.ingest.schema import AGENTIC_TRACES, BENCHMARK_TYPES, RUN_COLUMNS
 from pipeline.validate.plausibility import load_plausibility
-from pipeline.validate.rules import duplicates_in_table
+from pipeline.validate.rules import DUPLICATE_SEARCH_COLUMNS, PAIRING_COLUMNS, duplicates_in_table, pairing_rows
+
+if TYPE_CHECKING:
+    import duckdb
 
 ROUNDING = 1e-9  # relative; the row rules' allowance on output ≤ total throughput and TTFT ≤ E2EL
 
@@ -180,10 +183,40 @@ def duplicates_by_run_id(runs: pa.Table) -> dict[tuple[str | None, int], str]:
     (``run_id``, which copy of that run_id in table order, from 0) of each run that duplicates another → the kept
     run's ``run_id``. Empty when the rules did their job; repeats (same line, sweep and conc, other numbers) are
     measurements and pass. A run_id twice (``run_id_unique`` fails) keeps its copies apart."""
-    found = duplicates_in_table(runs)[1]
+    return _keyed_by_run_id(runs["run_id"], duplicates_in_table(runs)[1])
+
+
+def stored_duplicates_by_run_id(conn: duckdb.DuckDBPyConnection,
+                                table: str = "validated_runs") -> dict[tuple[str | None, int], str]:
+    """``duplicates_by_run_id`` of every row of warehouse ``table`` (``RUN_SCHEMA`` columns) in its scan order
+    (``rowid``, the order a plain ``select`` of it returns), read as ``pipeline.validate.judge`` reads raw runs:
+    ``run_id`` and ``rules.PAIRING_COLUMNS`` of every row, then ``rules.DUPLICATE_SEARCH_COLUMNS`` of only the
+    rows ``rules.pairing_rows`` flags (any other row is never a duplicate nor the kept copy of one), so the search
+    columns of a million runs are never held at once. The same dict as ``duplicates_by_run_id`` of the whole
+    table.
+
+    Raises:
+        duckdb.CatalogException: no ``table`` in the warehouse.
+    """
+    pairing = conn.sql(f"select rowid as _rowid, run_id, {', '.join(PAIRING_COLUMNS)} from {table} "
+                       "order by rowid").to_arrow_table()
+    at = pairing_rows(pairing)
+    conn.register("_pairing_rows", pa.table({"_rowid": pairing["_rowid"].take(pa.array(at, pa.int64()))}))
+    try:
+        searched = conn.sql(f"select {', '.join(DUPLICATE_SEARCH_COLUMNS)} from {table} "
+                            "where rowid in (select _rowid from _pairing_rows) order by rowid").to_arrow_table()
+    finally:
+        conn.unregister("_pairing_rows")
+    found = duplicates_in_table(searched)[1]
+    return _keyed_by_run_id(pairing["run_id"], {int(at[i]): finding for i, finding in found.items()})
+
+
+def _keyed_by_run_id(run_ids: pa.ChunkedArray | pa.Array,
+                     found: Mapping[int, tuple[str, str, str]]) -> dict[tuple[str | None, int], str]:
+    """``duplicates_in_table``'s findings (by position in a table whose ``run_id`` column is ``run_ids``) keyed
+    by (``run_id``, which copy of that run_id in table order) → the kept run's ``run_id``."""
     if not found:
         return {}
-    run_ids = runs["run_id"]
     named = {run_ids[i].as_py() for i in found}
     same_id = pc.is_in(run_ids, value_set=pa.array([n for n in named if n is not None], pa.string()))
     if None in named:

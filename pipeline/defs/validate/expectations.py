@@ -7,8 +7,7 @@ import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 
 from pipeline.defs.validate.assets import VALIDATED_KEY
-from pipeline.validate.expectations import build_suite, duplicates_by_run_id, suite_chunks
-from pipeline.validate.rules import DUPLICATE_SEARCH_COLUMNS
+from pipeline.validate.expectations import build_suite, stored_duplicates_by_run_id, suite_chunks
 from pipeline.validate.suite_process import InProcessSuite, SuiteProcessGone, SuiteRunner
 
 # the specs need only each expectation's name, severity and reason; the GPU keys the hw check holds runs to are
@@ -31,8 +30,8 @@ def validated_runs_expectations(warehouse: DuckDBResource, expectation_suite: dg
 
     The runs are read and validated in ``suite_chunks`` slices split by a hash of ``run_id`` (so every copy of
     one ``run_id`` meets in one slice, as ``run_id_unique`` needs): GX holds a slice as pandas, several times its
-    Arrow size, so the whole table at once would set the process's peak. The duplicate rule reads its own columns
-    of every run first.
+    Arrow size, so the whole table at once would set the process's peak. The duplicate rule runs first, over
+    every run (``stored_duplicates_by_run_id``: its search columns read for the runs that could pair only).
 
     Raises:
         RuntimeError: the slices did not hold every row of ``validated_runs`` exactly once.
@@ -40,8 +39,7 @@ def validated_runs_expectations(warehouse: DuckDBResource, expectation_suite: dg
     with warehouse.get_connection() as conn:
         total = conn.execute("select count(*) from validated_runs").fetchall()[0][0]
         known_hw = [row[0] for row in conn.execute("select hw from gpu_reference").fetchall()]
-        duplicate_of = duplicates_by_run_id(conn.sql(
-            f"select {', '.join(DUPLICATE_SEARCH_COLUMNS)} from validated_runs").to_arrow_table())
+        duplicate_of = stored_duplicates_by_run_id(conn)
         parts = suite_chunks(total)
         seen: list[int] = []
 
