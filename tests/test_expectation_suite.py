@@ -113,13 +113,10 @@ def test_the_check_splits_by_run_id_so_a_repeated_run_id_is_still_caught(sample_
     assert whole["columns_match_schema"][0] and whole["hw_in_gpu_reference"] == (True, total, 0)
 
 
-def test_the_suite_keeps_no_dataframe_alive_after_it_returns(sample_run, monkeypatch):
-    """GX makes its context the process-wide project, which held the last chunk's DataFrame after the checks
-    (onto 1M runs ~0.3 GiB in the process that ran them): once ``run_suite`` returns, no chunk's frame lives."""
-    import gc
+def _tracked_frames(monkeypatch) -> list:
+    """A weak reference to every frame ``with_derived_columns`` makes from now on, in order."""
     import weakref
 
-    runs, known_hw = _validated(sample_run)
     frames: list[weakref.ref] = []
     derive = expectations.with_derived_columns
 
@@ -129,6 +126,16 @@ def test_the_suite_keeps_no_dataframe_alive_after_it_returns(sample_run, monkeyp
         return frame
 
     monkeypatch.setattr(expectations, "with_derived_columns", tracked)
+    return frames
+
+
+def test_the_suite_keeps_no_dataframe_alive_after_it_returns(sample_run, monkeypatch):
+    """GX makes its context the process-wide project, which held the last chunk's DataFrame after the checks
+    (onto 1M runs ~0.3 GiB in the process that ran them): once ``run_suite`` returns, no chunk's frame lives."""
+    import gc
+
+    runs, known_hw = _validated(sample_run)
+    frames = _tracked_frames(monkeypatch)
     outcomes = run_suite(_split(runs, 2), known_hw, duplicates_by_run_id(runs))
     assert all(o.success for o in outcomes)
     gc.collect()  # not needed by the code under test (it collects itself); rules out cycles pytest holds
@@ -140,21 +147,12 @@ def test_the_suite_frees_gx_metric_caches_itself_before_it_returns(sample_run, m
     execution engine (whose metric cache holds Series of the last chunk, ~0.2 GiB onto 100k runs) nor any chunk's
     frame lives. Its collection must come after the GX objects' last reference in its frames is gone."""
     import gc
-    import weakref
 
     runs, known_hw = _validated(sample_run)
-    frames: list[weakref.ref] = []
-    derive = expectations.with_derived_columns
-
-    def tracked(chunk, duplicate_of):
-        frame = derive(chunk, duplicate_of)
-        frames.append(weakref.ref(frame))
-        return frame
-
+    frames = _tracked_frames(monkeypatch)
     def engines() -> int:
         return sum(type(o).__name__ == "PandasExecutionEngine" for o in gc.get_objects())
 
-    monkeypatch.setattr(expectations, "with_derived_columns", tracked)
     monkeypatch.setattr(expectations, "COLLECT_MIN_ROWS", 1)  # the sample is below the real threshold
     duplicates = duplicates_by_run_id(runs)
     gc.collect()

@@ -3,10 +3,14 @@ process, the suite's errors raised in the caller, a process that went away named
 run of the suite, and ``python -m pipeline run`` running the suite there when it may fork (in its own process
 otherwise)."""
 
+import _thread
+import contextlib
 import os
 import shutil
 import signal
 import sys
+import threading
+from typing import Iterator
 
 import duckdb
 import pyarrow as pa
@@ -81,6 +85,24 @@ def test_a_suite_process_that_went_away_is_named_and_the_check_runs_the_suite_it
     assert "its own process had ended" in engine, engine
 
 
+@contextlib.contextmanager
+def _another_python_thread() -> Iterator[None]:
+    """A second Python thread runs while inside (started by ``_thread``, as execnet starts a pytest-xdist
+    worker's, so ``threading`` does not list it), ending after."""
+    started, release = threading.Event(), threading.Event()
+
+    def wait() -> None:
+        started.set()
+        release.wait(300)
+
+    _thread.start_new_thread(wait, ())
+    assert started.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+
+
 def _sample_env(tmp_path) -> dict[str, str]:
     """The environment of a run on one sample folder copied under ``tmp_path``, with no Dagster home."""
     from conftest import SAMPLE_DIR
@@ -118,9 +140,6 @@ def test_a_run_in_a_caller_with_another_python_thread_runs_the_suite_in_the_call
     """``main(["run"])`` called from a process that runs another Python thread (a test worker's, an embedding
     service's) neither forks nor spawns: the checks' suite runs in the caller's process, once, and no child
     process is left."""
-    import _thread
-    import threading
-
     from pipeline.__main__ import main
     from pipeline.validate import suite_process
 
@@ -139,18 +158,8 @@ def test_a_run_in_a_caller_with_another_python_thread_runs_the_suite_in_the_call
 
     monkeypatch.setattr(suite_process.InProcessSuite, "run_suite", recorded)
     monkeypatch.setattr(suite_process.SuiteProcess, "__init__", started_processes)
-    started, release = threading.Event(), threading.Event()
-
-    def wait() -> None:
-        started.set()
-        release.wait(300)
-
-    _thread.start_new_thread(wait, ())
-    assert started.wait(10)
-    try:
+    with _another_python_thread():
         assert main(["run"]) == 0
-    finally:
-        release.set()
     assert asked == [os.getpid()]
 
 
@@ -211,32 +220,17 @@ def test_an_answer_that_cannot_be_sent_is_raised_in_the_caller_as_a_runtime_erro
 
 
 def test_the_suite_process_is_forked_only_by_a_caller_with_one_python_thread(sample_run):
-    """A caller running another Python thread (here one started by ``_thread``, as execnet starts a pytest-xdist
-    worker's, which ``threading`` does not list) gets a spawned process, with the same outcomes; alone again, a
-    forked one."""
-    import _thread
-    import threading
-
+    """A caller running another Python thread (``_another_python_thread``) that makes a ``SuiteProcess`` gets a
+    spawned one, with the same outcomes as the caller's own process."""
     from pipeline.validate.suite_process import fork_safe_start_method
 
     runs, known_hw = _validated(sample_run)
     duplicates = duplicates_by_run_id(runs)
-    started, release = threading.Event(), threading.Event()
-
-    def wait() -> None:
-        started.set()
-        release.wait(60)
-
-    if len(sys._current_frames()) == 1:  # an xdist worker already runs its execnet thread: start one otherwise
-        _thread.start_new_thread(wait, ())
-        assert started.wait(10)
-    try:
+    with _another_python_thread():
         assert fork_safe_start_method() == "spawn"
         with SuiteProcess() as suite:
             assert suite.start_method == "spawn" and "by spawn" in suite.where
             spawned = suite.run_suite([runs], known_hw, duplicates)
-    finally:
-        release.set()
     assert spawned == InProcessSuite().run_suite([runs], known_hw, duplicates)
 
 
@@ -266,24 +260,10 @@ def test_the_runs_suite_is_a_forked_process_in_a_caller_with_one_python_thread()
 def test_the_runs_suite_is_in_the_callers_process_when_another_python_thread_runs():
     """``suite_for_a_run`` with a second Python thread running (started by ``_thread``, which ``threading`` does not
     list): the suite in the caller's process; closing it is harmless."""
-    import _thread
-    import threading
-
     from pipeline.validate.suite_process import suite_for_a_run
 
-    started, release = threading.Event(), threading.Event()
-
-    def wait() -> None:
-        started.set()
-        release.wait(60)
-
-    _thread.start_new_thread(wait, ())
-    assert started.wait(10)
-    try:
-        with suite_for_a_run() as suite:
-            assert type(suite) is InProcessSuite and suite.where == "in the check's own process"
-    finally:
-        release.set()
+    with _another_python_thread(), suite_for_a_run() as suite:
+        assert type(suite) is InProcessSuite and suite.where == "in the check's own process"
 
 
 def test_an_unknown_start_method_is_refused():
