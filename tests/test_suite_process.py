@@ -103,6 +103,19 @@ def _another_python_thread() -> Iterator[None]:
         release.set()
 
 
+def _printed_by_a_fresh_interpreter(script: str) -> str:
+    """What ``script`` prints (stripped) when run by ``python -c`` in a new interpreter (one Python thread).
+
+    Raises:
+        AssertionError: the script failed (its stderr is the message).
+    """
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def _sample_env(tmp_path) -> dict[str, str]:
     """The environment of a run on one sample folder copied under ``tmp_path``, with no Dagster home."""
     from conftest import SAMPLE_DIR
@@ -237,24 +250,17 @@ def test_the_suite_process_is_forked_only_by_a_caller_with_one_python_thread(sam
 def test_a_caller_with_one_python_thread_forks_the_suite_process(tmp_path):
     """``python -m pipeline run`` makes its ``SuiteProcess`` first thing: a fork (the process has no other Python
     thread then)."""
-    import subprocess
-
-    script = ("from pipeline.validate.suite_process import SuiteProcess\n"
-              "with SuiteProcess() as suite:\n"
-              "    print(suite.start_method)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.strip() == "fork", done.stderr
+    assert _printed_by_a_fresh_interpreter("from pipeline.validate.suite_process import SuiteProcess\n"
+                                           "with SuiteProcess() as suite:\n"
+                                           "    print(suite.start_method)\n") == "fork"
 
 
 def test_the_runs_suite_is_a_forked_process_in_a_caller_with_one_python_thread():
     """``suite_for_a_run`` in a fresh interpreter: a ``SuiteProcess`` made by fork."""
-    import subprocess
-
-    script = ("from pipeline.validate.suite_process import SuiteProcess, suite_for_a_run\n"
-              "with suite_for_a_run() as suite:\n"
-              "    print(type(suite).__name__, suite.start_method, suite.pid is not None)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.strip() == "SuiteProcess fork True", done.stderr
+    assert _printed_by_a_fresh_interpreter(
+        "from pipeline.validate.suite_process import suite_for_a_run\n"
+        "with suite_for_a_run() as suite:\n"
+        "    print(type(suite).__name__, suite.start_method, suite.pid is not None)\n") == "SuiteProcess fork True"
 
 
 def test_the_runs_suite_is_in_the_callers_process_when_another_python_thread_runs():
