@@ -103,15 +103,16 @@ def _another_python_thread() -> Iterator[None]:
         release.set()
 
 
-def _printed_by_a_fresh_interpreter(script: str) -> str:
-    """What ``script`` prints (stripped) when run by ``python -c`` in a new interpreter (one Python thread).
+def _printed_by_a_fresh_interpreter(script: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
+    """What ``script`` prints (stripped) when run by ``python -c`` in a new interpreter (one Python thread), with
+    ``env`` as its environment (None: this process's).
 
     Raises:
         AssertionError: the script failed (its stderr is the message).
     """
     import subprocess
 
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -130,8 +131,6 @@ def _sample_env(tmp_path) -> dict[str, str]:
 def test_python_m_pipeline_run_runs_the_suite_in_the_process_it_forked(tmp_path):
     """``python -m pipeline run`` (one Python thread when it starts) forks the suite's process first thing, and the
     checks' suite runs there, in a live process that is not the run's."""
-    import subprocess
-
     script = ("import os, sys\n"
               "from pipeline.__main__ import main\n"
               "from pipeline.validate import suite_process\n"
@@ -143,16 +142,14 @@ def test_python_m_pipeline_run_runs_the_suite_in_the_process_it_forked(tmp_path)
               "suite_process.SuiteProcess.run_suite = recorded\n"
               "code = main(['run'])\n"
               "print(code, asked)\n")
-    done = subprocess.run([sys.executable, "-c", script], env=_sample_env(tmp_path), capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "0 [(True, True, 'fork')]", done.stdout
+    printed = _printed_by_a_fresh_interpreter(script, env=_sample_env(tmp_path), timeout=300)
+    assert printed.splitlines()[-1] == "0 [(True, True, 'fork')]", printed
 
 
 def test_a_run_in_a_caller_with_another_python_thread_runs_the_suite_in_the_callers_process(tmp_path, monkeypatch):
     """``main(["run"])`` called from a process that runs another Python thread (a test worker's, an embedding
-    service's) neither forks nor spawns: the checks' suite runs in the caller's process, once, and no child
-    process is left."""
+    service's) neither forks nor spawns: the checks' suite runs in the caller's process, once, and no suite
+    process is started."""
     from pipeline.__main__ import main
     from pipeline.validate import suite_process
 

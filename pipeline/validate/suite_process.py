@@ -154,7 +154,6 @@ class SuiteProcess(SuiteRunner):
         self._conn.close()
 
 
-
 def suite_for_a_run() -> SuiteRunner:
     """Where ``python -m pipeline run`` runs the suite: a ``SuiteProcess`` forked now when this process runs no
     Python thread but the current one (``fork_safe_start_method``), else ``InProcessSuite``.
