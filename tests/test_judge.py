@@ -14,7 +14,7 @@ from conftest import REPO, SAMPLE_DIR
 
 from pipeline.ingest.folder import ingest_folder
 from pipeline.metrics.reference import load_gpu_reference
-from pipeline.io.storage import date_groups, table_names
+from pipeline.io.storage import date_groups, rows_by_rowid, table_names
 from pipeline.validate.judge import judge_raw_runs
 from pipeline.validate.rules import RUN_SCHEMA, accepted_runs
 
@@ -123,13 +123,27 @@ def test_no_raw_runs_in_the_dates_judges_nothing(raw_runs):
 
 
 def test_judging_leaves_no_relation_of_its_own_registered(raw_runs):
-    """The batch (``_batch``) and the rows to search (``_maybe``) are registered on the caller's warehouse
+    """The batch (``_batch``) and the rows to search (``rows_by_rowid``'s) are registered on the caller's warehouse
     connection only while their query runs: the connection is the asset's, and a name left behind would shadow
     (or be read as) a table of that name."""
     conn, _ = _with_validated_runs(raw_runs, [DAYS[-1]])
     before = table_names(conn)
     judge_raw_runs(conn, [DAYS[-1]], KNOWN_HW, max_rows=1)
     assert table_names(conn) == before == {"raw_runs", "validated_runs"}
+
+
+def test_rows_by_rowid_reads_the_asked_rows_in_rowid_order_and_registers_nothing():
+    """Rowids asked out of order, one twice, one past the table's end, after deletes left gaps: each row present
+    once, in rowid order, with its rowid first and only the columns asked; nothing stays registered."""
+    conn = duckdb.connect()
+    conn.execute("create table t as select i as a, 'row ' || i as b, i * 0.5 as c from range(10) r(i)")
+    conn.execute("delete from t where a in (2, 3)")
+    before = table_names(conn)
+    got = rows_by_rowid(conn, "t", ["b", "a"], pa.array([7, 1, 7, 42, 2, 4], pa.int64()))
+    assert got.column_names == ["rowid", "b", "a"]
+    assert got.to_pylist() == [{"rowid": 1, "b": "row 1", "a": 1}, {"rowid": 4, "b": "row 4", "a": 4},
+                               {"rowid": 7, "b": "row 7", "a": 7}]
+    assert table_names(conn) == before == {"t"}
 
 
 def test_a_validated_runs_table_of_an_older_schema_is_not_searched_for_duplicates(raw_runs):

@@ -206,6 +206,25 @@ def date_groups(conn: duckdb.DuckDBPyConnection, name: str, keys: Sequence[str],
     return groups
 
 
+def rows_by_rowid(conn: duckdb.DuckDBPyConnection, name: str, columns: Sequence[str],
+                  rowids: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """Columns ``columns`` of the rows of warehouse table ``name`` whose ``rowid`` is in ``rowids`` (int64), in
+    rowid order, after their rowid as column ``rowid`` (int64): how a step reads back a few wide rows it picked
+    from a narrow read of the whole table, without holding the wide columns of every row. A rowid not in the
+    table gives no row.
+
+    Raises:
+        duckdb.CatalogException: no table ``name``.
+        duckdb.BinderException: a name of ``columns`` is not one of its columns.
+    """
+    conn.register("_wanted_rowids", pa.table({"rowid": rowids}))
+    try:
+        return conn.sql(f"select rowid, {', '.join(columns)} from {name} "
+                        "where rowid in (select rowid from _wanted_rowids) order by rowid").to_arrow_table()
+    finally:
+        conn.unregister("_wanted_rowids")
+
+
 # What DuckDB says when a file is not a database it can open: garbage or zero bytes, a truncated file, a damaged
 # block, a storage version this DuckDB cannot read.
 _CORRUPT_WAREHOUSE_SIGNS = ("not a valid duckdb database file", "could not read enough bytes", "corrupt",

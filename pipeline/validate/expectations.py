@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.ingest.schema import AGENTIC_TRACES, BENCHMARK_TYPES, RUN_COLUMNS
+from pipeline.io.storage import rows_by_rowid
 from pipeline.validate.plausibility import load_plausibility
 from pipeline.validate.rules import DUPLICATE_SEARCH_COLUMNS, PAIRING_COLUMNS, duplicates_in_table, pairing_rows
 
@@ -191,9 +192,9 @@ def stored_duplicates_by_run_id(conn: duckdb.DuckDBPyConnection,
     """``duplicates_by_run_id`` of every row of warehouse ``table`` (``RUN_SCHEMA`` columns) in its scan order
     (``rowid``, the order a plain ``select`` of it returns), read as ``pipeline.validate.judge`` reads raw runs:
     ``run_id`` and ``rules.PAIRING_COLUMNS`` of every row, then ``rules.DUPLICATE_SEARCH_COLUMNS`` of only the
-    rows ``rules.pairing_rows`` flags (any other row is never a duplicate nor the kept copy of one), so the search
-    columns of a million runs are never held at once. The same dict as ``duplicates_by_run_id`` of the whole
-    table.
+    rows ``rules.pairing_rows`` flags (``pipeline.io.storage.rows_by_rowid``; any other row is never a duplicate
+    nor the kept copy of one), so the search columns of a million runs are never held at once. The same dict as
+    ``duplicates_by_run_id`` of the whole table.
 
     Raises:
         duckdb.CatalogException: no ``table`` in the warehouse.
@@ -201,13 +202,9 @@ def stored_duplicates_by_run_id(conn: duckdb.DuckDBPyConnection,
     pairing = conn.sql(f"select rowid as _rowid, run_id, {', '.join(PAIRING_COLUMNS)} from {table} "
                        "order by rowid").to_arrow_table()
     at = pairing_rows(pairing)
-    conn.register("_pairing_rows", pa.table({"_rowid": pairing["_rowid"].take(pa.array(at, pa.int64()))}))
-    try:
-        searched = conn.sql(f"select {', '.join(DUPLICATE_SEARCH_COLUMNS)} from {table} "
-                            "where rowid in (select _rowid from _pairing_rows) order by rowid").to_arrow_table()
-    finally:
-        conn.unregister("_pairing_rows")
-    found = duplicates_in_table(searched)[1]
+    flagged = pairing["_rowid"].take(pa.array(at, pa.int64()))
+    searched = rows_by_rowid(conn, table, DUPLICATE_SEARCH_COLUMNS, flagged)
+    found = duplicates_in_table(searched.drop_columns(["rowid"]))[1]
     return _keyed_by_run_id(pairing["run_id"], {int(at[i]): finding for i, finding in found.items()})
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.io.paths import sql_text
-from pipeline.io.storage import column_names, date_groups, table_names
+from pipeline.io.storage import column_names, date_groups, rows_by_rowid, table_names
 from pipeline.validate.rules import (
     DUPLICATE_SEARCH_COLUMNS,
     PAIRING_COLUMNS,
@@ -65,7 +65,7 @@ def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: I
     (``rule_verdicts``); of the passing runs only ``PAIRING_COLUMNS`` are kept. Then, once: the other dates'
     accepted runs that could be a duplicate of a passing run (``sql/duplicate_candidates.sql``), the passing
     runs that could pair with another or with one of those (``pairing_rows``), their
-    ``DUPLICATE_SEARCH_COLUMNS`` read back by rowid, and the duplicate search over them
+    ``DUPLICATE_SEARCH_COLUMNS`` read back by rowid (``rows_by_rowid``), and the duplicate search over them
     (``duplicate_verdicts``). Any other passing run is never a duplicate nor the kept copy of one, so the
     verdicts are the whole table's.
 
@@ -103,15 +103,10 @@ def judge_raw_runs(conn: duckdb.DuckDBPyConnection, keys: list[str], known_hw: I
     elsewhere = accepted_elsewhere(conn, keys, passing)
     maybe = passing.column("raw_row").take(pa.array(pairing_rows(passing, elsewhere), pa.int64()))
     del passing
-    conn.register("_maybe", pa.table({"raw_row": maybe}))
-    try:
-        searched = conn.sql(f"select rowid as raw_row, {', '.join(DUPLICATE_SEARCH_COLUMNS)} from raw_runs "
-                            "where rowid in (select raw_row from _maybe) order by rowid").to_arrow_table()
-    finally:
-        conn.unregister("_maybe")
-    duplicates, found = duplicate_verdicts(searched.drop_columns(["raw_row"]).cast(_SEARCH_SCHEMA), elsewhere)
+    searched = rows_by_rowid(conn, "raw_runs", DUPLICATE_SEARCH_COLUMNS, maybe)
+    duplicates, found = duplicate_verdicts(searched.drop_columns(["rowid"]).cast(_SEARCH_SCHEMA), elsewhere)
     rejected += found
-    duplicate_rows = searched.column("raw_row").take(pa.array(duplicates, pa.int64()))
+    duplicate_rows = searched.column("rowid").take(pa.array(duplicates, pa.int64()))
     rejected_rows = pa.array(np.concatenate([rows.to_numpy() for rows in (*failed_rows, duplicate_rows)]), pa.int64())
     if preview is None:
         preview = RUN_SCHEMA.empty_table()
