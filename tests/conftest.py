@@ -32,6 +32,9 @@ def checkout_root(start: Path = REPO) -> Path:
 
 REAL_LOGS = checkout_root().parent / "shared" / "real-logs"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# headless Chromium in a container: no sandbox, GPU or background traffic (no request may leave localhost)
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 POSTGRES_INITDB = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
 
 
@@ -183,6 +186,22 @@ def _uses_module_fixture(item) -> bool:
     """Whether the test requests a module-scoped fixture (directly or through another fixture)."""
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     return any(defs and defs[-1].scope == "module" for defs in definitions.values())
+
+
+@pytest.fixture
+def browser():
+    """Headless Chromium (Debian's ``chromium``, driven by Playwright) for one test, closed when it ends. Skips the
+    test when Chromium is missing. Not shared between tests: a live Playwright keeps its event loop running in
+    the test process's main thread, and Dagster runs (and anything calling ``asyncio.run``) in later tests of the
+    same process would then run under it."""
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture

@@ -18,8 +18,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from conftest import OTHER_BOOK
-from test_report_browser import CHROMIUM, FLAGS
+from conftest import CHROMIUM, OTHER_BOOK
 
 from pipeline.comparisons.compare import COMPARISON_SCHEMA, compare, headline
 from pipeline.frontiers.points import FRONTIER_INPUT_COLUMNS, build_frontiers, frontiers_by_side
@@ -47,16 +46,6 @@ def explorer_site(_two_books_session_run):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", run.out_dir
     server.shutdown()
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 def open_explorer(browser, base, hash_="", width=1200, downloads=False):

@@ -455,17 +455,12 @@ def test_repeats_that_disagree_are_flagged_not_silently_averaged(honest, cli, ca
 # --- the report page: the same rules for typed targets -----------------------------------------------------------
 
 
-def test_the_page_recomputes_intervals_noise_gaps_and_spreads_as_python_does(honest):
+def test_the_page_recomputes_intervals_noise_gaps_and_spreads_as_python_does(honest, browser):
     """The page's script at typed targets on the repeat pages: every CSV column (intervals, cell_basis,
     bracket_ratio, repeat spreads, difference_significant) is ``compare()``'s, bit for bit, the three sentences and
     the per-target lines are ``report.sentences`` / ``report.target_sentence`` of those rows, and a throughput cell
     shows its interval."""
-    from test_report_browser import CHROMIUM, FLAGS
     from test_report_page import assert_csv_equals
-
-    if CHROMIUM is None:
-        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    from playwright.sync_api import sync_playwright
 
     from pipeline.comparisons.compare import compare
     from pipeline.comparisons.report import sentences, slug, target_sentence
@@ -478,32 +473,29 @@ def test_the_page_recomputes_intervals_noise_gaps_and_spreads_as_python_does(hon
     comparisons = {c.comparison_id: c for c in enumerate_comparisons(run.mart("runs").to_pylist())}
     pages = [((1024, 1024), [5.0, 100.0, 30.5]), ((8192, 1024), [5.0, 100.0, 20.0]), ((1024, 8192), [38.0, 100.0, 21.0])]
     said = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1100, "height": 1400})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        for (isl, osl), typed in pages:
-            rows = [r for r in mart if r["title"] == "MI300X vs MI325X FP8" and (r["isl"], r["osl"]) == (isl, osl)]
-            page.goto((run.out_dir / "report" / f"{slug(rows[0])}.html").as_uri())
-            page.wait_for_function("window.__comparison !== undefined")
-            for i, target in enumerate(typed, start=1):
-                page.fill(f"#target-{i}", repr(target))
-            expected = compare(comparisons[rows[0]["comparison_id"]], by_side, targets=typed)
-            at = {(r["target_index"], r["side"]): r for r in expected}
-            assert_csv_equals(list(csv.DictReader(io.StringIO(page.evaluate("window.__comparison.csv")))), expected)
-            three = sentences([at[(2, "a")], at[(2, "b")]])
-            assert [page.locator(f"#sentence-{i}").inner_text() for i in (1, 2, 3)] == three
-            lines = [target_sentence(at[(i, "a")]) for i in (1, 2, 3)]
-            assert page.locator("#target-sentences li").all_inner_texts() == lines
-            said += lines
-            cells = page.locator("#comparison-table tr[data-metric='tput_per_gpu'] td[data-side]").all_inner_texts()
-            for (t, s), text in zip([(t, s) for t in (1, 2, 3) for s in "ab"], cells):
-                r = at[(t, s)]
-                tail = ("" if r["tput_per_gpu_ci_lo"] is None
-                        else f" [{r['tput_per_gpu_ci_lo']:,.1f}–{r['tput_per_gpu_ci_hi']:,.1f}]")
-                assert text == f"{r['tput_per_gpu']:,.1f}{tail}"
-        browser.close()
+    page = browser.new_page(viewport={"width": 1100, "height": 1400})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    for (isl, osl), typed in pages:
+        rows = [r for r in mart if r["title"] == "MI300X vs MI325X FP8" and (r["isl"], r["osl"]) == (isl, osl)]
+        page.goto((run.out_dir / "report" / f"{slug(rows[0])}.html").as_uri())
+        page.wait_for_function("window.__comparison !== undefined")
+        for i, target in enumerate(typed, start=1):
+            page.fill(f"#target-{i}", repr(target))
+        expected = compare(comparisons[rows[0]["comparison_id"]], by_side, targets=typed)
+        at = {(r["target_index"], r["side"]): r for r in expected}
+        assert_csv_equals(list(csv.DictReader(io.StringIO(page.evaluate("window.__comparison.csv")))), expected)
+        three = sentences([at[(2, "a")], at[(2, "b")]])
+        assert [page.locator(f"#sentence-{i}").inner_text() for i in (1, 2, 3)] == three
+        lines = [target_sentence(at[(i, "a")]) for i in (1, 2, 3)]
+        assert page.locator("#target-sentences li").all_inner_texts() == lines
+        said += lines
+        cells = page.locator("#comparison-table tr[data-metric='tput_per_gpu'] td[data-side]").all_inner_texts()
+        for (t, s), text in zip([(t, s) for t in (1, 2, 3) for s in "ab"], cells):
+            r = at[(t, s)]
+            tail = ("" if r["tput_per_gpu_ci_lo"] is None
+                    else f" [{r['tput_per_gpu_ci_lo']:,.1f}–{r['tput_per_gpu_ci_hi']:,.1f}]")
+            assert text == f"{r['tput_per_gpu']:,.1f}{tail}"
     assert errors == []
     text = " ".join(said)
     assert "within run-to-run noise (95 % intervals overlap) on tok/s/GPU" in text and "averages repeats 15% apart" in text

@@ -15,11 +15,10 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 import pytest
-from conftest import SAMPLE_DIR, UI_CHARTS_CONFIG, reference_knowing_models, unrestricted
+from conftest import CHROMIUM, SAMPLE_DIR, UI_CHARTS_CONFIG, reference_knowing_models, unrestricted
 from markdown_it import (
     MarkdownIt,  # markdown-it-py, installed with rich (a dagster dependency)
 )
-from test_report_browser import CHROMIUM, FLAGS
 
 from pipeline.comparisons.plots import frontier_chart
 from pipeline.comparisons.report import (
@@ -215,9 +214,7 @@ def test_pipeline_runs_to_the_report_on_hostile_names(hostile_run):
 
 @pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
-    from playwright.sync_api import sync_playwright
-
+def test_report_shows_hostile_names_as_text_in_chromium(hostile_run, browser):
     _, out = hostile_run
     rows = [r for r in unrestricted(read_mart(out, "comparisons")).to_pylist() if r["price_book"] == REPORT_PRICE_BOOK]
     by_page = {f"{slug(r)}.html": r for r in rows}
@@ -230,87 +227,84 @@ def test_report_shows_hostile_names_as_text_in_chromium(hostile_run):
     texts: dict[str, str] = {}
     edited: dict[str, str] = {}
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-            page = browser.new_page()
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            # every URL the page asks for: after its load event, nothing but the page and its own scripts may
-            # have been requested (an injected image, style or script would be fetched by then)
-            requested: list[str] = []
-            # (the browser's own /favicon.ico request, which no page asks for, is left out)
-            page.on("request", lambda request: requested.append(request.url.removeprefix(f"{base}/"))
-                    if request.url != f"{base}/favicon.ico" else None)
-            page.goto(f"{base}/index.html", wait_until="load")
-            assert (dialogs, errors) == ([], []), "index.html"
-            assert requested == ["index.html", "assets/index.js"], requested
-            hrefs = [a.get_attribute("href") for a in page.locator("a").all()]
-            assert hrefs.count("explorer.html") == 1  # the explorer, read at the end
-            hrefs = [h for h in hrefs if h != "explorer.html"]
-            assert sorted(hrefs) == sorted(by_page)
-            index_text = norm(page.locator("body").inner_text())
-            for row in by_page.values():
-                assert norm(page_title(row)) in index_text
-            # nothing injected: the filter script is the index's only script, no svg or img element
-            assert page.locator("svg, img").count() == 0
-            assert [s.get_attribute("src") for s in page.locator("script").all()] == ["assets/index.js"]
-            # the filters' options hold the hostile models as text
-            models = page.locator("#filter-model option").all_inner_texts()
-            assert {norm(MODEL[name]) for name in SHOWN} <= {norm(m) for m in models}
-            page.select_option("#filter-model", MODEL[SHOWN[1]])
-            assert page.locator("#comparison-list li:visible").count() == 3  # its framework, spec and precision pages
-            assert (dialogs, errors) == ([], []), "index.html filtered"
-            for href in hrefs:
-                requested.clear()
-                page.goto(f"{base}/{href}", wait_until="load")
-                assert (dialogs, errors) == ([], []), href  # no script ran
-                # no injected resource was fetched: the page and its own script files (the browser may serve them cached)
-                assert set(requested) <= {href, "assets/chart.umd.min.js", "assets/frontier-rules.js",
-                                          "assets/comparison.js"} and requested[0] == href, (href, requested)
-                row = by_page[href]
-                assert norm(page.locator("h1").inner_text()) == norm(page_title(row)), href
-                assert norm(page.title()) == norm(page_title(row)), href
-                assert norm(page.locator(".sub").first.inner_text()).startswith(norm(row["model"])), href
-                # nothing injected: the page's own three scripts (its data as JSON, Chart.js, the page script), the
-                # chart's canvas, no svg or img element
-                assert page.locator("script").evaluate_all(
-                    "els => els.map(e => [e.type, e.getAttribute('src')])") == SCRIPTS, href
-                assert page.locator("svg, img").count() == 0, href
-                assert page.locator("canvas").count() == 1, href
-                assert page.locator("#frontier-chart").evaluate("c => Chart.getChart(c) !== undefined"), href
-                data = json.loads(page.locator("#page-data").text_content())
-                assert row["side_label"] in data["labels"].values(), href  # the label survives JSON as typed
-                texts[href] = norm(page.locator("body").inner_text())
-                # the script's redraw (a typed target beyond every frontier) shows the labels as text too
-                page.fill("#target-3", "100000")
-                assert (dialogs, errors) == ([], []), href
-                assert page.locator("svg, img").count() == 0, href
-                assert page.locator("script").count() == len(SCRIPTS), href
-                edited[href] = norm(page.locator("body").inner_text())
-            # the explorer: its data as JSON, Chart.js, the shared rules, its script, and besides them (in the
-            # head, where its script adds them as sides are drawn) only the trend scripts its own data names
-            # (explorer-trends/<n>.js); every workload's side list, chart legend and table hold the hostile labels
-            # as text
-            page.goto(f"{base}/explorer.html")
-            page.wait_for_function("window.__explorer !== undefined && window.__explorer.trendsPending === 0")
-            head = page.locator("head script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])")
-            body = page.locator("body script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])")
-            trend_sources = page.evaluate("window.__explorer.data.sides.map(s => s.trend_src).filter(Boolean)")
-            assert body == [["application/json", None], ["", "assets/chart.umd.min.js"],
-                            ["", "assets/frontier-rules.js"], ["", "assets/explorer.js"]]
-            assert head and all(kind == "" and src in trend_sources for kind, src in head)
-            assert all(src.startswith("explorer-trends/") and src.endswith(".js") for src in trend_sources)
-            explorer_texts = []
-            for workload in page.locator("#workload option").evaluate_all("os => os.map(o => o.value)"):
-                page.select_option("#workload", workload)
-                explorer_texts.append(norm(page.locator("body").inner_text()))
-                explorer_texts.append(norm(" ".join(page.evaluate(
-                    "window.__explorer.chart.legend.legendItems.map(i => i.text)"))))
-                assert (dialogs, errors) == ([], []), workload
-                assert page.locator("svg, img").count() == 0, workload
-            explorer_text = " ".join(explorer_texts)
-            browser.close()
+        page = browser.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # every URL the page asks for: after its load event, nothing but the page and its own scripts may
+        # have been requested (an injected image, style or script would be fetched by then)
+        requested: list[str] = []
+        # (the browser's own /favicon.ico request, which no page asks for, is left out)
+        page.on("request", lambda request: requested.append(request.url.removeprefix(f"{base}/"))
+                if request.url != f"{base}/favicon.ico" else None)
+        page.goto(f"{base}/index.html", wait_until="load")
+        assert (dialogs, errors) == ([], []), "index.html"
+        assert requested == ["index.html", "assets/index.js"], requested
+        hrefs = [a.get_attribute("href") for a in page.locator("a").all()]
+        assert hrefs.count("explorer.html") == 1  # the explorer, read at the end
+        hrefs = [h for h in hrefs if h != "explorer.html"]
+        assert sorted(hrefs) == sorted(by_page)
+        index_text = norm(page.locator("body").inner_text())
+        for row in by_page.values():
+            assert norm(page_title(row)) in index_text
+        # nothing injected: the filter script is the index's only script, no svg or img element
+        assert page.locator("svg, img").count() == 0
+        assert [s.get_attribute("src") for s in page.locator("script").all()] == ["assets/index.js"]
+        # the filters' options hold the hostile models as text
+        models = page.locator("#filter-model option").all_inner_texts()
+        assert {norm(MODEL[name]) for name in SHOWN} <= {norm(m) for m in models}
+        page.select_option("#filter-model", MODEL[SHOWN[1]])
+        assert page.locator("#comparison-list li:visible").count() == 3  # its framework, spec and precision pages
+        assert (dialogs, errors) == ([], []), "index.html filtered"
+        for href in hrefs:
+            requested.clear()
+            page.goto(f"{base}/{href}", wait_until="load")
+            assert (dialogs, errors) == ([], []), href  # no script ran
+            # no injected resource was fetched: the page and its own script files (the browser may serve them cached)
+            assert set(requested) <= {href, "assets/chart.umd.min.js", "assets/frontier-rules.js",
+                                      "assets/comparison.js"} and requested[0] == href, (href, requested)
+            row = by_page[href]
+            assert norm(page.locator("h1").inner_text()) == norm(page_title(row)), href
+            assert norm(page.title()) == norm(page_title(row)), href
+            assert norm(page.locator(".sub").first.inner_text()).startswith(norm(row["model"])), href
+            # nothing injected: the page's own three scripts (its data as JSON, Chart.js, the page script), the
+            # chart's canvas, no svg or img element
+            assert page.locator("script").evaluate_all(
+                "els => els.map(e => [e.type, e.getAttribute('src')])") == SCRIPTS, href
+            assert page.locator("svg, img").count() == 0, href
+            assert page.locator("canvas").count() == 1, href
+            assert page.locator("#frontier-chart").evaluate("c => Chart.getChart(c) !== undefined"), href
+            data = json.loads(page.locator("#page-data").text_content())
+            assert row["side_label"] in data["labels"].values(), href  # the label survives JSON as typed
+            texts[href] = norm(page.locator("body").inner_text())
+            # the script's redraw (a typed target beyond every frontier) shows the labels as text too
+            page.fill("#target-3", "100000")
+            assert (dialogs, errors) == ([], []), href
+            assert page.locator("svg, img").count() == 0, href
+            assert page.locator("script").count() == len(SCRIPTS), href
+            edited[href] = norm(page.locator("body").inner_text())
+        # the explorer: its data as JSON, Chart.js, the shared rules, its script, and besides them (in the
+        # head, where its script adds them as sides are drawn) only the trend scripts its own data names
+        # (explorer-trends/<n>.js); every workload's side list, chart legend and table hold the hostile labels
+        # as text
+        page.goto(f"{base}/explorer.html")
+        page.wait_for_function("window.__explorer !== undefined && window.__explorer.trendsPending === 0")
+        head = page.locator("head script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])")
+        body = page.locator("body script").evaluate_all("els => els.map(e => [e.type, e.getAttribute('src')])")
+        trend_sources = page.evaluate("window.__explorer.data.sides.map(s => s.trend_src).filter(Boolean)")
+        assert body == [["application/json", None], ["", "assets/chart.umd.min.js"],
+                        ["", "assets/frontier-rules.js"], ["", "assets/explorer.js"]]
+        assert head and all(kind == "" and src in trend_sources for kind, src in head)
+        assert all(src.startswith("explorer-trends/") and src.endswith(".js") for src in trend_sources)
+        explorer_texts = []
+        for workload in page.locator("#workload option").evaluate_all("os => os.map(o => o.value)"):
+            page.select_option("#workload", workload)
+            explorer_texts.append(norm(page.locator("body").inner_text()))
+            explorer_texts.append(norm(" ".join(page.evaluate(
+                "window.__explorer.chart.legend.legendItems.map(i => i.text)"))))
+            assert (dialogs, errors) == ([], []), workload
+            assert page.locator("svg, img").count() == 0, workload
+        explorer_text = " ".join(explorer_texts)
     finally:
         server.shutdown()
     for name in SHOWN:

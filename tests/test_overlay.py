@@ -10,7 +10,6 @@ import shutil
 
 import pytest
 from conftest import CHROMIUM, SAMPLE_DIR
-from test_report_browser import FLAGS
 
 from pipeline.__main__ import main
 from pipeline.comparisons.explorer import explorer_data, split_trends
@@ -70,28 +69,23 @@ def test_overlay_draws_unofficial_runs_and_writes_no_mart(sample_run, user_folde
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_unofficial_runs_are_marked_in_the_chart(sample_run, user_folder, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_unofficial_runs_are_marked_in_the_chart(sample_run, user_folder, tmp_path, browser):
     out = tmp_path / "page"
     assert main(["overlay", str(user_folder), "--out", str(out), "--no-open"]) == 0
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page()
-        errors = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto((out / "explorer.html").as_uri() + "#w=dsr1%7C1024%2F1024")
-        page.wait_for_function("window.__explorer !== undefined")
-        sets = page.evaluate("window.__explorer.chart.data.datasets.map(d => ({label: d.label, n: d.data.length, "
-                             "style: d.pointStyle || null, unofficial: !!d.unofficial}))")
-        marked = [s for s in sets if s["unofficial"]]
-        assert marked == [{"label": "unofficial", "n": 6, "style": "crossRot", "unofficial": True}]  # DSR1's six
-        legend = page.evaluate("window.__explorer.chart.legend.legendItems.map(i => i.text)")
-        assert "unofficial" in legend
-        assert all(s["style"] != "crossRot" for s in sets if not s["unofficial"])
-        assert page.locator("#unofficial-note").is_visible()
-        assert "invalid_json" in page.locator("#quarantined").inner_text()
-        browser.close()
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto((out / "explorer.html").as_uri() + "#w=dsr1%7C1024%2F1024")
+    page.wait_for_function("window.__explorer !== undefined")
+    sets = page.evaluate("window.__explorer.chart.data.datasets.map(d => ({label: d.label, n: d.data.length, "
+                         "style: d.pointStyle || null, unofficial: !!d.unofficial}))")
+    marked = [s for s in sets if s["unofficial"]]
+    assert marked == [{"label": "unofficial", "n": 6, "style": "crossRot", "unofficial": True}]  # DSR1's six
+    legend = page.evaluate("window.__explorer.chart.legend.legendItems.map(i => i.text)")
+    assert "unofficial" in legend
+    assert all(s["style"] != "crossRot" for s in sets if not s["unofficial"])
+    assert page.locator("#unofficial-note").is_visible()
+    assert "invalid_json" in page.locator("#quarantined").inner_text()
     assert errors == []
 
 

@@ -9,8 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import OTHER_BOOK, unrestricted
-from test_report_browser import CHROMIUM, FLAGS
+from conftest import CHROMIUM, OTHER_BOOK, unrestricted
 
 from pipeline.comparisons.compare import compare
 from pipeline.comparisons.report import CSV_COLUMNS, KIND_SUFFIX, json_script, slug
@@ -36,20 +35,15 @@ def marts(sample_run_two_books):
 
 
 @pytest.fixture()
-def browser_page():
+def browser_page(browser):
     """A Chromium page recording console errors, page errors and every requested URL."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        context = browser.new_context(accept_downloads=True, viewport={"width": 1100, "height": 1500})
-        page = context.new_page()
-        log = {"errors": [], "requests": []}
-        page.on("console", lambda msg: log["errors"].append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda exc: log["errors"].append(str(exc)))
-        context.on("request", lambda request: log["requests"].append(request.url))
-        yield page, log
-        browser.close()
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1100, "height": 1500})
+    page = context.new_page()
+    log = {"errors": [], "requests": []}
+    page.on("console", lambda msg: log["errors"].append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: log["errors"].append(str(exc)))
+    context.on("request", lambda request: log["requests"].append(request.url))
+    yield page, log
 
 
 def assert_offline(log):
