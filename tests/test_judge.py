@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO, SAMPLE_DIR
 
 from pipeline.ingest.folder import ingest_folder
+from pipeline.ingest.schema import QUARANTINE_SCHEMA
 from pipeline.metrics.reference import load_gpu_reference
 from pipeline.io.storage import date_groups, rows_by_rowid, table_names
 from pipeline.validate.judge import judge_raw_runs
@@ -120,6 +121,16 @@ def test_no_raw_runs_in_the_dates_judges_nothing(raw_runs):
     counts = (judged.accepted, judged.rejects.num_rows, len(judged.rejected_rows), judged.preview.num_rows)
     assert counts == (0, 0, 0, 0)
     assert np.asarray(judged.rejected_rows).dtype == np.int64
+
+
+def test_the_rejects_have_the_quarantine_schema_with_or_without_rows(raw_runs):
+    """The caller appends ``rejects`` to the quarantine table: its columns and types are ``QUARANTINE_SCHEMA``'s
+    whether the dates hold rejections or none (an empty list has no columns to infer)."""
+    conn = _warehouse(raw_runs)
+    none = judge_raw_runs(conn, ["2031-01-01"], KNOWN_HW).rejects
+    some = judge_raw_runs(conn, sorted(set(raw_runs["run_date_partition"].to_pylist())), KNOWN_HW).rejects
+    assert (none.num_rows, some.num_rows > 0) == (0, True)
+    assert none.schema == some.schema == QUARANTINE_SCHEMA
 
 
 def test_judging_leaves_no_relation_of_its_own_registered(raw_runs):
