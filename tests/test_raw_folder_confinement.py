@@ -136,6 +136,23 @@ def test_sidecar_linked_outside_the_folder_is_refused_unread(raw):
     _assert_nothing_outside_read(result)
 
 
+def test_sidecar_linked_to_a_file_inside_the_folder_is_read_and_a_regular_one_beside_it_too(raw):
+    """The parse confines a sidecar only when it is a link (``_load_listed_sidecar``): a link to a file inside
+    the folder is followed and read; a regular sidecar is read as it lies in the listed folder."""
+    folder, _ = raw
+    shared = folder / "shared"
+    shared.mkdir()
+    (shared / "meta.json").write_text('{"image": "vllm/vllm-openai:v0.11.0"}')
+    os.symlink(shared / "meta.json", folder / (GOOD + ".meta.json"))
+    twin = "dsr1_1k1k_h200_fp8_vllm_none_conc16_copy.json"
+    shutil.copy(SAMPLE_DIR / "vllm" / "h200" / GOOD, folder / twin)
+    (folder / "runs.csv").write_text((folder / "runs.csv").read_text().replace("escaped.json", twin, 1))
+    (folder / (twin + ".meta.json")).write_text('{"image": "vllm/vllm-openai:v0.10.2"}')
+    result = _ingest_within(folder)
+    images = {r["source_file"]: r["image"] for r in result.runs.to_pylist()}
+    assert images == {GOOD: "vllm/vllm-openai:v0.11.0", twin: "vllm/vllm-openai:v0.10.2"}, _reasons(result)
+
+
 def test_runs_csv_linked_outside_the_folder_is_refused_unread(raw):
     folder, outside = raw
     (folder / "runs.csv").rename(outside / "runs.csv")

@@ -438,7 +438,8 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
                 if isinstance(manifest, ManifestError):
                     raise manifest
                 listed = sidecars is None or rel + SIDECAR_SUFFIX in sidecars
-                sidecar, sidecar_error = (load_sidecar(path + SIDECAR_SUFFIX, real_root) if listed else None), None
+                sidecar, sidecar_error = (_load_listed_sidecar(path + SIDECAR_SUFFIX, real_root) if listed
+                                          else None), None
             except MetadataError as exc:
                 sidecar, sidecar_error = None, exc
             for row, fmt, parsed in readout.runs:
@@ -467,6 +468,20 @@ def parse_serial(raw_dir: Path, rels: Iterable[str], sidecars: set[str] | None =
         rejects=pa.Table.from_pylist(rejects, schema=QUARANTINE_SCHEMA),
         files=pa.Table.from_pylist(files, schema=FILE_SCHEMA),
     )
+
+
+def _load_listed_sidecar(path: str, real_root: str) -> dict[str, Any] | None:
+    """``load_sidecar`` of the sidecar ``path`` beside a log the scan listed. Confined to ``real_root`` (the raw
+    folder, symlinks resolved) only when it is a symlink, as ``_read`` confines a log: the log's folder is one the
+    scan listed (it never enters a symlinked folder), so a sidecar there that is not a link lies in the raw
+    folder, and resolving its path again (``pipeline.io.opener.inside``, a system call per part of the path) is
+    most of what reading a small sidecar costs. A sidecar swapped for a link between this look and its read is
+    followed, the window ``_read`` leaves a log; ``read_whole`` still refuses anything but a regular file.
+
+    Raises:
+        MetadataError: as ``load_sidecar``.
+    """
+    return load_sidecar(path, real_root if os.path.islink(path) else None)
 
 
 def _manifest(cache: dict, root: str, folder: str) -> dict[str, dict[str, str]] | ManifestError:
