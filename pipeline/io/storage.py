@@ -217,10 +217,11 @@ def rows_by_rowid(conn: duckdb.DuckDBPyConnection, name: str, columns: Sequence[
         duckdb.CatalogException: no table ``name``.
         duckdb.BinderException: a name of ``columns`` is not one of its columns.
     """
-    conn.register("_wanted_rowids", pa.table({"rowid": rowids}))
+    # the asked rowids under a name of their own: a scan's own rowid pseudo-column is never what is read
+    conn.register("_wanted_rowids", pa.table({"_rowid": rowids}))
     try:
         return conn.sql(f"select rowid, {', '.join(columns)} from {name} "
-                        "where rowid in (select rowid from _wanted_rowids) order by rowid").to_arrow_table()
+                        "where rowid in (select _rowid from _wanted_rowids) order by rowid").to_arrow_table()
     finally:
         conn.unregister("_wanted_rowids")
 
