@@ -1,5 +1,6 @@
 """Scale-out on Dagster's production setup: the documented profile (deploy/postgres/dagster.yaml, PostgreSQL
-storage) with two run-date partitions materialized at the same time by the multiprocess executor."""
+storage) with two run-date partitions materialized at the same time by the multiprocess executor, and what its
+forkserver preloads for the steps' processes."""
 
 import glob
 import os
@@ -115,3 +116,22 @@ def test_two_partitions_materialize_in_parallel_on_postgres(postgres_url, tmp_pa
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as conn:
         counts = dict(conn.execute("select run_date_partition, count(*) from run_metrics group by 1").fetchall())
     assert set(counts) == set(keys) and all(n > 0 for n in counts.values())
+
+
+def test_the_forkserver_preloads_every_module_a_step_process_imports_to_load_the_job():
+    """Each step process of a multiprocess run loads ``refresh_all`` again, which imports every module of the defs
+    folder: each one is in the forkserver's preload list (``pipeline.defs.jobs.PRELOADED``), so no step imports it
+    itself, and every name there is an importable module (multiprocessing skips a preload it cannot import,
+    silently)."""
+    import importlib.util
+
+    from pipeline.defs.jobs import PRELOADED
+
+    code = ("import sys; from pipeline.definitions import refresh_all_job; refresh_all_job(); "
+            "print(' '.join(sorted(m for m, mod in sys.modules.items() if m.startswith('pipeline.defs.') "
+            "and not hasattr(mod, '__path__'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert "pipeline.defs.ingest.assets" in loaded and "pipeline.defs.validate.expectations" in loaded
+    assert set(loaded) <= set(PRELOADED), sorted(set(loaded) - set(PRELOADED))
+    assert all(importlib.util.find_spec(name) is not None for name in PRELOADED)

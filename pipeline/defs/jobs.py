@@ -4,8 +4,8 @@
 the UI and of ``dagster asset materialize`` run Dagster's implicit asset job. Launched by the daemon, the UI or
 ``dagster asset materialize``, a run takes one process per step, independent steps at once (the CLI runs
 ``refresh_all`` in process, as one run). Steps fork from a forkserver that has already imported the code location
-and Great Expectations, so a step does not import them again as it would under Dagster's default ``spawn``
-(where importing GX is most of a step's start).
+(every module of the defs folder) and Great Expectations, so a step does not import them again as it would under
+Dagster's default ``spawn`` (where importing GX is most of a step's start).
 
 Run config ``execution: {config: {in_process: true}}`` runs every step of one run in the run's own process
 instead (``STEP_EXECUTOR``): no process start per step, which is most of a small run's time (a night's sensor
@@ -15,12 +15,24 @@ warehouse-writing step waits for the pool ``duckdb_warehouse`` (``dagster.yaml``
 so parallel runs still take turns on the warehouse.
 """
 
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-# the modules a multiprocess run's forkserver imports once, before forking a process per step
-PRELOADED = ["pipeline.definitions", "great_expectations"]
+
+def defs_folder_modules() -> list[str]:
+    """The dotted names of every module of ``pipeline/defs`` (package ``__init__`` files left out), read from the
+    folder without importing them: what ``pipeline.definitions.defs`` imports when it loads the code location."""
+    root = Path(__file__).parent
+    return sorted(".".join(("pipeline", "defs", *path.relative_to(root).with_suffix("").parts))
+                  for path in root.rglob("*.py") if path.name != "__init__.py")
+
+
+# The modules a multiprocess run's forkserver imports once, before it forks a process per step: the code location
+# (each step's process loads the job again, which imports every module of the defs folder) and Great Expectations
+# (imported where the suite runs).
+PRELOADED = ["pipeline.definitions", *defs_folder_modules(), "great_expectations"]
 
 
 def _executor_config(config: dict[str, Any]) -> dict[str, Any]:
