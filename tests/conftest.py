@@ -1,6 +1,7 @@
 """Shared fixtures: paths to the bundled sample and the real logs, the sample pipeline run once per session
 (``sample_run``, read-only; ``sample_run_copy`` for tests that change it), and a helper that runs the whole
-Dagster job against a temporary warehouse and mart folder (``run_pipeline``, for other folders or run configs).
+Dagster job against a temporary warehouse and mart folder (``run_pipeline``, for other folders or run configs),
+and a headless Chromium for each browser test (``browser``).
 
 In CI (``CI=true``) the suite refuses to start without the real-log folder (``REAL_LOGS``), Chromium or PostgreSQL's server
 binaries, so the tests that need them cannot skip unnoticed; locally those tests skip with the reason."""
