@@ -150,6 +150,7 @@ def test_the_suite_frees_gx_metric_caches_itself_before_it_returns(sample_run, m
 
     runs, known_hw = _validated(sample_run)
     frames = _tracked_frames(monkeypatch)
+
     def engines() -> int:
         return sum(type(o).__name__ == "PandasExecutionEngine" for o in gc.get_objects())
 
