@@ -5,6 +5,7 @@ history built from real InferenceX export rows with one injected −15 % step (a
 import datetime as dt
 import io
 import json
+import math
 import threading
 from contextlib import redirect_stdout
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -427,6 +428,69 @@ def test_cumulative_l2_cost_is_the_sum_of_squared_deviations():
         cost.error(2, 2)
     with pytest.raises(ValueError, match=r"one column expected, got shape \(3, 2\)"):
         cumulative_l2_cost().fit(np.zeros((3, 2)))
+
+
+def _binseg_first_step(x, min_size):
+    """(cut, gain) of ruptures' Binseg's first step over the whole of ``x``, computed by ruptures' own loop
+    (``single_bkp``) on the same cost."""
+    import ruptures
+
+    algo = ruptures.Binseg(custom_cost=cumulative_l2_cost(), min_size=min_size, jump=1).fit(x.reshape(-1, 1))
+    return algo.single_bkp(0, x.size)
+
+
+def _random_series(rng, count):
+    """``count`` series of 4–40 points: noise alone, noise with a step, constant, and values far from 0."""
+    for _ in range(count):
+        n = int(rng.integers(4, 41))
+        x = rng.normal(0.0, 1.0, n)
+        kind = rng.integers(0, 4)
+        if kind == 1:
+            x[int(rng.integers(1, n)):] += rng.normal(0.0, 3.0)
+        elif kind == 2:
+            x[:] = 0.25
+        elif kind == 3:
+            x = 1e6 + 1e-3 * x
+        yield x
+
+
+def test_best_first_gain_is_binseg_first_step_to_the_last_bit():
+    """cumulative_l2_cost().best_first_gain(min_size): exactly (==) the gain ruptures' Binseg computes for its
+    first cut over the whole series, with the cost's floor of 1 point per segment; −inf with no cut to make."""
+    rng = np.random.default_rng(20261128)
+    for x in _random_series(rng, 400):
+        for min_size in (0, 1, 2, 3):
+            cost = cumulative_l2_cost().fit(x)
+            if x.size < 2 * max(min_size, 1):
+                assert cost.best_first_gain(min_size) == -np.inf
+                continue
+            assert cost.best_first_gain(min_size) == _binseg_first_step(x, min_size)[1], (x.tolist(), min_size)
+    assert cumulative_l2_cost().fit(np.array([1.0, 2.0, 3.0])).best_first_gain(2) == -np.inf
+    # [0, 0, 1, 1]: the cut at 2 leaves two flat halves, the whole costs 4 × 0.5² = 1
+    assert cumulative_l2_cost().fit(np.array([0.0, 0.0, 1.0, 1.0])).best_first_gain(2) == 1.0
+
+
+def test_change_points_are_binseg_cuts_with_or_without_its_first_step_done_first():
+    """change_points: the cuts of ruptures' Binseg run whole on the same cost (the first step done first only
+    skips the search where it would stop at once), on series near and far from the penalty."""
+    import ruptures
+
+    rng = np.random.default_rng(7)
+    penalties = 0
+    for x in _random_series(rng, 300):
+        for min_size in (1, 2, 3):
+            if x.size < 2 * min_size:
+                continue
+            gain = _binseg_first_step(x, min_size)[1]
+            # noises that put the penalty just below, at and just above the first gain, and far from it
+            for noise in (0.01, 0.5, 2.0, *(np.sqrt(gain / (4.0 * np.log(x.size))) * np.array([0.999, 1.0, 1.001])
+                                              if gain > 0 else ())):
+                pen = 4.0 * noise * noise * math.log(x.size)
+                algo = ruptures.Binseg(custom_cost=cumulative_l2_cost(), min_size=min_size, jump=1)
+                whole = [b for b in algo.fit(x.reshape(-1, 1)).predict(pen=pen) if b < x.size]
+                assert change_points(x, noise, min_size, 4.0) == whole, (x.tolist(), noise, min_size)
+                penalties += 1
+    assert penalties > 2000
 
 
 def test_frontier_series_points_per_date_gaps_and_shared_targets():

@@ -240,14 +240,22 @@ def change_points(x: np.ndarray, noise: float, min_size: int, penalty: float) ->
     points. [] for a series shorter than 2 × ``min_size``.
 
     The cuts are ``CostL2``'s but where two cuts tie exactly in real arithmetic (an isolated failure night in a
-    flat failure-rate series, either side of it): each cost breaks such a tie by its own rounding."""
+    flat failure-rate series, either side of it): each cost breaks such a tie by its own rounding.
+
+    Most series hold no change: when no single cut of the whole series gains more than the penalty, Binseg stops
+    at its first step with no cut, so the search is not started (``best_first_gain``, the same cost arithmetic
+    as Binseg's first step, in one array pass)."""
     import ruptures  # imported here: only this stage needs it, and it pulls in its compiled extensions
 
     n = x.size
     if n < 2 * min_size:
         return []
-    algo = ruptures.Binseg(custom_cost=cumulative_l2_cost(), min_size=min_size, jump=1).fit(x.reshape(-1, 1))
-    return [int(b) for b in algo.predict(pen=penalty * noise * noise * math.log(n)) if b < n]
+    pen = penalty * noise * noise * math.log(n)
+    cost = cumulative_l2_cost().fit(x)
+    if cost.best_first_gain(min_size) <= pen:  # Binseg cuts only where the gain is > pen
+        return []
+    algo = ruptures.Binseg(custom_cost=cost, min_size=min_size, jump=1).fit(x.reshape(-1, 1))
+    return [int(b) for b in algo.predict(pen=pen) if b < n]
 
 
 def cumulative_l2_cost() -> Any:
@@ -262,6 +270,9 @@ def cumulative_l2_cost() -> Any:
 
     ``fit(signal)``: a float array of shape (n,) or (n, 1). Raises ValueError for more than one column (the
     series here have one); ``error`` raises ruptures' ``NotEnoughPoints`` for an empty segment, as ``CostL2``.
+    ``best_first_gain(min_size)``: the largest ``error(0, n) − error(0, b) − error(b, n)`` over the cuts ``b``
+    with at least ``min_size`` points on each side (−inf when there is none): what ``Binseg``'s first step
+    compares with the penalty, from the same sums with the same operations in the same order (the same floats).
     """
     return _cumulative_l2_class()()
 
@@ -290,9 +301,24 @@ def _cumulative_l2_class() -> type:
                 raise ValueError(f"cumulative L2 cost: a signal of one column expected, got shape {x.shape}")
             self.signal = x
             centred = x[:, 0] - x[:, 0].mean() if x.shape[0] else x[:, 0]
-            self._sums = [0.0, *np.cumsum(centred).tolist()]
-            self._squares = [0.0, *np.cumsum(centred * centred).tolist()]
+            self._sum_array = np.concatenate(([0.0], np.cumsum(centred)))
+            self._square_array = np.concatenate(([0.0], np.cumsum(centred * centred)))
+            # error() reads Python floats: indexing a list is several times faster than a numpy array
+            self._sums = self._sum_array.tolist()
+            self._squares = self._square_array.tolist()
             return self
+
+        def best_first_gain(self, min_size: int) -> float:
+            sums, squares = self._sum_array, self._square_array
+            n, min_size = sums.size - 1, max(min_size, self.min_size)  # Binseg's own floor: the cost's min_size
+            if n < 2 * min_size:
+                return -math.inf
+            cuts = np.arange(min_size, n - min_size + 1)
+            whole = max(squares[n] - squares[0] - (sums[n] - sums[0]) * (sums[n] - sums[0]) / n, 0.0)
+            left_sum, right_sum = sums[cuts] - sums[0], sums[n] - sums[cuts]
+            left = np.maximum(squares[cuts] - squares[0] - left_sum * left_sum / cuts, 0.0)
+            right = np.maximum(squares[n] - squares[cuts] - right_sum * right_sum / (n - cuts), 0.0)
+            return float(np.max(whole - left - right))
 
         def error(self, start: int, end: int) -> float:
             size = end - start
@@ -333,6 +359,8 @@ def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionS
     floor = math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
     search_noise = max(robust_noise(x), floor)
     cuts = change_points(x, search_noise, min(settings.min_points_before, settings.min_points_after), settings.penalty)
+    if not cuts:
+        return []  # every change found below is at one of the cuts
     bounds = [0, *cuts, n]
     # pooled residual noise around every segment's mean (df = n - segments)
     residuals = np.concatenate([x[a:b] - x[a:b].mean() for a, b in zip(bounds, bounds[1:])])
