@@ -120,14 +120,39 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
         OSError: the file cannot be opened.
     """
     text = read_whole(path, "power_log", root)[1].decode("utf-8-sig", errors="replace")
-    rows = [row for row in csv.reader(io.StringIO(text), skipinitialspace=True) if row and any(c.strip() for c in row)]
+    # a row whose cells are all blank is skipped (one join per row, not a generator)
+    rows = [row for row in csv.reader(io.StringIO(text), skipinitialspace=True) if row and "".join(row).strip()]
     if not rows:
         raise PowerFormatError("no_samples", f"{path.name}: empty telemetry file")
     header = [c.strip().lower() for c in rows[0]]
-    body = [r for r in rows[1:] if [c.strip().lower() for c in r] != header]  # amd-smi repeats headers
+    # amd-smi repeats its header: a row is one when its first cell is the header's first and all the others are
+    body = [r for r in rows[1:] if r[0].strip().lower() != header[0] or [c.strip().lower() for c in r] != header]
     t: list[float] = []
     gpu: list[str] = []
     watts: list[float] = []
+    # every GPU's sample of an interval repeats its timestamp, and power readings repeat: each text is read once
+    watts_of: dict[str, float] = {}
+    naive_of: dict[str, float] = {}
+    stamp_of: dict[str, tuple[float, str]] = {}
+
+    def read_watts(cell: str) -> float:
+        if cell not in watts_of:
+            watts_of[cell] = _watts(cell)
+        return watts_of[cell]
+
+    def naive_seconds(stamp: str) -> float:
+        if stamp not in naive_of:
+            naive_of[stamp] = _naive_seconds(stamp)
+        return naive_of[stamp]
+
+    def read_stamp(stamp: str) -> tuple[float, str]:
+        """(seconds, clock): epoch seconds (``EPOCH``) or a zone-less date and time (``LOCAL``)."""
+        if stamp not in stamp_of:
+            try:
+                stamp_of[stamp] = float(stamp), EPOCH
+            except ValueError:
+                stamp_of[stamp] = naive_seconds(stamp), LOCAL
+        return stamp_of[stamp]
 
     def col(*names: str) -> int | None:
         for name in names:
@@ -153,15 +178,15 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
             for i, name in gpu_cols:
                 t.append(float(r[0]))
                 gpu.append(name[3:])
-                watts.append(_watts(r[i]))
+                watts.append(read_watts(r[i]))
         return _samples(t, gpu, watts, EPOCH, "pynvml_wide", path)
     if power_i is None and re.match(r"\d{4}/\d\d/\d\d ", rows[0][0]) and len(rows[0]) >= 3:
         # nvidia-smi ,noheader: timestamp, index, power.draw
         for r in rows:
             complete(r, 3)
-            t.append(_naive_seconds(r[0]))
+            t.append(naive_seconds(r[0]))
             gpu.append(r[1].strip())
-            watts.append(_watts(r[2]))
+            watts.append(read_watts(r[2]))
         return _samples(t, gpu, watts, LOCAL, "nvidia_smi_noheader", path)
     if power_i is None:
         raise PowerFormatError("unknown_layout", f"{path.name}: no power column in header {header[:8]}")
@@ -177,15 +202,11 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
         "inferencex_samples" if header[power_i] == "power_w" else "amd_smi")
     need = 1 + max(i for i in (ts_i, power_i, gpu_i, host_i) if i is not None)
     for r in body:
-        stamp = complete(r, need)[ts_i].strip()
-        try:
-            seconds, clock = float(stamp), EPOCH
-        except ValueError:
-            seconds, clock = _naive_seconds(stamp), LOCAL
+        seconds, clock = read_stamp(complete(r, need)[ts_i].strip())
         t.append(seconds)
         gpu_id = r[gpu_i].strip() if gpu_i is not None else "0"
         gpu.append(f"{r[host_i].strip()}:{gpu_id}" if host_i is not None else gpu_id)
-        watts.append(_watts(r[power_i]))
+        watts.append(read_watts(r[power_i]))
     return _samples(t, gpu, watts, clock, layout, path)
 
 
