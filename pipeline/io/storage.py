@@ -3,6 +3,7 @@ for the Dagster UI (row count, column schema, Markdown preview)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import math
@@ -164,8 +165,11 @@ def replace_file_rows(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Tabl
 
 
 def replace_partitions(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table | duckdb.DuckDBPyRelation,
-                       keys: list[str], key_column: str = "run_date_partition") -> None:
+                       keys: Sequence[str | dt.date], key_column: str = "run_date_partition") -> None:
     """Idempotent partition write: delete the rows of ``keys`` from warehouse table ``name``, insert ``table``.
+
+    ``keys`` are values of ``key_column`` (a column or SQL expression): run-date partition keys (text), or dates
+    for a DATE column.
 
     ``table``'s rows must all belong to ``keys``. Creates the table on first use; a table whose columns no longer
     match (an upgrade changed the schema) is rebuilt from ``table`` alone, and the next full run refills it.

@@ -77,6 +77,13 @@ TRENDS_MART_ROWS = 250_000
 _DAY = "strftime(run_date, '%Y-%m-%d')"
 
 
+def _days(keys: list[str]) -> list[dt.date]:
+    """The dates of run-date partition keys (``undated`` has none): the trend tables' rows of a group of dates are
+    found on their DATE column (``list_contains($days, run_date)``), not by formatting every row's date as text
+    once per group."""
+    return [dt.date.fromisoformat(key) for key in keys if key != "undated"]
+
+
 @dg.asset(key=["comparisons", "trends"], group_name="comparisons", kinds={"python", "duckdb", "parquet"},
           deps=[RUN_METRICS_KEY, COMPARISONS_KEY], pool=WAREHOUSE_POOL, partitions_def=RUN_DATE_PARTITIONS,
           backfill_policy=SINGLE_RUN)
@@ -132,7 +139,7 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
             f"select {columns} from run_metrics where {where} and {TREND_SLICE} % $parts = $part",
             params={"last": last, "parts": parts, "part": part}).to_arrow_table(), dates=build_dates)
             for part in range(parts)])
-        replace_partitions(conn, TREND_POINTS_TABLE, points, build, key_column=_DAY)
+        replace_partitions(conn, TREND_POINTS_TABLE, points, _days(build), key_column="run_date")
         # days whose runs are all gone (files removed) leave the tables and the mart
         conn.execute(f"delete from {TREND_POINTS_TABLE} where {_DAY} not in "
                      "(select run_date_partition from run_metrics)")
@@ -144,14 +151,14 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
                   .fetchall()] if moved else build
         # the dates are read, and their mart files written, a group of whole dates at a time: a frontier holds
         # tens of targets, so one read of every date would hold that many rows per frontier point at once
-        replace_partitions(conn, "trends", TREND_SCHEMA.empty_table(), reread, key_column=_DAY)
+        replace_partitions(conn, "trends", TREND_SCHEMA.empty_table(), _days(reread), key_column="run_date")
         fresh_rows = 0
         for group in date_groups(conn, TREND_POINTS_TABLE, reread, TRENDS_READ_POINTS, key_column=_DAY):
             fresh = trends_at_targets(merge_trend_frontiers([conn.sql(
-                f"select * from {TREND_POINTS_TABLE} where list_contains($dates, {_DAY}) "
+                f"select * from {TREND_POINTS_TABLE} where list_contains($days, run_date) "
                 f"order by {', '.join(points.column_names[:len(GROUP_KEYS) + 2])}, x_intvty",
-                params={"dates": group}).to_arrow_table().cast(points.schema)]), targets)
-            replace_partitions(conn, "trends", fresh, group, key_column=_DAY)
+                params={"days": _days(group)}).to_arrow_table().cast(points.schema)]), targets)
+            replace_partitions(conn, "trends", fresh, _days(group), key_column="run_date")
             fresh_rows += fresh.num_rows
             del fresh
         write_table(conn, TREND_TARGETS_TABLE, targets)
@@ -162,9 +169,9 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
                                f"select distinct {_DAY} from trends")
         written, first, rows, in_range = [], None, 0, 0
         for group in date_groups(conn, "trends", dates, TRENDS_MART_ROWS, key_column=_DAY):
-            table = conn.sql(f"select * from trends where list_contains($dates, {_DAY}) "
+            table = conn.sql("select * from trends where list_contains($days, run_date) "
                              "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding, "
-                             "x_intvty_stat, comparison_id, target_index", params={"dates": group}).to_arrow_table()
+                             "x_intvty_stat, comparison_id, target_index", params={"days": _days(group)}).to_arrow_table()
             written += write_mart_partitions(table, folder)
             first = table if first is None else first
             rows, in_range = rows + table.num_rows, in_range + (pc.sum(table["in_range"]).as_py() or 0)
