@@ -4,6 +4,7 @@ process's peak resident set: what one step costs at a scale, without the hour a 
     python benchmarks/one_step.py report /tmp/bench-out-1m/warehouse.duckdb
     python benchmarks/one_step.py regressions /tmp/bench-out-1m/warehouse.duckdb --keep-copy /tmp/step-copy
     python benchmarks/one_step.py trends-night /tmp/bench-out-1m/warehouse.duckdb
+    python benchmarks/one_step.py comparisons /tmp/bench-out-100k/warehouse.duckdb
 
 The warehouse is copied first (the step writes its table and marts; the benchmark's own stays as it was) into
 ``--keep-copy`` or a temporary folder, marts under it. The step runs in this process, as ``benchmarks/run.py``
@@ -27,7 +28,7 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ("run_slo", "regressions", "report", "trends-night")
+STEPS = ("run_slo", "comparisons", "regressions", "report", "trends-night")
 
 
 def main() -> None:
@@ -52,6 +53,7 @@ def run_step(step: str, warehouse: Path, work: Path) -> str:
     run dates, wall seconds, peak RSS (MiB) and the RSS before the step."""
     import dagster as dg
 
+    from pipeline.defs.comparisons.assets import comparisons
     from pipeline.defs.comparisons.regressions import RegressionConfig, regressions
     from pipeline.defs.comparisons.report import TREND_TARGETS_TABLE, ReportConfig, report, trends
     from pipeline.defs.metrics.assets import run_slo
@@ -80,6 +82,7 @@ def run_step(step: str, warehouse: Path, work: Path) -> str:
     calls = {
         "trends-night": lambda: trends(newest, warehouse=wh, paths=paths),
         "run_slo": lambda: run_slo(partitioned, warehouse=wh, paths=paths),
+        "comparisons": lambda: comparisons(whole, warehouse=wh, paths=paths),
         "regressions": lambda: regressions(whole, config=RegressionConfig(), warehouse=wh, paths=paths),
         "report": lambda: report(whole, config=ReportConfig(ui_charts=False), warehouse=wh, paths=paths),
     }
