@@ -111,6 +111,17 @@ def test_amd_smi_watch_mode_with_repeated_headers(tmp_path):
         ("0", 1700000000, 700), ("0", 1700000001, 710), ("1", 1700000001, 690)]
 
 
+def test_only_a_whole_repeated_header_is_skipped(tmp_path):
+    """A row that starts like the header but differs in another cell (a logger restarted with other columns) is
+    not a repeated header: it is read as a sample, and its timestamp cell is no time (ValueError), so the file is
+    refused rather than read past the change."""
+    path = tmp_path / "amd.csv"
+    path.write_text("timestamp,gpu,socket_power\n1700000000,0,700\ntimestamp,gpu,current_socket_power\n"
+                    "1700000001,0,710\n")
+    with pytest.raises(ValueError, match="unrecognized timestamp 'timestamp'"):
+        read_power_csv(path)
+
+
 def test_amd_smi_and_rocm_smi_snapshots_have_no_timestamps(tmp_path):
     for text in ("gpu,socket_power,gfx_voltage\n0,700,N/A\n", "device,Average Graphics Package Power (W)\ncard0,301.0\n"):
         path = tmp_path / "snap.csv"
