@@ -125,7 +125,7 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
     if not rows:
         raise PowerFormatError("no_samples", f"{path.name}: empty telemetry file")
     header = [c.strip().lower() for c in rows[0]]
-    # amd-smi repeats its header: a row is one when its first cell is the header's first and all the others are
+    # amd-smi repeats its header: a row that is all of it is skipped (its first cell compared first, the cheap test)
     body = [r for r in rows[1:] if r[0].strip().lower() != header[0] or [c.strip().lower() for c in r] != header]
     t: list[float] = []
     gpu: list[str] = []
