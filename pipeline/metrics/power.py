@@ -14,6 +14,7 @@ telemetry clock and the run's clock cannot be compared (``clock_mismatch``: naiv
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import os
@@ -131,28 +132,17 @@ def read_power_csv(path: Path, root: Path | None = None) -> PowerSamples:
     gpu: list[str] = []
     watts: list[float] = []
     # every GPU's sample of an interval repeats its timestamp, and power readings repeat: each text is read once
-    watts_of: dict[str, float] = {}
-    naive_of: dict[str, float] = {}
-    stamp_of: dict[str, tuple[float, str]] = {}
+    # per file (a cache of this call's own; an error is not cached, it is raised again)
+    read_watts = functools.cache(_watts)
+    naive_seconds = functools.cache(_naive_seconds)
 
-    def read_watts(cell: str) -> float:
-        if cell not in watts_of:
-            watts_of[cell] = _watts(cell)
-        return watts_of[cell]
-
-    def naive_seconds(stamp: str) -> float:
-        if stamp not in naive_of:
-            naive_of[stamp] = _naive_seconds(stamp)
-        return naive_of[stamp]
-
+    @functools.cache
     def read_stamp(stamp: str) -> tuple[float, str]:
         """(seconds, clock): epoch seconds (``EPOCH``) or a zone-less date and time (``LOCAL``)."""
-        if stamp not in stamp_of:
-            try:
-                stamp_of[stamp] = float(stamp), EPOCH
-            except ValueError:
-                stamp_of[stamp] = naive_seconds(stamp), LOCAL
-        return stamp_of[stamp]
+        try:
+            return float(stamp), EPOCH
+        except ValueError:
+            return naive_seconds(stamp), LOCAL
 
     def col(*names: str) -> int | None:
         for name in names:
