@@ -742,6 +742,11 @@ def frontier_series_batches(trends: pa.Table, metrics: Iterable[str]) -> Iterato
     day = pc.cast(table["run_date"], pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False)
     target = pc.cast(table["target_intvty"], pa.float64()).to_numpy(zero_copy_only=False)
     order = np.lexsort((np.arange(table.num_rows), day, target, series_of))
+    # each distinct date as the table holds it and its text, read once: a point takes its date from its day number
+    # (a column's to_pylist makes a date object per row, a million and a half of them at a million runs)
+    distinct_days, first_of_day = np.unique(day, return_index=True)
+    date_of = dict(zip(distinct_days.tolist(), table["run_date"].take(pa.array(first_of_day)).to_pylist()))
+    text_of = {number: date.isoformat() for number, date in date_of.items()}
     # per metric: its points' rows in series order, and each series id's range of them (start -1: no series)
     points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     for metric in metric_names:
@@ -765,9 +770,8 @@ def frontier_series_batches(trends: pa.Table, metrics: Iterable[str]) -> Iterato
             if not held:
                 continue
             at = rows[np.concatenate([np.arange(start[j], stop[j]) for j in held])]
-            # the dates as the table holds them, and each distinct one's text once per list
-            dates, value_list, texts = table["run_date"].take(pa.array(at)).to_pylist(), values[at].tolist(), {}
-            sweeps = [texts[d] if d in texts else texts.setdefault(d, d.isoformat()) for d in dates]
+            numbers, value_list = day[at].tolist(), values[at].tolist()
+            dates, sweeps = [date_of[n] for n in numbers], [text_of[n] for n in numbers]
             a = 0
             for j in held:
                 b = a + int(stop[j] - start[j])
