@@ -81,6 +81,16 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
         FileNotFoundError, PermissionError: the raw folder is missing or cannot be listed (before any step).
     """
     from pipeline.definitions import defs
+    from pipeline.io.heap import frozen_heap
+
+    definitions = defs()
+    with frozen_heap():  # the loaded modules and definitions are not walked by each collection of the run
+        return _materialize(definitions, instance, run_config, on_step, on_failure, asset_selection,
+                            expectation_suite)
+
+
+def _materialize(definitions, instance, run_config, on_step, on_failure, asset_selection, expectation_suite):
+    """``materialize_all``'s run of ``definitions``' job ``refresh_all`` (its arguments, its result)."""
     from pipeline.defs.partitions import (
         all_partitions_tags,
         discover_partitions,
@@ -91,7 +101,6 @@ def materialize_all(instance, run_config: dict | None = None, on_step=None, on_f
     from pipeline.io.generations import cli_generation_id, discard
     from pipeline.io.paths import env_path, parse_cache_dir
 
-    definitions = defs()
     job = definitions.resolve_job_def("refresh_all")
     keys, snapshot = discover_partitions(env_path("PIPELINE_RAW_DIR"), parse_cache_dir())
     # every date: the scan's, and those the warehouse still holds rows of (their runs moved or left)
