@@ -615,6 +615,10 @@ def test_a_parallel_parse_leaves_no_fork_server_behind(tmp_path):
     first = ingest_folder(SAMPLE_DIR, workers=2)
     assert _fork_servers() == []
     start_fork_server()
+    # multiprocessing returns as the server's process starts its exec, before /proc shows the new command line
+    deadline = time.monotonic() + 10
+    while not _fork_servers() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert len(_fork_servers()) == 1  # the probe sees a running server
     ingest_folder(SAMPLE_DIR, workers=1)
     assert _fork_servers() == []
