@@ -1,5 +1,5 @@
 """``frozen_heap``: the objects of before the block are left out of the collector's passes, the block's own
-garbage is collected, and the freeze ends however the block does."""
+garbage is collected, the freeze ends however the block does, and a heap frozen already stays frozen."""
 
 import gc
 import weakref
@@ -15,8 +15,18 @@ class Node:
     partner = None
 
 
-def test_the_objects_of_before_the_block_are_frozen_and_thawed_after():
+@pytest.fixture
+def thawed():
+    """A heap with nothing frozen for the test, frozen again afterwards if it was before."""
+    was_frozen = gc.get_freeze_count() > 0
     gc.unfreeze()
+    yield
+    gc.unfreeze()
+    if was_frozen:
+        gc.freeze()
+
+
+def test_the_objects_of_before_the_block_are_frozen_and_thawed_after(thawed):
     before = len(gc.get_objects())
     with frozen_heap():
         assert gc.get_freeze_count() >= before
@@ -24,7 +34,7 @@ def test_the_objects_of_before_the_block_are_frozen_and_thawed_after():
     assert gc.get_freeze_count() == 0
 
 
-def test_a_cycle_made_inside_the_block_is_collected_inside_it():
+def test_a_cycle_made_inside_the_block_is_collected_inside_it(thawed):
     with frozen_heap():
         a, b = Node(), Node()
         a.partner, b.partner = b, a
@@ -34,7 +44,7 @@ def test_a_cycle_made_inside_the_block_is_collected_inside_it():
         assert gone() is None
 
 
-def test_a_cycle_of_before_the_block_waits_for_the_thaw():
+def test_a_cycle_of_before_the_block_waits_for_the_thaw(thawed):
     a, b = Node(), Node()
     a.partner, b.partner = b, a
     kept = weakref.ref(a)
@@ -46,13 +56,23 @@ def test_a_cycle_of_before_the_block_waits_for_the_thaw():
     assert kept() is None
 
 
-def test_the_freeze_ends_when_the_block_raises():
+def test_the_freeze_ends_when_the_block_raises(thawed):
     with pytest.raises(RuntimeError), frozen_heap():
         raise RuntimeError("a failed step")
     assert gc.get_freeze_count() == 0
 
 
-def test_materialize_all_runs_its_steps_on_a_frozen_heap(monkeypatch):
+def test_a_heap_frozen_before_the_block_stays_frozen_after_it(thawed):
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    with frozen_heap():
+        made_inside = [Node() for _ in range(100)]
+        assert gc.get_freeze_count() == frozen  # nothing more frozen: the block's objects are collected as usual
+    assert gc.get_freeze_count() == frozen
+    del made_inside
+
+
+def test_materialize_all_runs_its_steps_on_a_frozen_heap(thawed, monkeypatch):
     import pipeline.__main__ as cli
     import pipeline.definitions
 

@@ -14,9 +14,14 @@ def frozen_heap() -> Iterator[None]:
     the collector's full passes, which walk every tracked object: most of them the modules, definitions and
     instance loaded before the run (Dagster, Great Expectations, pyarrow), which live as long as the process and
     hold no garbage. Frozen, those are skipped; what the run itself creates is collected as before. Reference
-    counting frees objects as always, frozen or not. Process-wide: a nested block's exit ends the outer one's
-    freeze early, which costs time, never results.
+    counting frees objects as always, frozen or not.
+
+    A heap that is frozen already (an outer block, or a process that froze its own) is left as it is, and stays
+    frozen after the block: thawing it would end the outer freeze.
     """
+    if gc.get_freeze_count():
+        yield
+        return
     gc.freeze()
     try:
         yield
