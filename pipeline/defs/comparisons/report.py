@@ -132,14 +132,14 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         last = max(build) if build else ""
         rows = conn.execute(f"select count(*) from run_metrics where {where}", {"last": last}).fetchall()[0][0]
         parts = max(1, -(-rows // TRENDS_CHUNK_ROWS))
-        build_dates = [dt.date.fromisoformat(k) for k in build if k != "undated"]
+        build_dates = _days(build)
         # the runs are read a slice at a time, and each slice is let go of once its frontiers are drawn
         # (trend_frontiers replaces it step by step)
         points = merge_trend_frontiers([trend_frontiers(conn.sql(
             f"select {columns} from run_metrics where {where} and {TREND_SLICE} % $parts = $part",
             params={"last": last, "parts": parts, "part": part}).to_arrow_table(), dates=build_dates)
             for part in range(parts)])
-        replace_partitions(conn, TREND_POINTS_TABLE, points, _days(build), key_column="run_date")
+        replace_partitions(conn, TREND_POINTS_TABLE, points, build_dates, key_column="run_date")
         # days whose runs are all gone (files removed) leave the tables and the mart
         conn.execute(f"delete from {TREND_POINTS_TABLE} where {_DAY} not in "
                      "(select run_date_partition from run_metrics)")
@@ -171,7 +171,8 @@ def trends(context: dg.AssetExecutionContext, warehouse: DuckDBResource, paths: 
         for group in date_groups(conn, "trends", dates, TRENDS_MART_ROWS, key_column=_DAY):
             table = conn.sql("select * from trends where list_contains($days, run_date) "
                              "order by run_date, price_book, model, isl, osl, hw, framework, precision, spec_decoding, "
-                             "x_intvty_stat, comparison_id, target_index", params={"days": _days(group)}).to_arrow_table()
+                             "x_intvty_stat, comparison_id, target_index",
+                             params={"days": _days(group)}).to_arrow_table()
             written += write_mart_partitions(table, folder)
             first = table if first is None else first
             rows, in_range = rows + table.num_rows, in_range + (pc.sum(table["in_range"]).as_py() or 0)
