@@ -38,6 +38,8 @@ from pipeline.comparisons.regressions import (
     line_series,
     line_series_by_metric,
     load_metric_rules,
+    quiet_rows,
+    quiet_series,
     recovered,
     regression_id,
     regressions_markdown,
@@ -838,6 +840,94 @@ def test_the_range_guard_changes_no_result(monkeypatch, seed):
     guarded = [find_changes(v, rule, settings, sd, counts) for v, rule, settings in cases]
     monkeypatch.setattr(regressions, "widest_change", lambda y, scale: float("inf"))
     assert guarded == [find_changes(v, rule, settings, sd, counts) for v, rule, settings in cases]
+
+def _screen_cases(seed):
+    """(rule, settings, rows) of one length: flat, narrow, stepped and noisy series of both scales, a NaN row and
+    (relative) a row holding 0."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 40))
+    step = (np.arange(n) >= rng.integers(2, n - 1))[None, :] * rng.uniform(-0.08, 0.08, (12, 1))
+    noise = rng.normal(0.0, 1.0, (12, n)) * rng.uniform(0.0, 0.03, (12, 1))
+    values = 1000.0 * np.exp(step + noise)
+    rates = np.clip(np.abs(step) / 2 + noise / 5, 0.0, 1.0)
+    values[0], rates[0] = 1000.0, 0.0  # flat rows
+    values[1, 0] = rates[1, -1] = np.nan
+    values[2, n // 2] = 0.0
+    return [(TPUT, DetectionSettings(), values), (TPOT, DetectionSettings(min_magnitude=0.03), values),
+            (RATE, DetectionSettings(), rates), (TPUT, DetectionSettings(window=5, min_points_before=2), values),
+            (TPUT, DetectionSettings(penalty=0.5), values)]
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_quiet_rows_are_the_early_exits_of_find_changes(seed):
+    """quiet_rows over rows of one length: a row is quiet exactly where the one-series arithmetic exits early
+    (too short, narrower than the minimum magnitude, or no first cut gaining more than the penalty), except a
+    row whose gain is within 1e-6 of the penalty (left to find_changes); a quiet row gives find_changes []; a
+    row find_changes raises for (NaN, or 0 in a relative series) is not quiet."""
+    for rule, settings, rows in _screen_cases(seed):
+        quiet = quiet_rows(rows, rule, settings)
+        assert quiet.shape == (rows.shape[0],) and quiet.dtype == bool
+        for row, q in zip(rows, quiet.tolist()):
+            if not np.all(np.isfinite(row)) or (rule.scale == "relative" and np.any(row <= 0)):
+                assert not q
+                with pytest.raises(ValueError):
+                    find_changes(row.tolist(), rule, settings)
+                continue
+            if q:
+                assert find_changes(row.tolist(), rule, settings) == []
+            minimum = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+            if widest_change(row, rule.scale) < minimum:
+                assert q
+                continue
+            x = np.log(row) if rule.scale == "relative" else row
+            floor = math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
+            penalty = settings.penalty * max(robust_noise(x), floor) ** 2 * math.log(x.size)
+            min_size = min(settings.min_points_before, settings.min_points_after)
+            gain = cumulative_l2_cost().fit(x).best_first_gain(min_size)
+            if abs(gain - penalty) > 1e-6 * (penalty + float(np.sum((x - x.mean()) ** 2))):
+                assert q == (gain <= penalty), (row.tolist(), gain, penalty)
+
+
+def test_quiet_rows_leave_a_gain_at_the_penalty_to_find_changes():
+    """A step whose best first gain (1.5, the cut between 0, 0, 0 and 1, 1, 1) meets a penalty of 1.5 up to
+    rounding is not quiet; a penalty 1e-6 above it is; one 1e-6 below it is searched and cut. Rows shorter than
+    the two sides need, or than two minimum segments, are quiet."""
+    rule = MetricRule("line", "failure_rate", "lower", "absolute", 0.5, 1.0)  # noise = the floor, 1
+    row = np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]])
+    at = 1.5 / math.log(6)  # penalty × 1² × ln 6 = 1.5
+    assert quiet_rows(row, rule, DetectionSettings(penalty=at)).tolist() == [False]
+    assert quiet_rows(row, rule, DetectionSettings(penalty=at * (1 + 1e-6))).tolist() == [True]
+    assert quiet_rows(row, rule, DetectionSettings(penalty=at * (1 - 1e-6))).tolist() == [False]
+    assert change_points(row[0], 1.0, 3, at * (1 - 1e-6)) == [3]
+    assert quiet_rows(row[:, :4], rule, DetectionSettings(min_points_before=3)).tolist() == [True]
+    assert quiet_rows(row[:, :5], rule, DetectionSettings(min_points_before=3, min_points_after=3)).tolist() == [True]
+    assert quiet_rows(np.array([[0.0, np.nan, 1.0, 1.0, 1.0]]), rule).tolist() == [False]
+
+
+def test_detect_searches_only_the_series_that_are_not_quiet(monkeypatch):
+    """detect screens the series (quiet_series, grouped by rule and length) and runs find_changes only on the
+    others: a flat series and a narrow one are never searched, a step is; the rows found are those found with
+    every series searched."""
+    from pipeline.comparisons import regressions
+
+    rules = {("line", "tput_per_gpu"): TPUT, ("line", "failure_rate"): RATE}
+    series = [_series("tput_per_gpu", [1000.0] * 8), _series("tput_per_gpu", [1000.0, 1010.0] * 4),
+              _series("tput_per_gpu", [1000.0] * 4 + [800.0] * 4), _series("failure_rate", [0.0] * 6 + [0.5] * 3),
+              _series("tput_per_gpu", [1000.0, 0.0] + [1000.0] * 3 + [700.0] * 3)]
+    assert quiet_series([(rules[(s.kind, s.metric)], s.values) for s in series[:4]]) == [True, True, False, False]
+    searched = []
+    real = regressions.find_changes
+
+    def counted(values, *args):
+        searched.append(list(values))
+        return real(values, *args)
+
+    monkeypatch.setattr(regressions, "find_changes", counted)
+    screened = detect(series, rules)
+    assert searched == [series[2].values, series[3].values, [1000.0] * 4 + [700.0] * 3]
+    monkeypatch.setattr(regressions, "quiet_series", lambda items, settings: [False] * len(items))
+    assert detect(series, rules) == screened and len(screened) == 3
+
 
 # --- rules as data --------------------------------------------------------------------------------------------------
 
