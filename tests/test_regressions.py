@@ -38,6 +38,8 @@ from pipeline.comparisons.regressions import (
     line_series,
     line_series_by_metric,
     load_metric_rules,
+    first_cut_gains,
+    prefix_sums,
     quiet_rows,
     quiet_series,
     recovered,
@@ -147,8 +149,12 @@ def test_robust_noise_is_the_scaled_median_absolute_difference():
     assert np.isnan(robust_noise(np.array([])))
     assert np.isnan(robust_noise(np.array([5.0])))
     assert robust_noise(np.array([1.0, 4.0])) == pytest.approx(1.4826 * 3 / 2 ** 0.5)  # two points: one difference
+    assert type(robust_noise(np.array([1.0, 4.0]))) is float  # a Python float, not a numpy scalar
     # differences −2, −1, +10: |.| = 2, 1, 10, median 2 (the mean would be 13/3, the signed median −1)
     assert robust_noise(np.array([3.0, 1.0, 0.0, 10.0])) == pytest.approx(1.4826 * 2 / 2 ** 0.5)
+    # rows: each row's own, as an array
+    rows = robust_noise(np.array([[3.0, 1.0, 0.0, 10.0], [0.0, 4.0, 4.0, 8.0]]))
+    assert rows.shape == (2,) and rows == pytest.approx([1.4826 * 2 / 2 ** 0.5, 1.4826 * 4 / 2 ** 0.5])
 
 
 def test_change_points_cut_where_the_gain_beats_the_penalty():
@@ -785,6 +791,13 @@ def test_widest_change_is_the_series_range_widened_by_the_rounding_of_a_mean():
     absolute = widest_change(np.array([0.04, 0.01, 0.02]), "absolute")
     assert 0.03 <= absolute and absolute == pytest.approx(0.03, abs=1e-8)
     assert widest_change(np.array([0.5, 0.5]), "absolute") == pytest.approx(1e-9)  # a flat series: the widening
+    assert type(widest_change(np.array([0.5, 0.5]), "absolute")) is float  # a Python float, not a numpy scalar
+    # rows: each row's own, as an array; an absolute metric's range holds for negative values too
+    rows = widest_change(np.array([[104.0, 100.0, 102.0], [1.0, 2.0, 1.5]]), "relative")
+    assert rows.shape == (2,) and rows == pytest.approx([0.04, 1.0], abs=1e-8)
+    rows = widest_change(np.array([[-0.03, -0.01], [0.01, 0.03]]), "absolute")
+    assert rows.tolist() == [widest_change(np.array([-0.03, -0.01]), "absolute"), widest_change(
+        np.array([0.01, 0.03]), "absolute")] and rows == pytest.approx([0.02, 0.02], abs=1e-8)
 
 
 def test_a_change_whose_means_round_past_the_range_is_still_announced():
@@ -843,7 +856,7 @@ def test_the_range_guard_changes_no_result(monkeypatch, seed):
 
 def _screen_cases(seed):
     """(rule, settings, rows) of one length: flat, narrow, stepped and noisy series of both scales, a NaN row and
-    (relative) a row holding 0."""
+    (relative) a row holding 0 and one holding a negative value."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(5, 40))
     step = (np.arange(n) >= rng.integers(2, n - 1))[None, :] * rng.uniform(-0.08, 0.08, (12, 1))
@@ -853,6 +866,7 @@ def _screen_cases(seed):
     values[0], rates[0] = 1000.0, 0.0  # flat rows
     values[1, 0] = rates[1, -1] = np.nan
     values[2, n // 2] = 0.0
+    values[3, 0] = -5.0
     return [(TPUT, DetectionSettings(), values), (TPOT, DetectionSettings(min_magnitude=0.03), values),
             (RATE, DetectionSettings(), rates), (TPUT, DetectionSettings(window=5, min_points_before=2), values),
             (TPUT, DetectionSettings(penalty=0.5), values)]
@@ -888,6 +902,56 @@ def test_quiet_rows_are_the_early_exits_of_find_changes(seed):
                 assert q == (gain <= penalty), (row.tolist(), gain, penalty)
 
 
+def test_quiet_rows_per_row_are_the_one_series_arithmetic():
+    """prefix_sums and first_cut_gains over rows give each row's own sums and best first gain (the one-series
+    cost's, cumulative_l2_cost().fit(row).best_first_gain): per row up to rounding."""
+    rows = noisy(3 * 12, seed=5).reshape(3, 12)
+    rows[1, 6:] *= 1.2
+    sums, squares = prefix_sums(rows)
+    assert sums.shape == squares.shape == (3, 13) and (sums[:, 0] == 0).all() and (squares[:, 0] == 0).all()
+    gains = first_cut_gains(sums, squares, 2)
+    for row, gain, row_sums in zip(rows, gains, sums):
+        assert gain == pytest.approx(cumulative_l2_cost().fit(row).best_first_gain(2), rel=1e-12)
+        assert row_sums == pytest.approx(np.concatenate(([0.0], np.cumsum(row - row.mean()))), abs=1e-9)
+    # a step of 1 between 0, 0, 0 and 1, 1, 1: the whole's 1.5 less the halves' 0; one side of ≥ 3 points: only
+    # that cut; sides of ≥ 1 point: the same best cut
+    step = np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]])
+    assert first_cut_gains(*prefix_sums(step), 3).tolist() == [1.5] == first_cut_gains(*prefix_sums(step), 1).tolist()
+    assert first_cut_gains(*prefix_sums(step[0]), 3) == 1.5
+    assert type(first_cut_gains(*prefix_sums(step[0]), 3)) is float  # a Python float, not a numpy scalar
+
+
+def test_quiet_rows_exits_of_length_scale_and_floor():
+    """The exits of quiet_rows on hand-made rows, each against what find_changes does with the row:
+    - a step of 10 in 4 points (fewer than 3 + 2) is quiet, in 5 it is searched; with one point a side, 2 points
+      are searched where the penalty lets a cut through (0.1: the gain 50 beats 0.1 × 10.48² × ln 2);
+    - a flat relative series under 1 (TPOT in seconds) is quiet, as any positive flat series;
+    - a relative series' noise floor is log(1 + floor): a step of ln-size 0.010915 in 6 points gains 1.7871e-4
+      (6/4 × 0.010915²), above the penalty 4 × log1p(0.005)² × ln 6 = 1.7828e-4, below the 1.7918e-4 that the
+      floor itself (0.005) would give: searched.
+    """
+    rule = MetricRule("line", "failure_rate", "lower", "absolute", 0.5, 1.0)
+    step = [0.0, 0.0, 10.0, 10.0, 10.0]
+    assert quiet_rows(np.array([step[1:]]), rule, DetectionSettings(min_points_before=3)).tolist() == [True]
+    assert find_changes(step[1:], rule, DetectionSettings(min_points_before=3)) == []
+    assert quiet_rows(np.array([step]), rule, DetectionSettings(min_points_before=3)).tolist() == [False]
+    both = DetectionSettings(min_points_before=2, min_points_after=2)
+    assert quiet_rows(np.array([step[1:], [0.0, 0.0, 0.0, 10.0]]), rule, both).tolist() == [False, False]
+    assert quiet_rows(np.array([step]), rule, both).tolist() == [False]
+    one = DetectionSettings(min_points_before=1, min_points_after=1, penalty=0.1)
+    assert quiet_rows(np.array([[0.0, 10.0]]), rule, one).tolist() == [False]
+    assert change_points(np.array([0.0, 10.0]), 1.4826 * 10 / 2 ** 0.5, 1, 0.1) == [1]
+    assert quiet_rows(np.array([[0.0, 10.0]]), rule, DetectionSettings(min_points_before=1,
+                                                                       min_points_after=1)).tolist() == [True]
+    assert quiet_rows(np.array([[0.05] * 6, [0.8] * 6, [3.0] * 6]), TPOT).tolist() == [True, True, True]
+    ratio = math.exp(0.010915)
+    tiny = DetectionSettings(min_magnitude=0.001)
+    assert 4 * math.log1p(0.005) ** 2 * math.log(6) < 1.5 * math.log(ratio) ** 2 < 4 * 0.005 ** 2 * math.log(6)
+    assert quiet_rows(np.array([[1000.0] * 3 + [1000.0 * ratio] * 3]), TPUT, tiny).tolist() == [False]
+    assert quiet_rows(np.array([[1000.0] * 3 + [1000.0 * ratio] * 3]), TPUT,
+                      DetectionSettings(min_magnitude=0.001, penalty=4.0 * 1.01)).tolist() == [True]
+
+
 def test_quiet_rows_leave_a_gain_at_the_penalty_to_find_changes():
     """A step whose best first gain (1.5, the cut between 0, 0, 0 and 1, 1, 1) meets a penalty of 1.5 up to
     rounding is not quiet; a penalty 1e-6 above it is; one 1e-6 below it is searched and cut. Rows shorter than
@@ -911,7 +975,7 @@ def test_detect_searches_only_the_series_that_are_not_quiet(monkeypatch):
     from pipeline.comparisons import regressions
 
     rules = {("line", "tput_per_gpu"): TPUT, ("line", "failure_rate"): RATE}
-    series = [_series("tput_per_gpu", [1000.0] * 8), _series("tput_per_gpu", [1000.0, 1010.0] * 4),
+    series = [_series("tput_per_gpu", [1000.0] * 8), _series("tput_per_gpu", [1000.0] * 4 + [1030.0] * 4),
               _series("tput_per_gpu", [1000.0] * 4 + [800.0] * 4), _series("failure_rate", [0.0] * 6 + [0.5] * 3),
               _series("tput_per_gpu", [1000.0, 0.0] + [1000.0] * 3 + [700.0] * 3)]
     assert quiet_series([(rules[(s.kind, s.metric)], s.values) for s in series[:4]]) == [True, True, False, False]
@@ -925,8 +989,21 @@ def test_detect_searches_only_the_series_that_are_not_quiet(monkeypatch):
     monkeypatch.setattr(regressions, "find_changes", counted)
     screened = detect(series, rules)
     assert searched == [series[2].values, series[3].values, [1000.0] * 4 + [700.0] * 3]
+    # the settings reach the screen: under a minimum of 0.1 % the 3 % step is searched too
+    searched.clear()
+    detect(series[:2], rules, DetectionSettings(min_magnitude=0.001))
+    assert searched == [series[1].values]
     monkeypatch.setattr(regressions, "quiet_series", lambda items, settings: [False] * len(items))
     assert detect(series, rules) == screened and len(screened) == 3
+
+
+def test_detect_keeps_a_relative_series_points_under_one():
+    """A relative metric in seconds (TPOT): its points under 1 are points; only the one at 0 is left out."""
+    series = _series("median_tpot_s", [0.05, 0.05, 0.0, 0.05, 0.1, 0.1])
+    [row] = detect([series], {("line", "median_tpot_s"): TPOT}, DetectionSettings(max_p_value=1e-3))
+    assert (row["mean_before"], row["mean_after"]) == (pytest.approx(0.05), pytest.approx(0.1))
+    assert (row["before_points"], row["before_sweeps"]) == (3, [f"date:{series.dates[i]}" for i in (0, 1, 3)])
+    assert row["first_bad_date"] == series.dates[4] and row["direction"] == "regression"
 
 
 # --- rules as data --------------------------------------------------------------------------------------------------

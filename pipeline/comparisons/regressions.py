@@ -225,12 +225,14 @@ class Change:
     noise_source: str
 
 
-def robust_noise(x: np.ndarray) -> float:
+def robust_noise(x: np.ndarray) -> float | np.ndarray:
     """Robust per-point noise of a series with steps: 1.4826 × median |first difference| / √2 (a step moves one
-    difference only). NaN for fewer than 2 points."""
-    if x.size < 2:
+    difference only). ``x``: one series (float64, shape (n,)): a float, NaN for fewer than 2 points; or k series
+    of n ≥ 2 points as rows (shape (k, n)): an array of shape (k,), each row's."""
+    if x.shape[-1] < 2:
         return float("nan")
-    return float(1.4826 * np.median(np.abs(np.diff(x))) / math.sqrt(2.0))
+    noise = 1.4826 * np.median(np.abs(np.diff(x)), axis=-1) / math.sqrt(2.0)  # np.diff: along the last axis
+    return float(noise) if noise.ndim == 0 else noise
 
 
 def change_points(x: np.ndarray, noise: float, min_size: int, penalty: float) -> list[int]:
@@ -256,6 +258,33 @@ def change_points(x: np.ndarray, noise: float, min_size: int, penalty: float) ->
         return []
     algo = ruptures.Binseg(custom_cost=cost, min_size=min_size, jump=1).fit(x.reshape(-1, 1))
     return [int(b) for b in algo.predict(pen=pen) if b < n]
+
+
+def prefix_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix sums ``cumulative_l2_cost`` reads a series' segments from: of the series minus its mean, and of
+    their squares, each with a leading 0 (float64, shape (n + 1,) for ``x`` of shape (n,), n ≥ 1; per row, shape
+    (k, n + 1), for k series of n points as rows). The cost does not change with a shift, and centred sums lose
+    fewer digits to the subtraction."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    zero = np.zeros((*x.shape[:-1], 1))
+    return (np.concatenate((zero, np.cumsum(centred, axis=-1)), axis=-1),
+            np.concatenate((zero, np.cumsum(centred * centred, axis=-1)), axis=-1))
+
+
+def first_cut_gains(sums: np.ndarray, squares: np.ndarray, min_size: int) -> float | np.ndarray:
+    """The best gain of one cut of a whole series: the largest ``error(0, n) − error(0, b) − error(b, n)`` (L2
+    cost, ``cumulative_l2_cost``) over the cuts ``b`` with at least ``min_size`` (≥ 1) points on each side, from
+    ``prefix_sums`` (n ≥ 2 × ``min_size``): a float for one series, an array of shape (k,) for k rows. Binseg's
+    first step computes this gain and cuts only where it beats the penalty; these are its operations in its
+    order (the same floats, ``tests/test_regressions.py``)."""
+    n = sums.shape[-1] - 1
+    cuts = np.arange(min_size, n - min_size + 1)
+    whole = np.maximum(squares[..., n] - sums[..., n] * sums[..., n] / n, 0.0)
+    left_sum, right_sum = sums[..., cuts], sums[..., n, None] - sums[..., cuts]
+    left = np.maximum(squares[..., cuts] - left_sum * left_sum / cuts, 0.0)
+    right = np.maximum(squares[..., n, None] - squares[..., cuts] - right_sum * right_sum / (n - cuts), 0.0)
+    gain = np.max(whole[..., None] - left - right, axis=-1)
+    return float(gain) if gain.ndim == 0 else gain
 
 
 def cumulative_l2_cost() -> Any:
@@ -300,25 +329,18 @@ def _cumulative_l2_class() -> type:
             if x.ndim != 2 or x.shape[1] != 1:
                 raise ValueError(f"cumulative L2 cost: a signal of one column expected, got shape {x.shape}")
             self.signal = x
-            centred = x[:, 0] - x[:, 0].mean() if x.shape[0] else x[:, 0]
-            self._sum_array = np.concatenate(([0.0], np.cumsum(centred)))
-            self._square_array = np.concatenate(([0.0], np.cumsum(centred * centred)))
+            empty = np.zeros(1)
+            self._sum_array, self._square_array = prefix_sums(x[:, 0]) if x.shape[0] else (empty, empty)
             # error() reads Python floats: indexing a list is several times faster than a numpy array
             self._sums = self._sum_array.tolist()
             self._squares = self._square_array.tolist()
             return self
 
         def best_first_gain(self, min_size: int) -> float:
-            sums, squares = self._sum_array, self._square_array
-            n, min_size = sums.size - 1, max(min_size, self.min_size)  # Binseg's own floor: the cost's min_size
-            if n < 2 * min_size:
+            min_size = max(min_size, self.min_size)  # Binseg's own floor: the cost's min_size
+            if self._sum_array.size - 1 < 2 * min_size:
                 return -math.inf
-            cuts = np.arange(min_size, n - min_size + 1)
-            whole = max(squares[n] - squares[0] - (sums[n] - sums[0]) * (sums[n] - sums[0]) / n, 0.0)
-            left_sum, right_sum = sums[cuts] - sums[0], sums[n] - sums[cuts]
-            left = np.maximum(squares[cuts] - squares[0] - left_sum * left_sum / cuts, 0.0)
-            right = np.maximum(squares[n] - squares[cuts] - right_sum * right_sum / (n - cuts), 0.0)
-            return float(np.max(whole - left - right))
+            return first_cut_gains(self._sum_array, self._square_array, min_size)
 
         def error(self, start: int, end: int) -> float:
             size = end - start
@@ -396,16 +418,18 @@ def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionS
 _MEAN_ROUNDING = 1e-9
 
 
-def widest_change(y: np.ndarray, scale: str) -> float:
+def widest_change(y: np.ndarray, scale: str) -> float | np.ndarray:
     """The largest magnitude any change of the series ``y`` (float64, shape (n,), n ≥ 1, finite; > 0 for a
-    relative metric) can have: ``max / min − 1`` (``relative``) or ``max − min`` (``absolute``, metric units),
+    relative metric; or k such series as rows, shape (k, n), giving an array of shape (k,)) can have: ``max / min − 1`` (``relative``) or ``max − min`` (``absolute``, metric units),
     widened by ``_MEAN_ROUNDING``. A change's magnitude compares two means of the points (``find_changes``), and
     a mean lies between the smallest and the largest point, so a series narrower than the minimum magnitude holds
     no change to announce, whatever the search would cut."""
-    low, high = float(y.min()), float(y.max())
+    low, high = y.min(axis=-1), y.max(axis=-1)
     if scale == "relative":
-        return high / low * (1 + _MEAN_ROUNDING) - 1
-    return high - low + _MEAN_ROUNDING * (abs(high) + abs(low))
+        widest = high / low * (1 + _MEAN_ROUNDING) - 1
+    else:
+        widest = high - low + _MEAN_ROUNDING * (np.abs(high) + np.abs(low))
+    return float(widest) if widest.ndim == 0 else widest
 
 
 def _judge(x: np.ndarray, y: np.ndarray, lo: int, cut: int, hi: int, settings: DetectionSettings, noise: float,
@@ -849,12 +873,10 @@ def quiet_series(items: Sequence[tuple[MetricRule, Sequence[float]]],
     groups: dict[tuple[MetricRule, int], list[int]] = {}
     for i, (rule, values) in enumerate(items):
         groups.setdefault((rule, len(values)), []).append(i)
-    quiet = [False] * len(items)
-    for (rule, n), members in groups.items():
-        rows = np.array([items[i][1] for i in members], dtype=float).reshape(len(members), n)
-        for i, q in zip(members, quiet_rows(rows, rule, settings).tolist()):
-            quiet[i] = q
-    return quiet
+    quiet: dict[int, bool] = {}
+    for (rule, _), members in groups.items():
+        quiet.update(zip(members, quiet_rows(np.array([items[i][1] for i in members]), rule, settings).tolist()))
+    return [quiet[i] for i in range(len(items))]
 
 
 # How far below the search's penalty a series' best first cut must gain for ``quiet_rows`` to call it quiet,
@@ -868,45 +890,30 @@ def quiet_rows(rows: np.ndarray, rule: MetricRule, settings: DetectionSettings =
     metric's values): a bool array of shape (k,), True where ``find_changes`` certainly returns [].
 
     A row is quiet when it is finite (and > 0 for a relative metric) and either
-    - it has fewer than ``min_points_before + min_points_after`` points, or fewer than twice the search's
-      minimum segment (no test, no search);
-    - it is narrower than the minimum magnitude (``widest_change``, the same arithmetic);
-    - no single cut gains more than Binseg's penalty (``change_points``' first step: the robust noise, the
-      penalty and the best first gain per row), by a margin (``_SCREEN_MARGIN``) that covers the rounding of
-      a row-wise computation. A row within the margin is not quiet: ``find_changes`` decides it.
+    - it has fewer than ``min_points_before + min_points_after`` points (or fewer than 2: nothing to cut);
+    - it is narrower than the minimum magnitude (``widest_change``);
+    - no single cut gains more than Binseg's penalty (``change_points``' first step: ``robust_noise``, the
+      penalty, ``prefix_sums`` and ``first_cut_gains`` per row), by a margin (``_SCREEN_MARGIN``) that covers the
+      rounding of a row-wise computation. A row within the margin is not quiet: ``find_changes`` decides it.
     A row that is not finite is not quiet: ``find_changes`` raises for it."""
-    k, n = rows.shape
     finite = np.isfinite(rows).all(axis=1)
     if rule.scale == "relative":
         finite &= (rows > 0).all(axis=1)
-    min_size = min(settings.min_points_before, settings.min_points_after)
-    if n < settings.min_points_before + settings.min_points_after or n < 2 * min_size:
+    n = rows.shape[1]
+    if n < max(settings.min_points_before + settings.min_points_after, 2):
         return finite
-    min_size = max(min_size, 1)  # the cost's own floor, as ``best_first_gain``
-    if n < 2 * min_size:
-        return np.zeros(k, dtype=bool)
     min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
     safe = np.where(finite[:, None], rows, 1.0)  # the rows find_changes raises for are screened as ones
-    low, high = safe.min(axis=1), safe.max(axis=1)
-    if rule.scale == "relative":
-        widest = high / low * (1 + _MEAN_ROUNDING) - 1
-    else:
-        widest = high - low + _MEAN_ROUNDING * (np.abs(high) + np.abs(low))
     x = np.log(safe) if rule.scale == "relative" else safe
     floor = math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
-    noise = np.maximum(1.4826 * np.median(np.abs(np.diff(x, axis=1)), axis=1) / math.sqrt(2.0), floor)
+    noise = np.maximum(robust_noise(x), floor)
     penalty = settings.penalty * noise * noise * math.log(n)
-    centred = x - x.mean(axis=1, keepdims=True)
-    sums = np.concatenate((np.zeros((k, 1)), np.cumsum(centred, axis=1)), axis=1)
-    squares = np.concatenate((np.zeros((k, 1)), np.cumsum(centred * centred, axis=1)), axis=1)
-    cuts = np.arange(min_size, n - min_size + 1)
-    whole = np.maximum(squares[:, n] - sums[:, n] * sums[:, n] / n, 0.0)
-    left_sum, right_sum = sums[:, cuts], sums[:, n:] - sums[:, cuts]
-    left = np.maximum(squares[:, cuts] - left_sum * left_sum / cuts, 0.0)
-    right = np.maximum(squares[:, n:] - squares[:, cuts] - right_sum * right_sum / (n - cuts), 0.0)
-    gain = np.max(whole[:, None] - left - right, axis=1)
+    sums, squares = prefix_sums(x)
+    # the cost's own floor of one point a segment, as best_first_gain
+    gain = first_cut_gains(sums, squares, max(min(settings.min_points_before, settings.min_points_after), 1))
     no_cut = gain <= penalty - _SCREEN_MARGIN * (penalty + squares[:, n])
-    return finite & ((widest < min_magnitude) | no_cut)
+    return finite & ((widest_change(safe, rule.scale) < min_magnitude) | no_cut)
+
 
 class JudgedSeries:
     """``detect`` over batches of series, keeping only what it found and how many series it saw, so that each
