@@ -3,6 +3,7 @@ leaves the previous generation whole and consistent; two runs at once lose nothi
 is carried over."""
 
 import errno
+import hashlib
 import locale
 import os
 import re
@@ -48,6 +49,26 @@ def _write(path: Path, value: int) -> None:
 
 def _value(path: Path) -> int:
     return pq.read_table(path).column("x")[0].as_py()
+
+
+def test_every_file_of_the_published_marts_is_staged_as_a_hard_link(tmp_path):
+    """The next run's staging folder shares every file of the published generation, Parquet or not (a report page,
+    a ``_WHOLE`` marker): nothing is copied; a page the run writes anew leaves the published page as it was."""
+    out = tmp_path / "marts"
+    first = staging_dir(out, "run1")
+    _write(first / "quarantine" / "part-0.parquet", 1)
+    (first / "quarantine" / "_WHOLE").touch()
+    (first / "report").mkdir()
+    (first / "report" / "index.html").write_text("first", encoding="utf-8")
+    gen1 = publish(out, "run1")
+    second = staging_dir(out, "run2")
+    for name in ("quarantine/part-0.parquet", "quarantine/_WHOLE", "report/index.html"):
+        assert os.path.samefile(second / name, gen1 / name), name
+    (second / "report" / "index.html").unlink()  # as the report step empties its folder before writing
+    (second / "report" / "index.html").write_text("second", encoding="utf-8")
+    assert (gen1 / "report" / "index.html").read_text(encoding="utf-8") == "first"
+    publish(out, "run2")
+    assert (out / "report" / "index.html").read_text(encoding="utf-8") == "second"
 
 
 def test_a_run_is_invisible_until_it_publishes_and_the_old_generation_stays_readable(tmp_path):
@@ -154,6 +175,13 @@ def _hashes(out_dir: Path) -> dict[str, str]:
     return {name: content_hash(read_mart(out_dir, name)) for name in MARTS}
 
 
+def _files(generation: Path) -> dict[str, tuple[str, int]]:
+    """Every file of a generation folder (marts, report pages and scripts, markers): its bytes' sha256 and its
+    modification time (ns), by relative path."""
+    return {p.relative_to(generation).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(generation.rglob("*")) if p.is_file()}
+
+
 def _consistent(out_dir: Path) -> None:
     """The published marts come from one run: every frontier point and every accepted run in the ledger is a run
     of ``runs/``, and every comparison's side has frontier points."""
@@ -192,6 +220,8 @@ def test_a_kill_after_every_step_leaves_the_previous_generation(sample_run_copy,
         log.unlink()
     monkeypatch.setenv("PIPELINE_RAW_DIR", str(raw))
     before, published = _hashes(run.out_dir), published_dir(run.out_dir)
+    files = _files(published)  # the staged files are hard links of these: no step may write one in place
+    assert any(name.startswith("report/") for name in files) and "quarantine/_WHOLE" in files
     config = {"ops": {"ingest__parsed_runs": {"config": {"allow_shrink": True}}}}
 
     definitions = defs()
@@ -207,7 +237,9 @@ def test_a_kill_after_every_step_leaves_the_previous_generation(sample_run_copy,
         assert ran.success, step.to_user_string()
         assert published_dir(run.out_dir) == published, f"published after a kill after {step.to_user_string()}"
         assert _hashes(run.out_dir) == before, f"marts changed after a kill after {step.to_user_string()}"
+        assert _files(published) == files, f"a published file changed after {step.to_user_string()}"
     assert materialize_all(dg.DagsterInstance.ephemeral(), config).success
+    assert _files(published) == files  # the previous generation, kept, holds exactly what it held
     after = _hashes(run.out_dir)
     assert after["runs"] != before["runs"] and after["frontiers"] != before["frontiers"]
     _consistent(run.out_dir)

@@ -75,7 +75,8 @@ def write_file_mart(conn: duckdb.DuckDBPyConnection, table: str, folder: Path, c
     ids.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / WHOLE).touch()  # base and recent are published together (pipeline.io.generations)
+    if not (folder / WHOLE).is_file():  # base and recent are published together (pipeline.io.generations)
+        (folder / WHOLE).touch()  # only where missing: a staged marker is the published one's hard link
     folder.with_name(f"{folder.name}.parquet").unlink(missing_ok=True)
     base_files, recent_files = f"{table}_mart_base_files", f"{table}_mart_recent_files"
     conn.execute(f"create table if not exists {_STATE_TABLE} (mart varchar, base_state varchar, recent_state varchar)")

@@ -145,20 +145,20 @@ def _mart_entries(folder: Path) -> list[Path]:
 
 
 def _link_copy(src: Path, dst: Path) -> None:
-    """Copy the tree ``src`` to ``dst`` (a new name in an existing folder): Parquet files (only ever replaced, never
-    rewritten in place) as hard links, everything else (report pages, which are rewritten in place) as copies."""
+    """Copy the tree ``src`` to ``dst`` (a new name in an existing folder), every file as a hard link (a copy on a
+    file system without them). Safe because no writer writes a staged file in place: the marts' Parquet files
+    are replaced (written beside, then renamed), the report step empties its folder before writing its pages,
+    and a ``_WHOLE`` marker is only created where missing; a file written in place would also change the
+    published generation that shares it."""
     if src.is_dir():
         dst.mkdir()
         for child in src.iterdir():
             _link_copy(child, dst / child.name)
         return
-    if src.suffix == ".parquet":
-        try:
-            os.link(src, dst)
-            return
-        except OSError:  # a file system without hard links: copy
-            pass
-    shutil.copy2(src, dst)
+    try:
+        os.link(src, dst)
+    except OSError:  # a file system without hard links: copy
+        shutil.copy2(src, dst)
 
 
 def _files(folder: Path) -> dict[str, Path]:

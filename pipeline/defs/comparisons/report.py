@@ -1,6 +1,7 @@
 """Downstream of the comparisons: the historical-trend mart and the static, interactive HTML report."""
 
 import datetime as dt
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -318,6 +319,9 @@ def report(context: dg.AssetExecutionContext, config: ReportConfig, warehouse: D
                                  trends=explorer_trends(conn))
     changes = [row for row in every_change if row["status"] != "recovered"]
     out = paths.staging(context) / "report"
+    # the staged folder starts as hard links to the published pages (pipeline.io.generations), and the pages are
+    # written in place: emptied first, every page written is a new file and the published ones stay as they were
+    shutil.rmtree(out, ignore_errors=True)
     pages = [paths.published(context, page) for page in build_report(comparisons, frontiers, runs, out,
                                                                      regressions=changes, explorer=explorer)]
     cdf_pages = build_request_pages(request_runs, requests, out)
