@@ -71,6 +71,46 @@ def test_every_file_of_the_published_marts_is_staged_as_a_hard_link(tmp_path):
     assert (out / "report" / "index.html").read_text(encoding="utf-8") == "second"
 
 
+def test_without_hard_links_the_staged_files_are_copies(tmp_path, monkeypatch):
+    """On a file system that refuses hard links, the staging folder holds copies: the same bytes, other files."""
+    out = tmp_path / "marts"
+    first = staging_dir(out, "run1")
+    _write(first / "frontiers.parquet", 1)
+    (first / "report").mkdir()
+    (first / "report" / "index.html").write_text("first", encoding="utf-8")
+    gen1 = publish(out, "run1")
+
+    def refuse(src, dst):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", refuse)
+    second = staging_dir(out, "run2")
+    assert not os.path.samefile(second / "report" / "index.html", gen1 / "report" / "index.html")
+    assert (second / "report" / "index.html").read_text(encoding="utf-8") == "first"
+    assert _value(second / "frontiers.parquet") == 1
+
+
+def test_a_page_written_again_with_the_same_bytes_is_no_change_to_apply_on_a_later_generation(tmp_path):
+    """Two runs stage from one generation; the other publishes a new page first. This run wrote the page again as
+    it was (a new file, the same bytes: the report rewrites every page): not a change of this run, so its publish
+    keeps the other run's page and applies only what it changed."""
+    out = tmp_path / "marts"
+    first = staging_dir(out, "run1")
+    (first / "report").mkdir()
+    (first / "report" / "index.html").write_text("first", encoding="utf-8")
+    publish(out, "run1")
+    ours, theirs = staging_dir(out, "ours"), staging_dir(out, "theirs")
+    (theirs / "report" / "index.html").unlink()
+    (theirs / "report" / "index.html").write_text("theirs", encoding="utf-8")
+    publish(out, "theirs")
+    (ours / "report" / "index.html").unlink()
+    (ours / "report" / "index.html").write_text("first", encoding="utf-8")
+    _write(ours / "frontiers.parquet", 2)
+    publish(out, "ours")
+    assert (out / "report" / "index.html").read_text(encoding="utf-8") == "theirs"
+    assert _value(out / "frontiers.parquet") == 2
+
+
 def test_a_run_is_invisible_until_it_publishes_and_the_old_generation_stays_readable(tmp_path):
     out = tmp_path / "marts"
     first = staging_dir(out, "run1")
