@@ -420,10 +420,11 @@ _MEAN_ROUNDING = 1e-9
 
 def widest_change(y: np.ndarray, scale: str) -> float | np.ndarray:
     """The largest magnitude any change of the series ``y`` (float64, shape (n,), n ≥ 1, finite; > 0 for a
-    relative metric; or k such series as rows, shape (k, n), giving an array of shape (k,)) can have: ``max / min − 1`` (``relative``) or ``max − min`` (``absolute``, metric units),
-    widened by ``_MEAN_ROUNDING``. A change's magnitude compares two means of the points (``find_changes``), and
-    a mean lies between the smallest and the largest point, so a series narrower than the minimum magnitude holds
-    no change to announce, whatever the search would cut."""
+    relative metric; or k such series as rows, shape (k, n), giving an array of shape (k,)) can have:
+    ``max / min − 1`` (``relative``) or ``max − min`` (``absolute``, metric units), widened by ``_MEAN_ROUNDING``.
+    A change's magnitude compares two means of the points (``find_changes``), and a mean lies between the smallest
+    and the largest point, so a series narrower than the minimum magnitude holds no change to announce, whatever
+    the search would cut."""
     low, high = y.min(axis=-1), y.max(axis=-1)
     if scale == "relative":
         widest = high / low * (1 + _MEAN_ROUNDING) - 1
@@ -861,7 +862,6 @@ def detect(series: Iterable[Series], rules: Mapping[tuple[str, str], MetricRule]
             row["regression_id"] = regression_id(row)
             out.append(row)
     return out
-
 
 
 def quiet_series(items: Sequence[tuple[MetricRule, Sequence[float]]],
