@@ -225,6 +225,24 @@ class Change:
     noise_source: str
 
 
+def minimum_magnitude(rule: MetricRule, settings: DetectionSettings) -> float:
+    """The smallest change announced: ``settings.min_magnitude`` when set, else the rule's own (a fraction for a
+    relative metric, metric units for an absolute one)."""
+    return rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+
+
+def scaled_noise_floor(rule: MetricRule) -> float:
+    """The rule's noise floor in the units the test works in: log(1 + floor) for a relative metric (its values'
+    logs), the floor itself (metric units) for an absolute one."""
+    return math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
+
+
+def search_penalty(penalty: float, noise: float | np.ndarray, n: int) -> float | np.ndarray:
+    """Binseg's penalty per change point for a series of ``n`` points whose per-point noise is ``noise`` (a float,
+    or an array of one per row): ``penalty × noise² × ln n`` (BIC-like), in the squared units of the series."""
+    return penalty * noise * noise * math.log(n)
+
+
 def robust_noise(x: np.ndarray) -> float | np.ndarray:
     """Robust per-point noise of a series with steps: 1.4826 × median |first difference| / √2 (a step moves one
     difference only). ``x``: one series (float64, shape (n,)): a float, NaN for fewer than 2 points; or k series
@@ -252,7 +270,7 @@ def change_points(x: np.ndarray, noise: float, min_size: int, penalty: float) ->
     n = x.size
     if n < 2 * min_size:
         return []
-    pen = penalty * noise * noise * math.log(n)
+    pen = search_penalty(penalty, noise, n)
     cost = cumulative_l2_cost().fit(x)
     if cost.best_first_gain(min_size) <= pen:  # Binseg cuts only where the gain is > pen
         return []
@@ -374,11 +392,11 @@ def find_changes(values: Sequence[float], rule: MetricRule, settings: DetectionS
     n = y.size
     if n < settings.min_points_before + settings.min_points_after:
         return []
-    min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+    min_magnitude = minimum_magnitude(rule, settings)
     if widest_change(y, rule.scale) < min_magnitude:
         return []  # no two means of these points differ by the minimum magnitude: nothing to search or test
     x = np.log(y) if rule.scale == "relative" else y
-    floor = math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
+    floor = scaled_noise_floor(rule)
     search_noise = max(robust_noise(x), floor)
     cuts = change_points(x, search_noise, min(settings.min_points_before, settings.min_points_after), settings.penalty)
     if not cuts:
@@ -487,7 +505,7 @@ def recovered(change: Change, rule: MetricRule, settings: DetectionSettings = De
     change, or beyond it: a later change undid this one. False while the change's own segment is the last."""
     if change.last:
         return False
-    min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+    min_magnitude = minimum_magnitude(rule, settings)
     moved = (change.later_level / change.mean_before - 1 if rule.scale == "relative"
              else change.later_level - change.mean_before)
     return moved * math.copysign(1.0, change.magnitude) < min_magnitude
@@ -902,12 +920,12 @@ def quiet_rows(rows: np.ndarray, rule: MetricRule, settings: DetectionSettings =
     n = rows.shape[1]
     if n < max(settings.min_points_before + settings.min_points_after, 2):
         return finite
-    min_magnitude = rule.min_magnitude if settings.min_magnitude is None else settings.min_magnitude
+    min_magnitude = minimum_magnitude(rule, settings)
     safe = np.where(finite[:, None], rows, 1.0)  # the rows find_changes raises for are screened as ones
     x = np.log(safe) if rule.scale == "relative" else safe
-    floor = math.log1p(rule.noise_floor) if rule.scale == "relative" else rule.noise_floor
+    floor = scaled_noise_floor(rule)
     noise = np.maximum(robust_noise(x), floor)
-    penalty = settings.penalty * noise * noise * math.log(n)
+    penalty = search_penalty(settings.penalty, noise, n)
     sums, squares = prefix_sums(x)
     # the cost's own floor of one point a segment, as best_first_gain
     gain = first_cut_gains(sums, squares, max(min(settings.min_points_before, settings.min_points_after), 1))
